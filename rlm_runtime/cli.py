@@ -1,0 +1,139 @@
+"""The ``rlm`` command.
+
+Exit codes: 0 success; 1 the checked or run code failed or was refused; 2 bad usage (unknown
+option, missing file, invalid policy). Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.errors import RLMError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Usage(Exception):
+    """Bad usage found after argument parsing (a missing file, say)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlm", description="A sandboxed recursive-LM REPL runtime.")
+    parser.add_argument("--version", action="version", version=f"rlm_runtime {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    policy = commands.add_parser("policy", help="sandbox policies").add_subparsers(dest="action", required=True, metavar="ACTION")
+    pc = policy.add_parser("check", help="check a file of Python against a policy (exit 0 allowed, 1 refused)")
+    pc.add_argument("file", help="a Python file, or - for standard input")
+    pc.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
+    pc.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    pc.set_defaults(run=_policy_check)
+
+    sandbox = commands.add_parser("sandbox", help="the sandboxed worker").add_subparsers(dest="action", required=True, metavar="ACTION")
+    sr = sandbox.add_parser("run", help="run one cell in a fresh sandbox (exit 0 clean, 1 failed or refused)")
+    sr.add_argument("file", help="a Python file, or - for standard input")
+    sr.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
+    sr.add_argument("--timeout", type=float, metavar="S", help="cell timeout in seconds")
+    sr.add_argument("--memory-mb", type=int, metavar="N", help="worker memory cap in MB")
+    sr.add_argument("--json", action="store_true", help="print exactly one JSON object with the cell result")
+    sr.set_defaults(run=_sandbox_run)
+
+    sd = sandbox.add_parser("doctor", help="show which isolation layers are active on this machine")
+    sd.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
+    sd.add_argument("--json", action="store_true", help="print the layers as JSON")
+    sd.set_defaults(run=_sandbox_doctor)
+    return parser
+
+
+def _version() -> str:
+    from rlm_runtime import __version__
+
+    return __version__
+
+
+def _read_source(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    path = Path(name)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as e:
+        raise _Usage(f"no such file: {name}") from e
+    except IsADirectoryError as e:
+        raise _Usage(f"is a directory, not a file: {name}") from e
+    except OSError as e:
+        raise _Usage(f"cannot read {name}: {e.strerror or e}") from e
+
+
+def _policy_check(args: argparse.Namespace) -> int:
+    from rlm_runtime.sandbox.policy import check, load_policy
+
+    policy = load_policy(args.policy)
+    report = check(_read_source(args.file), policy)
+    if args.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        print(report.text())
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _sandbox_run(args: argparse.Namespace) -> int:
+    from rlm_runtime.sandbox import Sandbox
+    from rlm_runtime.sandbox.policy import load_policy
+
+    policy = load_policy(args.policy).with_limits(cell_timeout_s=args.timeout, memory_mb=args.memory_mb)
+    source = _read_source(args.file)
+    with Sandbox(policy) as sandbox:
+        result = sandbox.execute(source)
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+    else:
+        if result.stdout:
+            sys.stdout.write(result.stdout if result.stdout.endswith("\n") else result.stdout + "\n")
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        if result.error:
+            print(result.error, file=sys.stderr)
+        if result.has_final:
+            print(f"FINAL: {result.final}")
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _sandbox_doctor(args: argparse.Namespace) -> int:
+    from rlm_runtime.sandbox.doctor import diagnose, render
+
+    layers = diagnose(args.policy)
+    if args.json:
+        print(json.dumps([{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose} for x in layers]))
+    else:
+        print(render(layers))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except _Usage as e:
+        print(f"rlm: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except RLMError as e:
+        print(f"rlm: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("rlm: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> Any:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

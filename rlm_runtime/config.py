@@ -1,0 +1,43 @@
+"""Where rlm_runtime finds its files, and the one place that reads the environment.
+
+Other modules receive paths and settings as arguments; only this module and ``cli.py`` look
+at ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _data_dir(name: str) -> Path:
+    """A folder shipped with the package: inside the wheel, or at the top of a checkout."""
+    bundled = _PACKAGE_DIR / "_data" / name
+    if bundled.is_dir():
+        return bundled
+    return _PACKAGE_DIR.parent / name
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Folders searched for policies (and, later, brain files): the user's first."""
+
+    home: Path
+
+    @property
+    def user_policies(self) -> Path:
+        return self.home / "sandbox_policies"
+
+    @property
+    def policy_dirs(self) -> tuple[Path, ...]:
+        return (self.user_policies, _data_dir("sandbox_policies"))
+
+
+def paths_from_env(environ: dict[str, str] | None = None) -> Paths:
+    """Resolve ``RLM_HOME`` (default ``~/.rlm``)."""
+    env = os.environ if environ is None else environ
+    home = env.get("RLM_HOME") or str(Path("~/.rlm").expanduser())
+    return Paths(home=Path(home))

@@ -1,0 +1,45 @@
+"""The one error tree of rlm_runtime.
+
+Recoverable errors are the model's own mistakes (bad code, a refused cell, a failed host
+call): they are shown back to it as text. Terminal errors mean the runtime cannot go on as
+it is (the worker cannot start, the protocol broke). Third-party exceptions are translated
+where they are caught, always with ``raise ... from``.
+"""
+
+from __future__ import annotations
+
+
+class RLMError(Exception):
+    """Base class of every error rlm_runtime raises on purpose."""
+
+
+class ConfigError(RLMError):
+    """A policy, limit or setting is missing or invalid (names the file or field)."""
+
+
+class RecoverableError(RLMError):
+    """Something the model did wrong; the session goes on."""
+
+
+class PolicyViolation(RecoverableError):
+    """A cell was refused by the policy check; ``report`` holds the reasons."""
+
+    def __init__(self, report: object) -> None:
+        super().__init__(str(report))
+        self.report = report
+
+
+class HostCallError(RecoverableError):
+    """A host function called from sandboxed code failed or got invalid arguments."""
+
+
+class TerminalError(RLMError):
+    """The runtime cannot continue in its current state."""
+
+
+class SandboxError(TerminalError):
+    """The sandbox could not start, or a worker could not be (re)created."""
+
+
+class ProtocolError(TerminalError):
+    """A frame on the worker channel was malformed, too large or unexpected."""

@@ -1,0 +1,86 @@
+"""``rlm sandbox doctor``: which isolation layers are active here, and why not when not.
+
+The report comes from a real worker (the layers it applied to itself), plus what the host
+does for it. Nothing is claimed that was not observed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from rlm_runtime.sandbox.supervisor import Sandbox
+
+#: Layers in the order a reader should meet them, with what each protects against.
+LAYER_HELP = {
+    "process_boundary": "user code runs in a separate OS process, never in the host",
+    "zygote_fork": "workers are forked from a pre-warmed single-threaded zygote",
+    "host_not_dumpable": "other processes of the same user cannot read the host's memory or /proc/<pid>/environ",
+    "empty_environment": "no API keys or other host environment variables in the worker",
+    "private_cwd": "the worker's cwd is a private temp dir, removed afterwards",
+    "closed_fds": "no inherited file descriptors but the channel",
+    "process_group": "own session and process group, killed as a whole",
+    "rlimits": "CPU, address space, open files, file size and core dumps are limited",
+    "rlimit_as_enforced": "the address-space limit is enforced by the kernel",
+    "rss_watchdog": "the host kills a worker whose resident memory passes the cap",
+    "wall_clock_kill": "the host kills the worker's process group after timeout + grace",
+    "network_namespace": "the worker has no network interfaces",
+    "landlock": "the worker can read only the Python stdlib and write only its temp dir",
+    "drop_privileges": "the worker runs as nobody instead of root",
+    "rlimit_nproc": "the worker cannot create processes (RLIMIT_NPROC)",
+    "parent_death_signal": "the worker dies with its zygote",
+    "dumpable": "the worker cannot be ptraced or have its memory read",
+    "no_new_privs": "the worker cannot gain privileges through exec",
+    "seccomp": "fork, exec, sockets, ptrace, mounts and signals to others are refused by the kernel",
+    "macos_sandbox_exec": "the zygote and its workers run under a deny-by-default sandbox-exec profile",
+}
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    active: bool
+    detail: str
+
+    @property
+    def purpose(self) -> str:
+        return LAYER_HELP.get(self.name, "")
+
+
+def diagnose(policy: str = "default") -> list[Layer]:
+    """Start a worker under ``policy`` and report every layer."""
+    with Sandbox(policy) as sandbox:
+        worker_layers: dict[str, dict[str, Any]] = sandbox.layers
+        host = sandbox.host_layers
+    linux = sys.platform.startswith("linux")
+    found: dict[str, Layer] = {
+        "process_boundary": Layer("process_boundary", True, "worker subprocess"),
+        "zygote_fork": Layer("zygote_fork", True, "fork of a zygote started with an empty environment"),
+        "rss_watchdog": Layer("rss_watchdog", True, "psutil, checked every 50 ms while a cell runs"),
+        "wall_clock_kill": Layer("wall_clock_kill", True, "SIGKILL to the process group"),
+        "rlimit_as_enforced": Layer("rlimit_as_enforced", linux,
+                                    "Linux enforces RLIMIT_AS" if linux else "macOS does not enforce RLIMIT_AS; the RSS watchdog is the cap"),
+    }
+    for name, info in {**host, **worker_layers}.items():
+        found[name] = Layer(name, bool(info.get("active")), str(info.get("detail", "")))
+    if sys.platform == "darwin":
+        on = shutil.which("sandbox-exec") is not None
+        found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", on, "sandbox-exec found" if on else "sandbox-exec not found")
+    else:
+        found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", False, "not macOS (Linux uses Landlock and seccomp instead)")
+    order = list(LAYER_HELP)
+    return sorted(found.values(), key=lambda layer: order.index(layer.name) if layer.name in order else len(order))
+
+
+def render(layers: list[Layer]) -> str:
+    width = max(len(layer.name) for layer in layers)
+    rows = [f"Sandbox isolation layers on {sys.platform}:"]
+    for layer in layers:
+        mark = "on " if layer.active else "off"
+        rows.append(f"  [{mark}] {layer.name.ljust(width)}  {layer.detail}")
+    off = [layer.name for layer in layers if not layer.active]
+    rows.append("")
+    rows.append("All layers active." if not off else f"Inactive: {', '.join(off)}.")
+    return "\n".join(rows)

@@ -1,0 +1,228 @@
+"""The namespace user code runs in: guarded builtins, guarded attribute access, imports.
+
+Runs inside the worker. These guards are the runtime half of the policy (RestrictedPython
+rewrote attribute access, item writes, printing and iteration into calls to the ``_..._``
+names defined here). They are defence in depth: the process and its OS limits are the
+boundary.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import operator
+import sys
+import types
+from typing import Any
+
+from RestrictedPython.Guards import (
+    guarded_iter_unpack_sequence,
+    guarded_unpack_sequence,
+    raise_,
+    safe_builtins,
+    safer_getattr,
+)
+
+#: ``__name__`` of the user namespace; classes the user defines carry it in ``__module__``.
+USER_MODULE = "__rlm__"
+#: Name bound to the function that prints the value of a cell's last expression. It starts
+#: with an underscore, so user code cannot name it (RestrictedPython refuses such names).
+SHOW_NAME = "_rlm_show_"
+
+# Objects whose attributes lead to frames, globals or code no matter what the name is.
+_OPAQUE_TYPES = (
+    types.FrameType,
+    types.TracebackType,
+    types.CodeType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+    types.CellType,
+)
+# Attributes that hand back the wrapped callable or its arguments (the classic
+# ``functools.partial(f).func`` leak).
+_WRAPPER_ATTRS = {
+    functools.partial: {"func", "args", "keywords"},
+    functools.partialmethod: {"func", "args", "keywords"},
+}
+_EXTRA_BUILTINS = (
+    "dict list set frozenset enumerate map filter zip reversed sorted sum min max any all "
+    "iter next tuple bytes bytearray object super property staticmethod classmethod format "
+    "ascii bin abs divmod round pow hash callable chr ord hex oct len range repr slice str "
+    "int float complex bool isinstance issubclass NotImplemented Ellipsis"
+).split()
+_BLOCKED_BUILTINS = {"__import__", "open", "eval", "exec", "compile", "globals", "locals", "vars",
+                     "input", "breakpoint", "help", "exit", "quit", "memoryview", "setattr",
+                     "delattr", "getattr", "hasattr", "dir", "type"}
+
+
+class SandboxPermissionError(PermissionError):
+    """Raised to user code when a guard refuses an import, attribute or write."""
+
+
+def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any:
+    """Build the ``_getattr_`` guard: RestrictedPython's safer_getattr plus our rules."""
+
+    def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+        if isinstance(obj, _OPAQUE_TYPES):
+            raise SandboxPermissionError(f"attributes of {type(obj).__name__} objects are not accessible in the sandbox")
+        blocked = _WRAPPER_ATTRS.get(type(obj))
+        if blocked and name in blocked:
+            raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
+        if isinstance(obj, types.ModuleType):
+            if (obj.__name__, name) in denied:
+                raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
+            value = safer_getattr(obj, name, *default) if default else safer_getattr(obj, name, raise_)
+            if isinstance(value, types.ModuleType) and value.__name__ not in allowed_modules:
+                raise SandboxPermissionError(
+                    f"'{obj.__name__}.{name}' is the module '{value.__name__}', which is not allowed")
+            return value
+        return safer_getattr(obj, name, *default) if default else safer_getattr(obj, name, raise_)
+
+    return guarded_getattr
+
+
+def _user_owned(ob: Any) -> bool:
+    if isinstance(ob, type):
+        return ob.__module__ == USER_MODULE
+    return type(ob).__module__ == USER_MODULE
+
+
+class _ItemsOnly:
+    """What ``_write_`` hands back for objects the user does not own: items yes, attributes no."""
+
+    __slots__ = ("_ob",)
+
+    def __init__(self, ob: Any) -> None:
+        object.__setattr__(self, "_ob", ob)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._ob[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._ob[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise SandboxPermissionError(f"cannot set attributes of {type(self._ob).__name__} objects in the sandbox")
+
+    def __delattr__(self, name: str) -> None:
+        raise SandboxPermissionError(f"cannot delete attributes of {type(self._ob).__name__} objects in the sandbox")
+
+
+def guarded_write(ob: Any) -> Any:
+    if type(ob) in (dict, list) or _user_owned(ob):
+        return ob
+    return _ItemsOnly(ob)
+
+
+_INPLACE = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "<<=": operator.ilshift,
+    ">>=": operator.irshift, "&=": operator.iand, "^=": operator.ixor, "|=": operator.ior,
+    "@=": operator.imatmul,
+}
+
+
+def inplacevar(op: str, x: Any, y: Any) -> Any:
+    fn = _INPLACE.get(op)
+    if fn is None:
+        raise SyntaxError(f"unsupported in-place operator {op}")
+    return fn(x, y)
+
+
+def make_import(allowed: set[str]) -> Any:
+    def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level != 0:
+            raise SandboxPermissionError("relative imports are not allowed in the sandbox")
+        if name not in allowed:
+            raise SandboxPermissionError(f"import of '{name}' is not allowed; allowed: {', '.join(sorted(allowed))}")
+        module = sys.modules.get(name) or importlib.import_module(name)
+        if fromlist:
+            return module
+        return sys.modules[name.partition(".")[0]]
+
+    return guarded_import
+
+
+def _guarded_type(*args: Any) -> Any:
+    if len(args) != 1:
+        raise SandboxPermissionError("type() with three arguments is not allowed; use a class statement")
+    return type(args[0])
+
+
+def make_builtins(getattr_guard: Any, import_guard: Any) -> dict[str, Any]:
+    """The builtins user code sees: RestrictedPython's safe set plus common pure functions."""
+    table = dict(safe_builtins)
+    for name in _EXTRA_BUILTINS:
+        table[name] = getattr(builtins, name)
+    for name in _BLOCKED_BUILTINS:
+        table.pop(name, None)
+
+    def guarded_hasattr(obj: Any, name: str) -> bool:
+        try:
+            getattr_guard(obj, name)
+        except (AttributeError, SandboxPermissionError, NotImplementedError):
+            return False
+        return True
+
+    def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+        if not isinstance(name, str) or name.startswith("_"):
+            raise SandboxPermissionError("setattr() with a name starting with '_' is not allowed")
+        setattr(guarded_write(obj), name, value)
+
+    def guarded_delattr(obj: Any, name: str) -> None:
+        if not isinstance(name, str) or name.startswith("_"):
+            raise SandboxPermissionError("delattr() with a name starting with '_' is not allowed")
+        delattr(guarded_write(obj), name)
+
+    def guarded_dir(obj: Any = None) -> list[str]:
+        if obj is None:
+            raise SandboxPermissionError("dir() without an argument is not available; use SHOW_VARS()")
+        return [n for n in dir(obj) if not n.startswith("_")]
+
+    table.update(
+        getattr=getattr_guard,
+        hasattr=guarded_hasattr,
+        setattr=guarded_setattr,
+        delattr=guarded_delattr,
+        dir=guarded_dir,
+        type=_guarded_type,
+        __import__=import_guard,
+        SandboxPermissionError=SandboxPermissionError,
+    )
+    return table
+
+
+def make_globals(allowed_modules: set[str], denied_attributes: set[str], printer: Any) -> dict[str, Any]:
+    """A fresh user namespace with every name RestrictedPython's rewritten code expects."""
+    denied = {tuple(a.rsplit(".", 1)) for a in denied_attributes if "." in a}
+    getattr_guard = make_getattr(denied, allowed_modules)  # type: ignore[arg-type]
+    return {
+        "__builtins__": make_builtins(getattr_guard, make_import(allowed_modules)),
+        "__name__": USER_MODULE,
+        "_getattr_": getattr_guard,
+        "_getitem_": operator.getitem,
+        "_getiter_": iter,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_write_": guarded_write,
+        "_inplacevar_": inplacevar,
+        "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        "_print_": printer,
+    }
+
+
+def preload(modules: set[str]) -> None:
+    """Import allowed modules ahead of time (in the zygote), so workers share them."""
+    for name in sorted(modules):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    # Lazily imported helpers of allowed modules, loaded now so no worker has to read them.
+    for name in ("_strptime", "encodings.idna", "encodings.latin_1", "encodings.ascii", "unicodedata"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass

@@ -1,0 +1,154 @@
+"""How a worker process takes away its own powers before running any user code.
+
+Two steps. ``detach`` runs in a fresh spare (config-independent, so it is paid before a
+session asks for a worker); ``lock_down`` runs when the session's ``init`` frame arrives.
+Each layer is best effort and reported: the host decides what to tell the user, and
+``rlm sandbox doctor`` shows the report. Runs in the worker only.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import sys
+from typing import Any
+
+from rlm_runtime.sandbox import oslayers
+
+_MIB = 1024 * 1024
+_NOBODY = 65534
+_layers: dict[str, dict[str, Any]] = {}
+
+
+def _record(name: str, active: bool, detail: str) -> None:
+    _layers[name] = {"active": active, "detail": detail}
+
+
+def _try(name: str, fn: Any, *args: Any, ok: str = "") -> Any:
+    try:
+        result = fn(*args)
+    except (OSError, AttributeError) as e:
+        _record(name, False, str(e) or type(e).__name__)
+        return None
+    _record(name, True, result if isinstance(result, str) else ok or "active")
+    return result
+
+
+def detach(keep_fd: int) -> None:
+    """Own session, no inherited descriptors, quiet stdio, no network. Spare-time work."""
+    os.setsid()
+    _record("process_group", True, f"own session and process group {os.getpgid(0)}")
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    maxfd = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+    if maxfd == resource.RLIM_INFINITY:
+        maxfd = 65536
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, maxfd)
+    _record("closed_fds", True, "only stdio (/dev/null) and the channel are open")
+    if sys.platform.startswith("linux"):
+        _try("network_namespace", oslayers.unshare_network, ok="empty network namespace (loopback down)")
+    else:
+        _record("network_namespace", False, "not Linux")
+
+
+def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Apply the session's limits and the remaining OS layers; return every layer's status."""
+    tmpdir = msg["tmpdir"]
+    os.chdir(tmpdir)
+    _record("private_cwd", True, tmpdir)
+    os.environ.clear()
+    _record("empty_environment", len(os.environ) == 0, "no variables of the host's environment")
+    limits = msg["limits"]
+    applied = apply_rlimits(limits, _vm_size())
+    _record("rlimits", bool(applied), ", ".join(applied) or "none could be set")
+    linux = sys.platform.startswith("linux")
+    if linux:
+        _try("landlock", _landlock, list(msg.get("read_paths", [])), [tmpdir])
+        dropped = _try("drop_privileges", oslayers.drop_privileges, _NOBODY, _NOBODY, ok=f"running as uid {_NOBODY}")
+        if dropped is False:
+            _record("drop_privileges", False, "not root: already unprivileged")
+        if dropped or os.geteuid() != 0:
+            # Counts processes per real uid, so only meaningful once we are not root.
+            try:
+                resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+                _record("rlimit_nproc", True, "no new processes (uid is not root)")
+            except (ValueError, OSError) as e:
+                _record("rlimit_nproc", False, str(e))
+        else:
+            _record("rlimit_nproc", False, "ignored for root")
+        # Changing credentials clears the parent-death signal, so it is set after the drop.
+        _try("parent_death_signal", oslayers.set_parent_death_signal, signal.SIGKILL, ok="SIGKILL when the zygote dies")
+        _try("dumpable", oslayers.set_dumpable, False, ok="PR_SET_DUMPABLE=0")
+        _try("no_new_privs", oslayers.set_no_new_privs, ok="PR_SET_NO_NEW_PRIVS=1")
+        _try("seccomp", oslayers.apply_seccomp, os.getpid(), ok="deny-list filter: no fork, exec, sockets, ptrace, kill of others")
+    else:
+        for name in ("landlock", "seccomp", "drop_privileges", "dumpable", "no_new_privs"):
+            _record(name, False, "not Linux")
+    return dict(_layers)
+
+
+def _landlock(read_only: list[str], read_write: list[str]) -> str:
+    abi = oslayers.apply_landlock(read_only, read_write)
+    return f"ABI {abi}"
+
+
+def _vm_size() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def apply_rlimits(limits: dict[str, Any], baseline_vm_bytes: int) -> list[str]:
+    """Set the worker's rlimits; return the names that took effect.
+
+    The memory cap is added to the address space the worker already has, because a forked
+    interpreter maps tens of MB before any user code runs.
+    """
+    applied = []
+
+    def _set(name: str, soft: int, hard: int | None = None) -> None:
+        which = getattr(resource, name, None)
+        if which is None:
+            return
+        hard = soft if hard is None else hard
+        hard_now = resource.getrlimit(which)[1]
+        if hard_now != resource.RLIM_INFINITY:
+            hard = min(hard, hard_now)
+            soft = min(soft, hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+            applied.append(name)
+        except (ValueError, OSError):
+            pass
+
+    _set("RLIMIT_CORE", 0)
+    _set("RLIMIT_NOFILE", int(limits["open_files"]))
+    _set("RLIMIT_FSIZE", int(limits["file_size_mb"]) * _MIB)
+    _set("RLIMIT_CPU", int(limits["worker_cpu_s"]))
+    # macOS accepts RLIMIT_AS but does not enforce it; the host's RSS watchdog covers that.
+    _set("RLIMIT_AS", baseline_vm_bytes + int(limits["memory_mb"]) * _MIB)
+    return applied
+
+
+def set_cell_cpu_limit(limits: dict[str, Any], used_cpu_s: float) -> None:
+    """Lower the soft CPU limit so this cell alone cannot burn much more than its timeout.
+
+    SIGXCPU at the soft limit ends a worker stuck inside one C call that no Python-level
+    timeout can interrupt, even if the host were gone.
+    """
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    soft = int(used_cpu_s + float(limits["cell_timeout_s"]) + float(limits["kill_grace_s"])) + 2
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass

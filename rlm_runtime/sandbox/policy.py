@@ -1,0 +1,362 @@
+"""Sandbox policies (TOML files) and the static check of a cell.
+
+The check is defence in depth, not the boundary: the worker process and its OS limits are.
+Checking returns data: a ``PolicyReport`` whose ``text()`` can be shown back to a model.
+
+Policy file schema (every table and key optional; defaults are those of ``Policy``)::
+
+    name = "default"
+    description = "..."
+    [imports]
+    allow = ["re", "json", ...]          # exact module names user code may import
+    [attributes]
+    deny = ["string.Formatter", ...]     # "module.attr" pairs user code may not reach
+    [code]
+    max_source_bytes = 65536             # checked before anything else
+    max_nesting = 60                     # bracket / indentation depth, checked before parsing
+    max_ast_nodes = 20000
+    max_ast_depth = 100
+    deny_constructs = ["ClassDef"]       # Python AST node class names refused outright
+    [limits]                             # see rlm_runtime.sandbox.limits.Limits
+    cell_timeout_s = 30
+    memory_mb = 512
+    output_chars = 20000
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import tomllib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from RestrictedPython.transformer import RestrictingNodeTransformer
+
+from rlm_runtime.errors import ConfigError
+from rlm_runtime.sandbox.guards import SHOW_NAME
+from rlm_runtime.sandbox.limits import Limits
+
+_AST_NODE_NAMES = {n for n in dir(ast) if isinstance(getattr(ast, n), type) and issubclass(getattr(ast, n), ast.AST)}
+
+
+class CodeRules(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_source_bytes: int = Field(64 * 1024, ge=16)
+    max_nesting: int = Field(60, ge=2, le=190)
+    max_ast_nodes: int = Field(20_000, ge=10)
+    max_ast_depth: int = Field(100, ge=5, le=900)
+    deny_constructs: tuple[str, ...] = ()
+
+
+class Policy(BaseModel):
+    """A named set of rules: what code may do, and the limits it runs under."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "custom"
+    description: str = ""
+    allowed_imports: tuple[str, ...] = ()
+    denied_attributes: tuple[str, ...] = ()
+    code: CodeRules = CodeRules()
+    limits: Limits = Limits()
+
+    def with_limits(self, **overrides: object) -> Policy:
+        """A copy whose limits have the given fields replaced (None values are ignored)."""
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if not changes:
+            return self
+        try:
+            limits = Limits(**{**self.limits.model_dump(), **changes})
+        except ValidationError as e:
+            raise ConfigError(f"invalid limits: {_first_error(e)}") from e
+        return self.model_copy(update={"limits": limits})
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}"
+
+
+def parse_policy(data: dict[str, object], source: str) -> Policy:
+    """Build a Policy from the TOML tables; ``source`` names the file in errors."""
+    known = {"name", "description", "imports", "attributes", "code", "limits"}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {sorted(unknown)}; expected {sorted(known)}")
+    try:
+        imports = data.get("imports", {})
+        attributes = data.get("attributes", {})
+        if not isinstance(imports, dict) or not isinstance(attributes, dict):
+            raise ConfigError(f"{source}: [imports] and [attributes] must be tables")
+        policy = Policy(
+            name=data.get("name", Path(source).stem),
+            description=data.get("description", ""),
+            allowed_imports=tuple(imports.get("allow", ())),
+            denied_attributes=tuple(attributes.get("deny", ())),
+            code=CodeRules(**data.get("code", {})),  # type: ignore[arg-type]
+            limits=Limits(**data.get("limits", {})),  # type: ignore[arg-type]
+        )
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {_first_error(e)}") from e
+    except TypeError as e:
+        raise ConfigError(f"{source}: {e}") from e
+    bad = [c for c in policy.code.deny_constructs if c not in _AST_NODE_NAMES]
+    if bad:
+        raise ConfigError(f"{source}: deny_constructs names unknown AST nodes {bad}")
+    return policy
+
+
+def load_policy(name_or_path: str | Path | Policy, search: tuple[Path, ...] = ()) -> Policy:
+    """Load a policy by name (``default``, ``strict``, or a file in ``search``) or by path."""
+    if isinstance(name_or_path, Policy):
+        return name_or_path
+    text = str(name_or_path)
+    candidate = Path(text)
+    if not (text.endswith(".toml") or "/" in text or candidate.exists()):
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
+            raise ConfigError(f"invalid policy name {text!r}")
+        for folder in search or _default_search():
+            if (folder / f"{text}.toml").is_file():
+                candidate = folder / f"{text}.toml"
+                break
+        else:
+            names = sorted({p.stem for d in (search or _default_search()) if d.is_dir() for p in d.glob("*.toml")})
+            raise ConfigError(f"no policy named {text!r}; available: {', '.join(names) or 'none'}")
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"policy file not found: {candidate}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read policy file {candidate}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{candidate}: invalid TOML: {e}") from e
+    return parse_policy(data, str(candidate))
+
+
+def _default_search() -> tuple[Path, ...]:
+    from rlm_runtime.config import paths_from_env
+
+    return paths_from_env().policy_dirs
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason (error or warning), with the 1-based line it concerns when known."""
+
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+@dataclass(frozen=True)
+class PolicyReport:
+    """What the check found. ``code`` is the compiled cell when ``ok``."""
+
+    errors: tuple[Finding, ...] = ()
+    warnings: tuple[Finding, ...] = ()
+    used_names: frozenset[str] = frozenset()
+    policy: str = ""
+    code: object | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def text(self) -> str:
+        """A short explanation fit to show a model."""
+        lines = []
+        if self.errors:
+            lines.append(f"Code refused by sandbox policy '{self.policy}':")
+            lines += [f"  - {f}" for f in self.errors]
+        if self.warnings:
+            lines.append("Warnings:")
+            lines += [f"  - {f}" for f in self.warnings]
+        return "\n".join(lines) if lines else f"Code allowed by sandbox policy '{self.policy}'."
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "policy": self.policy,
+            "errors": [{"line": f.line, "message": f.message} for f in self.errors],
+            "warnings": [{"line": f.line, "message": f.message} for f in self.warnings],
+            "used_names": sorted(self.used_names),
+        }
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+_RP_LINE = re.compile(r"^Line (\d+): (.*)$", re.S)
+_CACHE: OrderedDict[tuple[str, str, str], PolicyReport] = OrderedDict()
+_CACHE_SIZE = 256
+
+
+def check(source: str | bytes, policy: Policy, filename: str = "<cell>") -> PolicyReport:
+    """Check a cell against ``policy`` and compile it if allowed. Never raises on bad code.
+
+    Cheap refusals come first (size, encoding, NUL bytes, nesting) so that hostile input is
+    turned away before the parser spends time on it. Results are cached by content.
+    """
+    raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
+    key = (hashlib.sha256(raw).hexdigest(), policy.fingerprint(), filename)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+        return hit
+    report = _check(raw, policy, filename)
+    _CACHE[key] = report
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return report
+
+
+def _refuse(policy: Policy, message: str, line: int | None = None) -> PolicyReport:
+    return PolicyReport(errors=(Finding(message, line),), policy=policy.name)
+
+
+def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
+    rules = policy.code
+    if len(raw) > rules.max_source_bytes:
+        return _refuse(policy, f"source is {len(raw)} bytes; the limit is {rules.max_source_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        return _refuse(policy, f"source is not valid UTF-8 (byte offset {e.start})", line)
+    if "\x00" in text:
+        return _refuse(policy, "source contains a NUL byte", text[: text.index("\x00")].count("\n") + 1)
+    nesting = _nesting_problem(text, rules.max_nesting)
+    if nesting:
+        return _refuse(policy, *nesting)
+    try:
+        tree = ast.parse(text, filename, "exec")
+    except SyntaxError as e:
+        return _refuse(policy, f"SyntaxError: {e.msg}", e.lineno)
+    except (RecursionError, MemoryError, ValueError):
+        return _refuse(policy, "source is too deeply nested to parse")
+
+    errors: list[Finding] = []
+    warnings: list[Finding] = []
+    _walk_rules(tree, policy, errors, warnings)
+    if errors:
+        return PolicyReport(errors=tuple(errors), warnings=tuple(warnings), policy=policy.name)
+
+    rp_errors: list[str] = []
+    rp_warnings: list[str] = []
+    used: dict[str, bool] = {}
+    try:
+        RestrictingNodeTransformer(rp_errors, rp_warnings, used).visit(tree)
+    except RecursionError:
+        return _refuse(policy, "source is too deeply nested to check")
+    errors += [_rp_finding(m) for m in rp_errors]
+    warnings += [_rp_finding(m) for m in rp_warnings if "Prints, but never reads 'printed'" not in m]
+    code = None
+    if not errors:
+        _show_last_expression(tree)
+        try:
+            code = compile(tree, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            errors.append(Finding(f"cannot compile: {e}"))
+    return PolicyReport(
+        errors=tuple(errors),
+        warnings=tuple(warnings),
+        used_names=frozenset(used),
+        policy=policy.name,
+        code=code,
+    )
+
+
+def _rp_finding(message: str) -> Finding:
+    m = _RP_LINE.match(message)
+    return Finding(m.group(2).strip(), int(m.group(1))) if m else Finding(message)
+
+
+def _nesting_problem(text: str, limit: int) -> tuple[str, int] | None:
+    """Bracket or indentation depth beyond ``limit``, found by a linear scan (no parser)."""
+    depth = 0
+    line = 1
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > limit:
+                return (f"brackets nested deeper than {limit} levels", line)
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "\n":
+            line += 1
+    for n, row in enumerate(text.splitlines(), 1):
+        indent = len(row) - len(row.lstrip(" \t"))
+        if indent > 4 * limit:
+            return (f"indentation deeper than {limit} levels", n)
+    return None
+
+
+def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: list[Finding]) -> None:
+    """Our checks on top of RestrictedPython's: size, depth, imports, denied constructs."""
+    allowed = set(policy.allowed_imports)
+    denied_nodes = set(policy.code.deny_constructs)
+    denied_attrs = {tuple(a.rsplit(".", 1)) for a in policy.denied_attributes if "." in a}
+    nodes = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > policy.code.max_ast_nodes:
+            errors.append(Finding(f"code has more than {policy.code.max_ast_nodes} syntax nodes"))
+            return
+        if depth > policy.code.max_ast_depth:
+            errors.append(Finding(f"code is nested deeper than {policy.code.max_ast_depth} levels", getattr(node, "lineno", None)))
+            return
+        line = getattr(node, "lineno", None)
+        kind = type(node).__name__
+        if kind in denied_nodes:
+            errors.append(Finding(f"{kind} is not allowed by this policy", line))
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in allowed:
+                    errors.append(Finding(_import_message(alias.name, allowed), line))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                errors.append(Finding("relative imports are not allowed", line))
+            elif node.module not in allowed:
+                errors.append(Finding(_import_message(node.module or "", allowed), line))
+            else:
+                for alias in node.names:
+                    if (node.module, alias.name) in denied_attrs:
+                        errors.append(Finding(f"{node.module}.{alias.name} is not allowed", line))
+        elif isinstance(node, ast.ExceptHandler):
+            if node.type is None or (isinstance(node.type, ast.Name) and node.type.id == "BaseException"):
+                warnings.append(Finding(
+                    "catching BaseException does not stop the cell timeout: the worker is killed "
+                    "and its variables are lost; catch Exception instead", line))
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _import_message(name: str, allowed: set[str]) -> str:
+    return f"import of '{name}' is not allowed; allowed modules: {', '.join(sorted(allowed)) or 'none'}"
+
+
+def _show_last_expression(tree: ast.Module) -> None:
+    """If the cell ends in an expression, print its repr like an interactive prompt does.
+
+    Done after RestrictedPython's pass, so the injected (underscore) name is ours alone.
+    """
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        call = ast.Call(func=ast.Name(SHOW_NAME, ast.Load()), args=[last.value], keywords=[])
+        tree.body[-1] = ast.copy_location(ast.Expr(call), last)
+        ast.fix_missing_locations(tree)

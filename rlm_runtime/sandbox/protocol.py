@@ -1,0 +1,118 @@
+"""Length-prefixed msgpack frames on a dedicated socket, and the plain-data rule.
+
+Every message between the host, the zygote and a worker is one frame: a 4-byte big-endian
+length, then a msgpack map. Only this socket carries frames; whatever user code prints goes
+to an in-memory buffer, so printed text can never be taken for a frame.
+
+Values crossing the boundary are *plain data*: None, bool, int, float, str, list and dict
+with str keys. ``check_plain`` enforces that (and bounds size and depth) on the host, where
+the worker's word is not trusted.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import msgpack
+
+from rlm_runtime.errors import HostCallError, ProtocolError
+
+HEADER = struct.Struct(">I")
+#: Largest frame either side accepts. A cell's output is capped far below this; a worker
+#: that sends more is broken or hostile.
+MAX_FRAME = 64 * 1024 * 1024
+
+PLAIN_MAX_DEPTH = 32
+PLAIN_MAX_ITEMS = 1_000_000
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    body = msgpack.packb(message, use_bin_type=True)
+    return HEADER.pack(len(body)) + body
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(encode(message))
+
+
+def send_with_fds(sock: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+    """Send one frame with file descriptors attached (SCM_RIGHTS) to its first byte."""
+    data = encode(message)
+    sent = socket.send_fds(sock, [data], fds)
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError("peer closed the channel")
+        got += k
+    return bytes(buf)
+
+
+def _decode(header: bytes, sock: socket.socket) -> dict[str, Any]:
+    (length,) = HEADER.unpack(header)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
+    body = _recv_exact(sock, length)
+    try:
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as e:
+        raise ProtocolError(f"undecodable frame: {e}") from e
+    if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+        raise ProtocolError("frame is not a map with an 'op' field")
+    return message
+
+
+def recv(sock: socket.socket) -> dict[str, Any]:
+    """Read one frame. Raises EOFError when the peer is gone, ProtocolError when malformed."""
+    return _decode(_recv_exact(sock, HEADER.size), sock)
+
+
+def recv_with_fds(sock: socket.socket, max_fds: int = 8) -> tuple[dict[str, Any], list[int]]:
+    """Read one frame whose first byte may carry file descriptors."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, max_fds)
+    if not data:
+        raise EOFError("peer closed the channel")
+    if len(data) < HEADER.size:
+        data += _recv_exact(sock, HEADER.size - len(data))
+    return _decode(data, sock), list(fds)
+
+
+def check_plain(value: Any, what: str = "value") -> Any:
+    """Return ``value`` if it is plain data, else raise HostCallError naming the problem.
+
+    Tuples are accepted and become lists (msgpack does the same). The walk is iterative so a
+    deeply nested value cannot exhaust the host's stack.
+    """
+    items = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        items += 1
+        if items > PLAIN_MAX_ITEMS:
+            raise HostCallError(f"{what} has more than {PLAIN_MAX_ITEMS} items")
+        if depth > PLAIN_MAX_DEPTH:
+            raise HostCallError(f"{what} is nested deeper than {PLAIN_MAX_DEPTH} levels")
+        if v is None or type(v) in (bool, int, float, str):
+            continue
+        if type(v) in (list, tuple):
+            stack.extend((x, depth + 1) for x in v)
+        elif type(v) is dict:
+            for k, x in v.items():
+                if type(k) is not str:
+                    raise HostCallError(f"{what} has a dict key of type {type(k).__name__}; keys must be str")
+                stack.append((x, depth + 1))
+        else:
+            raise HostCallError(
+                f"{what} contains a {type(v).__name__}; only None, bool, int, float, str, "
+                "list and dict cross the sandbox boundary"
+            )
+    return value

@@ -1,0 +1,341 @@
+"""The worker: a forked child that locks itself down, then runs cells in one namespace.
+
+Lifecycle (driven by the zygote and the host):
+
+1. ``spare_main`` runs right after the zygote forks: own session and process group, every
+   inherited descriptor closed but the channel, stdio on /dev/null, network namespace left.
+   The spare then waits for its ``init`` frame.
+2. ``init`` carries the session's limits and guards. The worker moves into its private temp
+   dir, applies rlimits, Landlock, privilege drop and seccomp, and answers ``ready`` with
+   the layers that took effect.
+3. ``exec`` frames run cells; ``call`` frames go up to the host for host functions; ``done``
+   ends each cell. EOF on the channel ends the worker.
+"""
+
+from __future__ import annotations
+
+import linecache
+import marshal
+import os
+import signal
+import socket
+import sysconfig
+import time
+import traceback
+from typing import Any
+
+from rlm_runtime.errors import HostCallError
+from rlm_runtime.sandbox import protocol
+from rlm_runtime.sandbox.guards import SHOW_NAME, USER_MODULE, make_globals
+
+RESERVED_BASE = ("FINAL", "FINAL_VAR", "SHOW_VARS")
+_CELL_PREFIX = "<cell"
+_LINECACHE_KEEP = 200
+
+
+class CellTimeout(BaseException):
+    """Raised inside user code when the cell's time is up (catchable, hence the hard kill)."""
+
+
+class Output:
+    """Printed text of one cell, capped: the head and the tail are kept, the middle counted."""
+
+    def __init__(self) -> None:
+        self.reset(20_000)
+
+    def reset(self, cap: int) -> None:
+        self.cap = cap
+        self.head_cap = cap * 3 // 4
+        self.tail_cap = cap - self.head_cap
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: list[str] = []
+        self.tail_len = 0
+        self.total = 0
+
+    def write(self, text: str) -> int:
+        if type(text) is not str:
+            text = str(text)
+        n = len(text)
+        self.total += n
+        if self.head_len < self.head_cap:
+            take = text[: self.head_cap - self.head_len]
+            self.head.append(take)
+            self.head_len += len(take)
+            text = text[len(take):]
+            if not text:
+                return n
+        piece = text[-self.tail_cap:]
+        self.tail.append(piece)
+        self.tail_len += len(piece)
+        if self.tail_len > 2 * self.tail_cap:
+            joined = "".join(self.tail)[-self.tail_cap:]
+            self.tail = [joined]
+            self.tail_len = len(joined)
+        return n
+
+    def value(self) -> tuple[str, bool]:
+        head = "".join(self.head)
+        tail = "".join(self.tail)
+        if self.total <= self.cap:
+            return head + tail, False
+        tail = tail[-self.tail_cap:]
+        cut = self.total - len(head) - len(tail)
+        marker = f"\n... [output truncated: {cut} of {self.total} characters cut] ...\n"
+        return head + marker + tail, True
+
+
+class Printer:
+    """RestrictedPython's ``_print_`` protocol, writing into the cell's Output."""
+
+    output: Output
+
+    def __init__(self, _getattr_: Any = None) -> None:
+        self._getattr = _getattr_
+
+    def write(self, text: str) -> int:
+        return Printer.output.write(text)
+
+    def flush(self) -> None:
+        pass
+
+    def __call__(self) -> str:
+        return ""
+
+    def _call_print(self, *objects: Any, **kwargs: Any) -> None:
+        target = kwargs.get("file")
+        if target is None:
+            kwargs["file"] = self
+        elif self._getattr is not None:
+            self._getattr(target, "write")
+        print(*objects, **kwargs)
+
+
+class Worker:
+    """The state of one worker process: its channel, namespace and cell timer."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.output = Output()
+        Printer.output = self.output
+        self.ns: dict[str, Any] = {}
+        self.reserved: dict[str, Any] = {}
+        self.in_user_code = False
+        self.cells = 0
+
+    # ------------------------------------------------------------------ set-up
+
+    def init(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from rlm_runtime.sandbox import lockdown
+
+        layers = lockdown.lock_down(msg)
+        self.limits = msg["limits"]
+        self.ns = make_globals(set(msg["allowed_imports"]), set(msg["denied_attributes"]), Printer)
+        self.reserved = {
+            "FINAL": self._final,
+            "FINAL_VAR": self._final_var,
+            "SHOW_VARS": self._show_vars,
+        }
+        self.bind(msg.get("host_functions", []))
+        signal.signal(signal.SIGALRM, self._on_alarm)
+        return layers
+
+    def bind(self, names: list[str]) -> None:
+        for name in names:
+            self.reserved[name] = self._stub(name)
+        self._restore_reserved()
+
+    def _restore_reserved(self) -> None:
+        self.ns.update(self.reserved)
+        self.ns[SHOW_NAME] = self._show
+
+    # ------------------------------------------------------- namespace functions
+
+    def _stub(self, name: str) -> Any:
+        def call_host(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, list(args), kwargs)
+
+        call_host.__name__ = call_host.__qualname__ = name
+        return call_host
+
+    def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Send a host-function call up the channel and wait for its answer.
+
+        The cell timer is paused meanwhile: a slow model call is not the cell's fault.
+        """
+        protocol.check_plain(args, f"arguments of {name}()")
+        protocol.check_plain(kwargs, f"keyword arguments of {name}()")
+        self.in_user_code = False
+        remaining = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            protocol.send(self.sock, {"op": "call", "name": name, "args": args, "kwargs": kwargs})
+            reply = protocol.recv(self.sock)
+        finally:
+            if remaining > 0:
+                signal.setitimer(signal.ITIMER_REAL, remaining)
+            self.in_user_code = True
+        if reply["op"] == "return":
+            return reply.get("value")
+        raise HostCallError(str(reply.get("message", f"{name}() failed")))
+
+    def _final(self, answer: Any) -> None:
+        try:
+            value = protocol.check_plain(answer, "FINAL answer")
+        except HostCallError:
+            value = str(answer)
+        self.in_user_code = False
+        try:
+            protocol.send(self.sock, {"op": "final", "value": value})
+        finally:
+            self.in_user_code = True
+
+    def _final_var(self, name: str) -> None:
+        if not isinstance(name, str) or name not in self.ns or name.startswith("_"):
+            known = ", ".join(self._user_names()) or "none"
+            raise NameError(f"FINAL_VAR: no variable named {name!r}; variables: {known}")
+        self._final(self.ns[name])
+
+    def _user_names(self) -> list[str]:
+        return sorted(n for n in self.ns if not n.startswith("_") and n not in self.reserved)
+
+    def _show_vars(self) -> None:
+        rows = []
+        for name in self._user_names():
+            value = self.ns[name]
+            try:
+                text = repr(value)
+            except Exception as e:  # a user object's __repr__ may fail
+                text = f"<repr failed: {type(e).__name__}>"
+            if len(text) > 80:
+                text = text[:77] + "..."
+            rows.append(f"{name}: {type(value).__name__} = {text}")
+        self.output.write("\n".join(rows or ["(no variables)"]) + "\n")
+
+    def _show(self, value: Any) -> None:
+        if value is not None:
+            self.output.write(repr(value) + "\n")
+
+    # --------------------------------------------------------------- cells
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        if self.in_user_code:
+            raise CellTimeout()
+
+    def run_cell(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
+
+        self.cells += 1
+        filename = msg.get("filename", f"<cell-{self.cells}>")
+        source = msg.get("source", "")
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        if len(linecache.cache) > _LINECACHE_KEEP:
+            for key in [k for k in linecache.cache if k.startswith(_CELL_PREFIX)][: _LINECACHE_KEEP // 2]:
+                linecache.cache.pop(key, None)
+        self.output.reset(int(self.limits["output_chars"]))
+        error = error_type = None
+        timeout = float(msg.get("timeout", self.limits["cell_timeout_s"]))
+        set_cell_cpu_limit(self.limits, time.process_time())
+        start = time.perf_counter()
+        try:
+            code = _retarget(marshal.loads(msg["code"]), filename)
+            self.in_user_code = True
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            exec(code, self.ns)
+        except CellTimeout:
+            error_type = "TimeoutError"
+            error = f"TimeoutError: the cell ran longer than {timeout:g}s and was stopped"
+        except BaseException as e:  # user code may raise anything, SystemExit included
+            error_type = type(e).__name__
+            error = _user_traceback(e)
+        finally:
+            self.in_user_code = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            duration = time.perf_counter() - start
+            self._restore_reserved()
+        stdout, truncated = self.output.value()
+        return {"op": "done", "stdout": stdout, "truncated": truncated, "error": error,
+                "error_type": error_type, "duration_s": duration}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                msg = protocol.recv(self.sock)
+            except (EOFError, OSError):
+                return
+            op = msg["op"]
+            if op == "exec":
+                reply = self.run_cell(msg)
+            elif op == "bind":
+                self.bind(list(msg.get("names", [])))
+                continue
+            elif op == "shutdown":
+                return
+            else:
+                reply = {"op": "protocol_error", "message": f"unknown op {op!r}"}
+            try:
+                protocol.send(self.sock, reply)
+            except OSError:
+                return
+
+
+def _retarget(code: Any, filename: str) -> Any:
+    """Give a cell's code (and the functions it defines) the cell's own file name.
+
+    The host caches compiled cells by content, so the same code object may serve several
+    cells; tracebacks must still point at the right cell's lines.
+    """
+    consts = tuple(_retarget(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The exception with only the frames of the user's own cells."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(_CELL_PREFIX)]
+    lines = []
+    if frames:
+        lines.append("Traceback (your code):")
+        for f in frames[-8:]:
+            where = "" if f.name == "<module>" else f", in {f.name}"
+            text = f": {f.line.strip()}" if f.line else ""
+            lines.append(f"  line {f.lineno}{where}{text}")
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable message>"
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        message = f"{exc.msg} (line {exc.lineno})"
+    lines.append(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+    return "\n".join(lines)
+
+
+def spare_main(sock: socket.socket) -> None:
+    """Entry point of a freshly forked spare worker. Never returns: the process exits."""
+    code = 0
+    try:
+        from rlm_runtime.sandbox import lockdown
+
+        lockdown.detach(sock.fileno())
+        msg = protocol.recv(sock)
+        if msg.get("op") != "init":
+            os._exit(3)
+        worker = Worker(sock)
+        try:
+            layers = worker.init(msg)
+        except Exception as e:
+            protocol.send(sock, {"op": "init_failed", "message": f"{type(e).__name__}: {e}"})
+            os._exit(4)
+        protocol.send(sock, {"op": "ready", "layers": layers, "pid": os.getpid()})
+        worker.serve()
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def stdlib_paths() -> list[str]:
+    """Folders of the Python installation the worker may read (lazy stdlib imports)."""
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
+    return sorted(p for p in paths if os.path.isdir(p))
+
+
+__all__ = ["RESERVED_BASE", "USER_MODULE", "Worker", "spare_main", "stdlib_paths"]

@@ -1,0 +1,231 @@
+"""The zygote: a pre-warmed, single-threaded interpreter that forks workers on request.
+
+Forking from the host would copy whatever threads and secrets the host holds, and forking
+after a thread started is unsafe. So the host starts one zygote per process with an empty
+environment, ``/`` as cwd and no inherited descriptors but its control socket; the zygote
+imports everything a worker needs and keeps one spare worker forked and waiting. Asking for
+a worker hands over the spare's channel (SCM_RIGHTS) and forks the next spare.
+
+Control frames (host -> zygote): ``spawn`` -> ``spawned {pid}`` with the channel attached;
+``reap {pid}`` -> ``status {pid, exit}``. EOF on the control socket kills every worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from rlm_runtime.errors import SandboxError
+from rlm_runtime.sandbox import protocol
+
+_BOOT = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from rlm_runtime.sandbox.zygote import zygote_main; zygote_main(int(sys.argv[2]), json.loads(sys.argv[3]))"
+)
+_MACOS_PROFILE = Path(__file__).with_name("macos.sb")
+
+
+# ----------------------------------------------------------------------- zygote side
+
+
+def zygote_main(ctl_fd: int, preload_modules: list[str]) -> None:
+    """Run the zygote loop on ``ctl_fd`` until the host goes away."""
+    from rlm_runtime.sandbox import guards, lockdown, worker  # noqa: F401 - warm imports
+
+    guards.preload(set(preload_modules))
+    if sys.platform.startswith("linux"):
+        from rlm_runtime.sandbox import oslayers
+
+        try:
+            oslayers.set_dumpable(False)
+        except OSError:
+            pass
+    ctl = socket.socket(fileno=ctl_fd)
+    children: set[int] = set()
+    statuses: dict[int, str] = {}
+    spare = _fork_spare(ctl, children)
+    try:
+        while True:
+            try:
+                msg = protocol.recv(ctl)
+            except (EOFError, OSError, protocol.ProtocolError):
+                break
+            _reap(children, statuses)
+            if msg["op"] == "spawn":
+                pid, chan = spare
+                protocol.send_with_fds(ctl, {"op": "spawned", "pid": pid}, [chan.fileno()])
+                chan.close()
+                spare = _fork_spare(ctl, children)
+            elif msg["op"] == "reap":
+                pid = int(msg["pid"])
+                protocol.send(ctl, {"op": "status", "pid": pid, "exit": _wait_for(pid, children, statuses)})
+    finally:
+        for pid in children:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)
+
+
+def _fork_spare(ctl: socket.socket, children: set[int]) -> tuple[int, socket.socket]:
+    host_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        from rlm_runtime.sandbox.worker import spare_main
+
+        try:
+            ctl.close()
+            host_end.close()
+        finally:
+            spare_main(worker_end)
+    worker_end.close()
+    children.add(pid)
+    return pid, host_end
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"killed by {name}"
+    return f"exited with code {os.WEXITSTATUS(status)}"
+
+
+def _reap(children: set[int], statuses: dict[int, str]) -> None:
+    for pid in list(children):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            children.discard(pid)
+            continue
+        if done:
+            children.discard(pid)
+            statuses[pid] = _describe(status)
+    while len(statuses) > 256:
+        statuses.pop(next(iter(statuses)))
+
+
+def _wait_for(pid: int, children: set[int], statuses: dict[int, str]) -> str:
+    import time
+
+    deadline = time.monotonic() + 2.0
+    while pid in children and time.monotonic() < deadline:
+        _reap(children, statuses)
+        if pid in children:
+            time.sleep(0.005)
+    return statuses.pop(pid, "still running" if pid in children else "unknown")
+
+
+# ------------------------------------------------------------------------ host side
+
+
+def _macos_params() -> list[str]:
+    """The -D parameters of macos.sb: the Python installation, our package, the temp dir."""
+    import sysconfig
+    import tempfile
+
+    paths = sysconfig.get_paths()
+    params = {
+        "PYTHON": os.path.realpath(sys.executable),
+        "PY_PREFIX": os.path.realpath(sys.prefix),
+        "PY_BASE_PREFIX": os.path.realpath(sys.base_prefix),
+        "PY_PURELIB": os.path.realpath(paths["purelib"]),
+        "PY_PLATLIB": os.path.realpath(paths["platlib"]),
+        "PKG_ROOT": str(Path(__file__).resolve().parents[2]),
+        "TMPDIR": os.path.realpath(tempfile.gettempdir()),
+    }
+    return [arg for key, value in params.items() for arg in ("-D", f"{key}={value}")]
+
+
+class Zygote:
+    """Host-side handle on a zygote process. Thread-safe."""
+
+    def __init__(self, preload_modules: list[str]) -> None:
+        self._lock = threading.Lock()
+        host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(child_end.fileno()),
+                json.dumps(sorted(preload_modules))]
+        if sys.platform == "darwin" and shutil.which("sandbox-exec") and _MACOS_PROFILE.is_file():
+            argv = ["sandbox-exec", "-f", str(_MACOS_PROFILE), *_macos_params(), *argv]
+        try:
+            self.process = subprocess.Popen(
+                argv, env={}, cwd="/", pass_fds=[child_end.fileno()], close_fds=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise SandboxError(f"cannot start the sandbox zygote: {e}") from e
+        finally:
+            child_end.close()
+        self._ctl = host_end
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def spawn(self) -> tuple[int, socket.socket]:
+        """A fresh spare worker: its pid and the host end of its channel."""
+        with self._lock:
+            try:
+                protocol.send(self._ctl, {"op": "spawn"})
+                msg, fds = protocol.recv_with_fds(self._ctl)
+            except (EOFError, OSError, protocol.ProtocolError) as e:
+                raise SandboxError(f"the sandbox zygote is not answering: {e}") from e
+        if msg.get("op") != "spawned" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise SandboxError(f"unexpected answer from the zygote: {msg.get('op')}")
+        return int(msg["pid"]), socket.socket(fileno=fds[0])
+
+    def reap(self, pid: int) -> str:
+        """How a worker ended ("killed by SIGKILL", "exited with code 1", ...)."""
+        with self._lock:
+            try:
+                protocol.send(self._ctl, {"op": "reap", "pid": pid})
+                msg = protocol.recv(self._ctl)
+            except (EOFError, OSError, protocol.ProtocolError):
+                return "unknown"
+        return str(msg.get("exit", "unknown"))
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._ctl.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_shared: Zygote | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_zygote(preload_modules: list[str]) -> Zygote:
+    """The process-wide zygote, started on first use and restarted if it died."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive():
+            _shared = Zygote(preload_modules)
+        return _shared
+
+
+def shutdown_shared() -> None:
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            _shared.close()
+            _shared = None
