@@ -67,7 +67,7 @@ def run_child(body: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any] | None
 
 def read_with_deadline(fd: int, pid: int) -> bytes:
     deadline = time.monotonic() + CHILD_TIMEOUT_S
-    chunks = []
+    chunks: list[bytes] = []
     try:
         while True:
             left = deadline - time.monotonic()

@@ -26,7 +26,9 @@ Policy file schema (every table and key optional; defaults are those of ``Policy
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import marshal
 import re
 import tomllib
 from collections import OrderedDict
@@ -76,7 +78,9 @@ class Policy(BaseModel):
             raise ConfigError(f"invalid limits: {_first_error(e)}") from e
         return self.model_copy(update={"limits": limits})
 
+    @functools.cached_property
     def fingerprint(self) -> str:
+        """A short hash of every rule, computed once (the compile cache keys on it)."""
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
@@ -164,13 +168,15 @@ class Finding:
 
 @dataclass(frozen=True)
 class PolicyReport:
-    """What the check found. ``code`` is the compiled cell when ``ok``."""
+    """What the check found. ``code`` is the compiled cell when ``ok``; ``compiled`` is
+    the same code serialised (marshal) for the worker."""
 
     errors: tuple[Finding, ...] = ()
     warnings: tuple[Finding, ...] = ()
     used_names: frozenset[str] = frozenset()
     policy: str = ""
     code: object | None = field(default=None, repr=False, compare=False)
+    compiled: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -212,7 +218,7 @@ def check(source: str | bytes, policy: Policy, filename: str = "<cell>") -> Poli
     turned away before the parser spends time on it. Results are cached by content.
     """
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
-    key = (hashlib.sha256(raw).hexdigest(), policy.fingerprint(), filename)
+    key = (hashlib.sha256(raw).hexdigest(), policy.fingerprint, filename)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
@@ -277,6 +283,7 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
         used_names=frozenset(used),
         policy=policy.name,
         code=code,
+        compiled=marshal.dumps(code) if code is not None else None,
     )
 
 

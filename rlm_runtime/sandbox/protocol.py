@@ -30,6 +30,8 @@ PLAIN_MAX_ITEMS = 1_000_000
 
 def encode(message: dict[str, Any]) -> bytes:
     body = msgpack.packb(message, use_bin_type=True)
+    if len(body) > MAX_FRAME:
+        raise ProtocolError(f"message of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame limit")
     return HEADER.pack(len(body)) + body
 
 
@@ -101,6 +103,8 @@ def check_plain(value: Any, what: str = "value") -> Any:
             raise HostCallError(f"{what} has more than {PLAIN_MAX_ITEMS} items")
         if depth > PLAIN_MAX_DEPTH:
             raise HostCallError(f"{what} is nested deeper than {PLAIN_MAX_DEPTH} levels")
+        if type(v) is int and not -(2**63) <= v < 2**64:
+            raise HostCallError(f"{what} has an int too large to cross the sandbox boundary (64 bits at most)")
         if v is None or type(v) in (bool, int, float, str):
             continue
         if type(v) in (list, tuple):

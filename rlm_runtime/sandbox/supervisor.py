@@ -8,8 +8,9 @@ memory cap macOS honours.
 
 from __future__ import annotations
 
-import marshal
+import atexit
 import os
+import weakref
 import select
 import shutil
 import signal
@@ -132,6 +133,7 @@ class Sandbox:
         _protect_host()
         if self._worker is None:
             self._worker = self._new_worker()
+            _open_sandboxes.add(self)
 
     @property
     def host_layers(self) -> dict[str, dict[str, Any]]:
@@ -141,6 +143,7 @@ class Sandbox:
     def close(self) -> None:
         """Kill the worker and remove its temp dir. Idempotent."""
         self._closed = True
+        _open_sandboxes.discard(self)
         if self._worker is not None:
             self._discard(self._worker)
             self._worker = None
@@ -181,7 +184,7 @@ class Sandbox:
             self._worker = self._new_worker()
             restarted = True
         text = code if isinstance(code, str) else code.decode("utf-8")
-        frame = {"op": "exec", "code": marshal.dumps(report.code), "source": text,
+        frame = {"op": "exec", "code": report.compiled, "source": text,
                  "filename": f"<cell-{self._cells}>", "timeout": self.limits.cell_timeout_s}
         result = self._run(self._worker, frame)
         if restarted and not result.worker_restarted:
@@ -225,7 +228,7 @@ class Sandbox:
                 worker.sock.settimeout(None)
             op = msg["op"]
             if op == "done":
-                return _done(msg, final)
+                return _done(msg, final, self.limits.output_chars)
             if op == "final":
                 final[:] = [msg.get("value")]
             elif op == "call":
@@ -358,17 +361,35 @@ def _protect_host() -> None:
         _host_layers["host_not_dumpable"] = {"active": False, "detail": str(e)}
 
 
-def _done(msg: dict[str, Any], final: list[Any]) -> CellResult:
+_open_sandboxes: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Kill live workers and remove their temp dirs when the host exits without closing."""
+    for sandbox in list(_open_sandboxes):
+        sandbox.close()
+
+
+def _done(msg: dict[str, Any], final: list[Any], cap: int) -> CellResult:
     stdout = msg.get("stdout", "")
+    if not isinstance(stdout, str):
+        stdout = str(stdout)
+    truncated = bool(msg.get("truncated", False))
+    # The worker already capped its output; a worker that did not is not trusted.
+    limit = cap + 200
+    if len(stdout) > limit:
+        stdout = stdout[:limit] + f"\n... [output truncated by the host: {len(stdout) - limit} characters cut] ...\n"
+        truncated = True
     error = msg.get("error")
     return CellResult(
-        stdout=stdout if isinstance(stdout, str) else str(stdout),
-        error=error if isinstance(error, str) or error is None else str(error),
+        stdout=stdout,
+        error=error[:20_000] if isinstance(error, str) else (None if error is None else str(error)[:20_000]),
         error_type=msg.get("error_type") if isinstance(msg.get("error_type"), str) else None,
         final=final[0] if final else None,
         has_final=bool(final),
         duration_s=float(msg.get("duration_s", 0.0)),
-        truncated=bool(msg.get("truncated", False)),
+        truncated=truncated,
     )
 
 
