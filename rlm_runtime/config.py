@@ -41,3 +41,26 @@ def paths_from_env(environ: dict[str, str] | None = None) -> Paths:
     env = os.environ if environ is None else environ
     home = env.get("RLM_HOME") or str(Path("~/.rlm").expanduser())
     return Paths(home=Path(home))
+
+
+def tiktoken_cache_dir(environ: dict[str, str] | None = None) -> str | None:
+    """Where tiktoken finds its encodings offline: ``TIKTOKEN_CACHE_DIR`` if set, else the
+    tokenizers folder litellm ships (found without importing litellm, which is slow)."""
+    env = os.environ if environ is None else environ
+    if env.get("TIKTOKEN_CACHE_DIR"):
+        return env["TIKTOKEN_CACHE_DIR"]
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        folder = Path(root) / "litellm_core_utils" / "tokenizers"
+        if folder.is_dir():
+            return str(folder)
+    return None
+
+
+def prepare_tiktoken() -> None:
+    """Point tiktoken at an offline cache before it is first used (it reads the variable)."""
+    folder = tiktoken_cache_dir()
+    if folder:
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", folder)

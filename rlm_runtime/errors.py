@@ -29,6 +29,11 @@ class PolicyViolation(RecoverableError):
         self.report = report
 
 
+class ContextError(RecoverableError):
+    """A context source is missing, unreadable or binary, or a probe argument is invalid
+    (a grep pattern RE2 cannot run, a chunk index out of range)."""
+
+
 class HostCallError(RecoverableError):
     """A host function called from sandboxed code failed or got invalid arguments."""
 

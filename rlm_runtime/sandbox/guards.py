@@ -220,8 +220,17 @@ def preload(modules: set[str]) -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    # Lazily imported helpers of allowed modules, loaded now so no worker has to read them.
-    for name in ("_strptime", "encodings.idna", "encodings.latin_1", "encodings.ascii", "unicodedata"):
+    try:
+        import tiktoken.registry
+
+        tiktoken.registry.list_encoding_names()  # finds the encoding plugins while files are readable
+    except Exception:
+        pass
+    # Lazily imported helpers of allowed modules and of the context handles, loaded now so
+    # no worker has to read them after Landlock.
+    for name in ("_strptime", "encodings.idna", "encodings.latin_1", "encodings.ascii", "unicodedata",
+                 "rlm_runtime.context", "rlm_runtime.context.probe", "rlm_runtime.sandbox.contexts",
+                 "tiktoken", "tiktoken.load", "tiktoken_ext.openai_public", "csv"):
         try:
             importlib.import_module(name)
         except ImportError:

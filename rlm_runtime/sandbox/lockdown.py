@@ -63,6 +63,10 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
     os.chdir(tmpdir)
     _record("private_cwd", True, tmpdir)
     os.environ.clear()
+    if msg.get("tiktoken_cache_dir"):
+        from rlm_runtime.context import tokens
+
+        tokens.CACHE_DIR = msg["tiktoken_cache_dir"]
     _record("empty_environment", len(os.environ) == 0, "no variables of the host's environment")
     limits = msg["limits"]
     applied = apply_rlimits(limits, _vm_size())

@@ -18,7 +18,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,8 @@ from typing import Any
 import psutil
 
 from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
-from rlm_runtime.sandbox import protocol
+from rlm_runtime.config import tiktoken_cache_dir
+from rlm_runtime.sandbox import contexts, protocol
 from rlm_runtime.sandbox.limits import Limits
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
 from rlm_runtime.sandbox.worker import RESERVED_BASE, stdlib_paths
@@ -74,6 +75,19 @@ class _WorkerHandle:
             self.proc = None
 
     def rss(self) -> int:
+        """Anonymous resident memory where the OS tells it apart (Linux), else all of RSS.
+
+        Mapped context pages are page cache, not the worker's allocation: counting them
+        would kill a worker for grepping a big file.
+        """
+        if sys.platform.startswith("linux"):
+            try:
+                with open(f"/proc/{self.pid}/status", "rb") as f:
+                    for line in f:
+                        if line.startswith(b"RssAnon:"):
+                            return int(line.split()[1]) * 1024
+            except (OSError, ValueError, IndexError):
+                return 0
         if self.proc is None:
             return 0
         try:
@@ -89,6 +103,8 @@ class Sandbox:
         policy: a ``Policy``, a policy name (``"default"``, ``"strict"``) or a TOML path.
         limits: replaces the policy's limits when given.
         host_functions: name -> callable, exposed to user code; see ``register``.
+        contexts: context sources or handles (see ``rlm_runtime.context.open_context``),
+            mapped read-only into the worker before it locks down.
         zygote: the zygote to fork workers from (default: the process-wide one).
 
     Use as a context manager, or call ``start()`` and ``close()``. ``execute`` returns a
@@ -102,9 +118,14 @@ class Sandbox:
         limits: Limits | None = None,
         *,
         host_functions: dict[str, HostFunction] | None = None,
+        contexts: Sequence[Any] | None = None,
         zygote: Zygote | None = None,
     ) -> None:
+        from rlm_runtime.context import open_context
+
         self.policy = load_policy(policy)
+        #: Handles user code sees as ``context`` (the first) and ``contexts`` (all).
+        self.contexts = [open_context(c) for c in (contexts or [])]
         if limits is not None:
             self.policy = self.policy.model_copy(update={"limits": limits})
         self.limits = self.policy.limits
@@ -189,7 +210,7 @@ class Sandbox:
         result = self._run(self._worker, frame)
         if restarted and not result.worker_restarted:
             result = _replace(result, worker_restarted=True)
-        return _replace(result, warnings=warnings) if warnings else result
+        return _replace(result, warnings=warnings + result.warnings) if warnings else result
 
     def _run(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
         self._bind_pending(worker)
@@ -266,11 +287,13 @@ class Sandbox:
         zygote = self._zygote or shared_zygote(list(self.policy.allowed_imports))
         if not zygote.alive():
             zygote = shared_zygote(list(self.policy.allowed_imports))
+        specs, fds, _mapped = contexts.export(self.contexts)
         pid, sock = zygote.spawn()
         tmpdir = tempfile.mkdtemp(prefix="rlm-worker-")
         worker = _WorkerHandle(pid, sock, tmpdir)
         if os.geteuid() == 0:
             os.chown(tmpdir, _NOBODY, _NOBODY)  # the worker drops to nobody
+        cache = tiktoken_cache_dir()
         init = {
             "op": "init",
             "tmpdir": tmpdir,
@@ -278,9 +301,17 @@ class Sandbox:
             "allowed_imports": list(self.policy.allowed_imports),
             "denied_attributes": list(self.policy.denied_attributes),
             "host_functions": list(self._functions),
-            "read_paths": stdlib_paths(),
+            "read_paths": stdlib_paths() + ([cache] if cache else []),
+            "tiktoken_cache_dir": cache,
+            "contexts": specs,
         }
         try:
+            try:
+                for k in range(0, len(fds), contexts.FDS_PER_FRAME):
+                    protocol.send_with_fds(sock, {"op": "attach"}, fds[k : k + contexts.FDS_PER_FRAME])
+            finally:
+                for fd in fds:
+                    os.close(fd)
             protocol.send(sock, init)
             sock.settimeout(10)
             reply = protocol.recv(sock)
@@ -372,6 +403,7 @@ def _close_all() -> None:
 
 
 def _done(msg: dict[str, Any], final: list[Any], cap: int) -> CellResult:
+    notes = msg.get("notes") or []
     stdout = msg.get("stdout", "")
     if not isinstance(stdout, str):
         stdout = str(stdout)
@@ -390,6 +422,7 @@ def _done(msg: dict[str, Any], final: list[Any], cap: int) -> CellResult:
         has_final=bool(final),
         duration_s=float(msg.get("duration_s", 0.0)),
         truncated=truncated,
+        warnings=[str(n)[:500] for n in notes[:20]] if isinstance(notes, list) else [],
     )
 
 

@@ -125,9 +125,11 @@ class Worker:
 
     # ------------------------------------------------------------------ set-up
 
-    def init(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from rlm_runtime.sandbox import lockdown
+    def init(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        from rlm_runtime.sandbox import contexts, lockdown
 
+        # Contexts are mapped before lock-down: afterwards the worker can open nothing.
+        handles = contexts.build(list(msg.get("contexts", [])), fds)
         layers = lockdown.lock_down(msg)
         self.limits = msg["limits"]
         self.ns = make_globals(set(msg["allowed_imports"]), set(msg["denied_attributes"]), Printer)
@@ -136,6 +138,8 @@ class Worker:
             "FINAL_VAR": self._final_var,
             "SHOW_VARS": self._show_vars,
         }
+        if handles:
+            self.reserved.update(contexts.namespace(handles))
         self.bind(msg.get("host_functions", []))
         signal.signal(signal.SIGALRM, self._on_alarm)
         return layers
@@ -145,9 +149,13 @@ class Worker:
             self.reserved[name] = self._stub(name)
         self._restore_reserved()
 
-    def _restore_reserved(self) -> None:
-        self.ns.update(self.reserved)
-        self.ns[SHOW_NAME] = self._show
+    def _restore_reserved(self) -> list[str]:
+        """Put the runtime's names back; return those the cell had rebound."""
+        ns = self.ns
+        rebound = [name for name, value in self.reserved.items() if ns.get(name) is not value]
+        ns.update(self.reserved)
+        ns[SHOW_NAME] = self._show
+        return rebound
 
     # ------------------------------------------------------- namespace functions
 
@@ -251,10 +259,11 @@ class Worker:
             self.in_user_code = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             duration = time.perf_counter() - start
-            self._restore_reserved()
+            rebound = self._restore_reserved()
         stdout, truncated = self.output.value()
+        notes = [f"'{name}' is a runtime name: it was restored after this cell, your value is gone" for name in rebound]
         return {"op": "done", "stdout": stdout, "truncated": truncated, "error": error,
-                "error_type": error_type, "duration_s": duration}
+                "error_type": error_type, "duration_s": duration, "notes": notes}
 
     def serve(self) -> None:
         while True:
@@ -315,12 +324,17 @@ def spare_main(sock: socket.socket) -> None:
         from rlm_runtime.sandbox import lockdown
 
         lockdown.detach(sock.fileno())
-        msg = protocol.recv(sock)
+        fds: list[int] = []
+        while True:  # "attach" frames carry context descriptors, then comes "init"
+            msg, got = protocol.recv_with_fds(sock, max_fds=256)
+            fds.extend(got)
+            if msg.get("op") != "attach":
+                break
         if msg.get("op") != "init":
             os._exit(3)
         worker = Worker(sock)
         try:
-            layers = worker.init(msg)
+            layers = worker.init(msg, fds)
         except Exception as e:
             protocol.send(sock, {"op": "init_failed", "message": f"{type(e).__name__}: {e}"})
             os._exit(4)

@@ -1,0 +1,200 @@
+"""UTF-8 text over a bytes-like buffer (bytes or a read-only mmap), addressed by character.
+
+A context may be far larger than memory is comfortable with, so nothing here decodes the
+whole buffer. A sparse index, built lazily in one linear pass, records for every block of
+``BLOCK`` bytes how many characters and newlines come before it; a character offset or a
+line number is then found by bisection plus decoding at most one block.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+BLOCK = 64 * 1024
+# Bytes that start a character (every byte except UTF-8 continuation bytes 0x80-0xBF).
+_STARTERS = bytes(b for b in range(256) if not 0x80 <= b <= 0xBF)
+
+
+class TextBuffer:
+    """Read-only UTF-8 text with O(log n) access by character offset and by line."""
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+        self._view = memoryview(data)
+        self.nbytes = len(self._view)
+        self._starts: array[int] | None = None  # byte offset of each block
+        self._chars: array[int] | None = None  # characters before each block
+        self._lines: array[int] | None = None  # newlines before each block
+        self._total_chars = 0
+        self._total_newlines = 0
+        self.invalid_utf8 = False
+
+    # ------------------------------------------------------------------ the index
+
+    def _build(self) -> None:
+        if self._starts is not None:
+            return
+        starts, chars, lines = array("q"), array("q"), array("q")
+        view, n = self._view, self.nbytes
+        pos = nchars = nlines = 0
+        while pos < n:
+            end = min(pos + BLOCK, n)
+            while end < n and 0x80 <= view[end] <= 0xBF:  # never split a character
+                end += 1
+            starts.append(pos)
+            chars.append(nchars)
+            lines.append(nlines)
+            block = view[pos:end].tobytes()
+            if block.isascii():
+                nchars += len(block)
+            else:
+                nchars += len(block) - len(block.translate(None, _STARTERS))
+                if not self.invalid_utf8:
+                    try:
+                        block.decode("utf-8")
+                    except UnicodeDecodeError:
+                        self.invalid_utf8 = True
+            nlines += block.count(b"\n")
+            pos = end
+        self._starts, self._chars, self._lines = starts, chars, lines
+        self._total_chars, self._total_newlines = nchars, nlines
+
+    @property
+    def n_chars(self) -> int:
+        self._build()
+        return self._total_chars
+
+    @property
+    def n_lines(self) -> int:
+        """Lines as a reader counts them: a final line without a newline still counts."""
+        self._build()
+        if self.nbytes == 0:
+            return 0
+        ends_with_newline = self._view[self.nbytes - 1] == 0x0A
+        return self._total_newlines + (0 if ends_with_newline else 1)
+
+    # ------------------------------------------------------------- characters
+
+    def byte_offset(self, char_offset: int) -> int:
+        """Byte offset of character ``char_offset`` (0 <= offset <= n_chars)."""
+        self._build()
+        assert self._starts is not None and self._chars is not None
+        if char_offset <= 0:
+            return 0
+        if char_offset >= self._total_chars:
+            return self.nbytes
+        i = bisect.bisect_right(self._chars, char_offset) - 1
+        start = self._starts[i]
+        end = self._starts[i + 1] if i + 1 < len(self._starts) else self.nbytes
+        block = self._view[start:end].tobytes()
+        want = char_offset - self._chars[i]
+        if block.isascii():
+            return start + want
+        seen = 0
+        for j, b in enumerate(block):
+            if not 0x80 <= b <= 0xBF:
+                if seen == want:
+                    return start + j
+                seen += 1
+        return end
+
+    def decode(self, start_byte: int, end_byte: int) -> str:
+        return self._view[start_byte:end_byte].tobytes().decode("utf-8", "replace")
+
+    def slice(self, start: int, stop: int) -> str:
+        """Characters ``start:stop`` (clamped like str slicing with non-negative bounds)."""
+        if stop <= start:
+            return ""
+        return self.decode(self.byte_offset(start), self.byte_offset(stop))
+
+    def head_bytes(self, n: int) -> bytes:
+        return self._view[: min(n, self.nbytes)].tobytes()
+
+    # ------------------------------------------------------------------- lines
+
+    def line_start(self, line_no: int) -> int:
+        """Byte offset where 1-based line ``line_no`` starts (``nbytes`` past the end)."""
+        self._build()
+        assert self._starts is not None and self._lines is not None
+        if line_no <= 1:
+            return 0
+        target = line_no - 1  # newlines before the line
+        if target > self._total_newlines:
+            return self.nbytes
+        i = bisect.bisect_left(self._lines, target) - 1
+        i = max(i, 0)
+        pos, seen = self._starts[i], self._lines[i]
+        while seen < target:
+            nl = self.find(b"\n", pos)
+            if nl < 0:
+                return self.nbytes
+            pos, seen = nl + 1, seen + 1
+        return pos
+
+    def line_of(self, byte_offset: int, hint: tuple[int, int] | None = None) -> int:
+        """1-based line of ``byte_offset``; ``hint`` = (offset, line) known before it."""
+        self._build()
+        assert self._starts is not None and self._lines is not None
+        if hint is not None and 0 <= byte_offset - hint[0] <= 4 * BLOCK:
+            base, line = hint
+        else:
+            i = max(bisect.bisect_right(self._starts, byte_offset) - 1, 0)
+            base, line = self._starts[i], self._lines[i] + 1
+        return line + self.count(b"\n", base, byte_offset)
+
+    def lines(self, first: int, last: int) -> list[str]:
+        """1-based inclusive range of lines, without their newlines."""
+        first = max(first, 1)
+        if last < first:
+            return []
+        start = self.line_start(first)
+        out = []
+        pos = start
+        for _ in range(last - first + 1):
+            if pos >= self.nbytes:
+                break
+            nl = self.find(b"\n", pos)
+            end = self.nbytes if nl < 0 else nl
+            out.append(self.decode(pos, end).rstrip("\r"))
+            pos = end + 1
+        return out
+
+    def iter_lines(self) -> Iterator[str]:
+        pos = 0
+        while pos < self.nbytes:
+            nl = self.find(b"\n", pos)
+            end = self.nbytes if nl < 0 else nl
+            yield self.decode(pos, end).rstrip("\r")
+            pos = end + 1
+
+    def line_span(self, byte_offset: int) -> tuple[int, int]:
+        """Byte span of the line holding ``byte_offset``, newline excluded."""
+        start = self.rfind(b"\n", 0, byte_offset) + 1
+        nl = self.find(b"\n", byte_offset)
+        return start, self.nbytes if nl < 0 else nl
+
+    # ----------------------------------------------------------- raw helpers
+
+    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        # bytes and mmap both search in C without copying.
+        return int(self._data.find(sub, start, self.nbytes if end is None else end))
+
+    def rfind(self, sub: bytes, start: int, end: int) -> int:
+        return int(self._data.rfind(sub, start, end))
+
+    def count(self, sub: bytes, start: int, end: int) -> int:
+        if end <= start:
+            return 0
+        if isinstance(self._data, bytes):
+            return self._data.count(sub, start, end)
+        return self._view[start:end].tobytes().count(sub)
+
+    @property
+    def view(self) -> memoryview:
+        return self._view
+
+    def release(self) -> None:
+        self._view.release()

@@ -1,0 +1,159 @@
+"""Context handles across the sandbox boundary.
+
+The host exports each context as read-only file descriptors (a file it opens, or an
+anonymous file holding in-memory text) and passes them over the channel (SCM_RIGHTS). The
+worker maps them before lock-down and closes the descriptors, so it can read its contexts
+and nothing else, and a 1 GB context costs it page cache, not heap.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Any
+
+from rlm_runtime.context.corpus import CorpusHandle, Document
+from rlm_runtime.context.handles import ContextHandle, FileHandle, _looks_binary
+from rlm_runtime.errors import ContextError
+
+MAX_DOCUMENTS = 20_000
+FDS_PER_FRAME = 200  # below the kernel's SCM_MAX_FD (253)
+
+# --------------------------------------------------------------------- host side
+
+
+def _anonymous_file(data: memoryview | bytes) -> int:
+    """A read-only-to-be descriptor holding ``data``, with no name on disk."""
+    if sys.platform.startswith("linux") and hasattr(os, "memfd_create"):
+        fd = os.memfd_create("rlm-context", os.MFD_CLOEXEC)
+    else:
+        f = tempfile.TemporaryFile()
+        fd = os.dup(f.fileno())
+        f.close()
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.write(fd, view[done : done + (1 << 24)])
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _handle_fd(handle: ContextHandle) -> int:
+    path = getattr(handle, "path", None)
+    if isinstance(handle, FileHandle) and path:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise ContextError(f"cannot open context file {path}: {e.strerror}") from e
+    return _anonymous_file(handle._buf().view)
+
+
+def _document_fd(doc: Document) -> int | None:
+    """A descriptor for a document, or None when it is binary or unreadable."""
+    if doc._handle is not None or doc.path is None:
+        return _handle_fd(doc.handle)
+    try:
+        fd = os.open(doc.path, os.O_RDONLY)
+    except OSError:
+        return None
+    if _looks_binary(os.pread(fd, 8192, 0)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def export(handles: list[Any]) -> tuple[list[dict[str, Any]], list[int], int]:
+    """Descriptors of ``handles``: (plain-data specs, fds to send, total mapped bytes).
+
+    The caller sends the fds and then closes them.
+    """
+    specs: list[dict[str, Any]] = []
+    fds: list[int] = []
+    total = 0
+    try:
+        for handle in handles:
+            if isinstance(handle, CorpusHandle):
+                if len(handle) > MAX_DOCUMENTS:
+                    raise ContextError(f"corpus {handle.name} has {len(handle)} documents; the sandbox takes {MAX_DOCUMENTS} at most")
+                docs = []
+                for doc in handle.documents:
+                    fd = _document_fd(doc)
+                    if fd is None:
+                        continue
+                    docs.append({"name": doc.name, "fd": len(fds)})
+                    fds.append(fd)
+                    total += os.fstat(fd).st_size
+                specs.append({"kind": "corpus", "name": handle.name, "docs": docs})
+            elif isinstance(handle, ContextHandle):
+                fd = _handle_fd(handle)
+                specs.append({"kind": "file", "name": handle.name, "fd": len(fds)})
+                fds.append(fd)
+                total += os.fstat(fd).st_size
+            else:
+                raise ContextError(f"not a context handle: {type(handle).__name__}")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return specs, fds, total
+
+
+# ------------------------------------------------------------------- worker side
+
+
+def build(specs: list[dict[str, Any]], fds: list[int]) -> list[Any]:
+    """Map every context (before lock-down) and close the descriptors."""
+    handles: list[Any] = []
+    try:
+        for spec in specs:
+            if spec["kind"] == "corpus":
+                docs = []
+                for k, d in enumerate(spec["docs"]):
+                    doc = Document(k, d["name"], None, 0)
+                    doc._handle = FileHandle(fd=fds[d["fd"]], name=d["name"])
+                    doc.size = doc._handle.n_bytes
+                    docs.append(doc)
+                handles.append(CorpusHandle(docs, name=spec["name"]))
+            else:
+                handles.append(FileHandle(fd=fds[spec["fd"]], name=spec["name"]))
+    finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    return handles
+
+
+def namespace(handles: list[Any]) -> dict[str, Any]:
+    """``context``, ``contexts`` and the top-level probes that default to ``context``."""
+    main = handles[0] if handles else None
+
+    def _target(handle: Any) -> Any:
+        target = main if handle is None else handle
+        if target is None:
+            raise ContextError("this session has no context")
+        return target
+
+    def peek(n: int = 2000, handle: Any = None) -> str:
+        """First n characters of the context (or of ``handle``), with a size hint."""
+        return _target(handle).peek(n)
+
+    def grep(pattern: str, handle: Any = None, context_lines: int = 0, max_matches: int = 100, ignore_case: bool = False) -> Any:
+        """Lines matching an RE2 pattern, with 1-based line numbers."""
+        return _target(handle).grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
+
+    def chunk(i: int, size: int | None = None, unit: str = "lines", handle: Any = None) -> Any:
+        """Chunk i (0-based) of size lines/chars/tokens, with navigation info in .nav."""
+        return _target(handle).chunk(i, size, unit)
+
+    def chunks(size: int | None = None, unit: str = "lines", handle: Any = None) -> list[Any]:
+        """Every chunk of the context, as a list."""
+        target = _target(handle)
+        n = target.n_chunks(size or (200 if unit == "lines" else 8000 if unit == "chars" else 2000), unit)
+        if n > 10_000:
+            raise ContextError(f"{n} chunks is too many to list; use chunk(i) or a larger size")
+        return list(target.chunks(size, unit))
+
+    return {"context": main, "contexts": tuple(handles), "peek": peek, "grep": grep, "chunk": chunk, "chunks": chunks}
