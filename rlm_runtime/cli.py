@@ -1,7 +1,8 @@
 """The ``rlm`` command.
 
-Exit codes: 0 success; 1 the checked or run code failed or was refused; 2 bad usage (unknown
-option, missing file, invalid policy). Errors are one line on stderr, never a traceback.
+Exit codes: 0 success; 1 the checked or run code failed or was refused, or grep found
+nothing; 2 bad usage (unknown option, missing file, invalid policy or pattern). Errors are
+one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -41,6 +42,33 @@ def _parser() -> argparse.ArgumentParser:
     sr.add_argument("--memory-mb", type=int, metavar="N", help="worker memory cap in MB")
     sr.add_argument("--json", action="store_true", help="print exactly one JSON object with the cell result")
     sr.set_defaults(run=_sandbox_run)
+
+    pr = commands.add_parser("probe", help="the shape of a file or folder, and whether to load it")
+    pr.add_argument("path")
+    pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
+    pr.add_argument("--json", action="store_true", help="print the probe as one JSON object")
+    pr.set_defaults(run=_probe)
+
+    pk = commands.add_parser("peek", help="the first characters of a context, as a model sees them")
+    pk.add_argument("path")
+    pk.add_argument("-n", type=int, default=2000, help="characters (default 2000)")
+    pk.set_defaults(run=_peek)
+
+    gr = commands.add_parser("grep", help="matching lines of a context (RE2), as a model sees them")
+    gr.add_argument("pattern")
+    gr.add_argument("path")
+    gr.add_argument("-C", "--context-lines", type=int, default=0, help="lines of context around each match")
+    gr.add_argument("-m", "--max-matches", type=int, default=100, help="stop after this many matching lines")
+    gr.add_argument("-i", "--ignore-case", action="store_true")
+    gr.add_argument("-c", "--count", action="store_true", help="print only the number of matching lines")
+    gr.set_defaults(run=_grep)
+
+    ch = commands.add_parser("chunk", help="one chunk of a context, with navigation info")
+    ch.add_argument("path")
+    ch.add_argument("index", type=int, help="0-based chunk index")
+    ch.add_argument("--size", type=int, help="chunk size in units (default: 200 lines, 8000 chars, 2000 tokens)")
+    ch.add_argument("--unit", choices=["lines", "chars", "tokens"], default="lines")
+    ch.set_defaults(run=_chunk)
 
     sd = sandbox.add_parser("doctor", help="show which isolation layers are active on this machine")
     sd.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
@@ -101,6 +129,57 @@ def _sandbox_run(args: argparse.Namespace) -> int:
         if result.has_final:
             print(f"FINAL: {result.final}")
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _open(path: str) -> Any:
+    from rlm_runtime.context import open_context
+
+    return open_context(Path(path))
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from rlm_runtime.config import load_probe_settings
+    from rlm_runtime.context import ProbeConfig, probe_path
+    from rlm_runtime.errors import ConfigError
+
+    settings, source = load_probe_settings()
+    if args.keyword:
+        settings = {**settings, "keywords": [*settings.get("keywords", []), *args.keyword]}  # type: ignore[misc]
+    try:
+        config = ProbeConfig(**settings)  # type: ignore[arg-type]
+    except (ValidationError, TypeError) as e:
+        raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {e}") from e
+    if not Path(args.path).exists():
+        raise _Usage(f"no such file or folder: {args.path}")
+    result = probe_path(args.path, config)
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+    else:
+        print(result.summary())
+    return EXIT_OK
+
+
+def _peek(args: argparse.Namespace) -> int:
+    print(_open(args.path).peek(args.n))
+    return EXIT_OK
+
+
+def _grep(args: argparse.Namespace) -> int:
+    handle = _open(args.path)
+    if args.count:
+        print(handle.count(args.pattern, ignore_case=args.ignore_case))
+        return EXIT_OK
+    result = handle.grep(args.pattern, context_lines=args.context_lines, max_matches=args.max_matches,
+                         ignore_case=args.ignore_case)
+    print(repr(result))
+    return EXIT_OK if result else EXIT_FAILED
+
+
+def _chunk(args: argparse.Namespace) -> int:
+    print(repr(_open(args.path).chunk(args.index, args.size, args.unit)))
+    return EXIT_OK
 
 
 def _sandbox_doctor(args: argparse.Namespace) -> int:

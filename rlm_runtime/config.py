@@ -64,3 +64,30 @@ def prepare_tiktoken() -> None:
     folder = tiktoken_cache_dir()
     if folder:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", folder)
+
+
+def load_probe_settings(start: Path | None = None) -> tuple[dict[str, object], str | None]:
+    """Probe settings from ``rlm.toml`` (table ``[probe]``) or ``pyproject.toml``
+    (``[tool.rlm.probe]``), looked up from ``start`` (default: cwd) towards the root.
+
+    Returns the table and the file it came from (None when no file has one).
+    """
+    import tomllib
+
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        for name, keys in (("rlm.toml", ("probe",)), ("pyproject.toml", ("tool", "rlm", "probe"))):
+            path = candidate / name
+            if not path.is_file():
+                continue
+            try:
+                data: object = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+                from rlm_runtime.errors import ConfigError
+
+                raise ConfigError(f"cannot read {path}: {e}") from e
+            for key in keys:
+                data = data.get(key) if isinstance(data, dict) else None
+            if isinstance(data, dict):
+                return data, str(path)
+    return {}, None

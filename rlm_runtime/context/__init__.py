@@ -8,7 +8,6 @@ its items, a callable a ``LazyHandle``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import weakref
 import select
 import shutil
 import signal
@@ -18,6 +17,7 @@ import socket
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,8 +25,8 @@ from typing import Any
 
 import psutil
 
-from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
 from rlm_runtime.config import tiktoken_cache_dir
+from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
 from rlm_runtime.sandbox import contexts, protocol
 from rlm_runtime.sandbox.limits import Limits
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
