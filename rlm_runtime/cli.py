@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     sr.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
     sr.add_argument("--timeout", type=float, metavar="S", help="cell timeout in seconds")
     sr.add_argument("--memory-mb", type=int, metavar="N", help="worker memory cap in MB")
+    sr.add_argument("-c", "--context", action="append", default=[], metavar="PATH",
+                    help="a file or folder the cell sees as `context` (repeatable: `contexts`)")
     sr.add_argument("--json", action="store_true", help="print exactly one JSON object with the cell result")
     sr.set_defaults(run=_sandbox_run)
 
@@ -115,7 +117,10 @@ def _sandbox_run(args: argparse.Namespace) -> int:
 
     policy = load_policy(args.policy).with_limits(cell_timeout_s=args.timeout, memory_mb=args.memory_mb)
     source = _read_source(args.file)
-    with Sandbox(policy) as sandbox:
+    for path in args.context:
+        if not Path(path).exists():
+            raise _Usage(f"no such context file or folder: {path}")
+    with Sandbox(policy, contexts=[Path(p) for p in args.context]) as sandbox:
         result = sandbox.execute(source)
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
