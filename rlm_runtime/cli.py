@@ -1,8 +1,9 @@
 """The ``rlm`` command.
 
-Exit codes: 0 success; 1 the checked or run code failed or was refused, or grep found
-nothing; 2 bad usage (unknown option, missing file, invalid policy or pattern). Errors are
-one line on stderr, never a traceback.
+Exit codes: 0 success; 1 the checked or run code failed or was refused, grep found nothing,
+or ``ask`` found no answer (budget, iterations, errors); 2 bad usage (unknown option,
+missing file, invalid policy or pattern, unknown model, missing API key); 3 the model's
+server is unreachable. Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.errors import RLMError
+from rlm_runtime.errors import ModelUnavailable, RLMError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
 
 class _Usage(Exception):
@@ -44,6 +45,30 @@ def _parser() -> argparse.ArgumentParser:
                     help="a file or folder the cell sees as `context` (repeatable: `contexts`)")
     sr.add_argument("--json", action="store_true", help="print exactly one JSON object with the cell result")
     sr.set_defaults(run=_sandbox_run)
+
+    ask = commands.add_parser("ask", help="answer a question over contexts with a recursive LM")
+    ask.add_argument("question")
+    ask.add_argument("-c", "--context", action="append", default=[], metavar="PATH", help="a file or folder (repeatable)")
+    ask.add_argument("--model", help="root model, e.g. openai/gpt-4o-mini or scripted:PATH (default: $RLM_MODEL)")
+    ask.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
+    ask.add_argument("--api-base", help="server URL for an OpenAI-compatible model")
+    ask.add_argument("--max-depth", type=int, help="rlm_query recursion depth (default 1)")
+    ask.add_argument("--max-iterations", type=int, help="model turns per RLM (default 20)")
+    ask.add_argument("--budget-usd", type=float, help="stop when the run has cost this much")
+    ask.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
+    ask.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object with the result")
+    ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
+    ask.set_defaults(run=_ask)
+
+    trace = commands.add_parser("trace", help="read trajectories").add_subparsers(dest="action", required=True, metavar="ACTION")
+    ts = trace.add_parser("show", help="print a trajectory as a tree")
+    ts.add_argument("file")
+    ts.set_defaults(run=_trace_show)
+    th = trace.add_parser("html", help="write a trajectory as one self-contained HTML page")
+    th.add_argument("file")
+    th.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    th.set_defaults(run=_trace_html)
 
     pr = commands.add_parser("probe", help="the shape of a file or folder, and whether to load it")
     pr.add_argument("path")
@@ -136,6 +161,90 @@ def _sandbox_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def _ask(args: argparse.Namespace) -> int:
+    from rlm_runtime.budget import Limits
+    from rlm_runtime.config import default_model
+    from rlm_runtime.llm import make_client
+    from rlm_runtime.orchestrator import RLM
+
+    for path in args.context:
+        if not Path(path).exists():
+            raise _Usage(f"no such context file or folder: {path}")
+    overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd}
+    try:
+        limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as e:
+        raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
+    options = {"api_base": args.api_base} if args.api_base else {}
+    model = make_client(args.model or default_model(), **options)
+    sub = make_client(args.sub_model, **options) if args.sub_model else None
+    show = None if args.quiet else _LiveView()
+    rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show)
+    try:
+        result = rlm.run(args.question, contexts=[Path(p) for p in args.context])
+    finally:
+        rlm.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+    elif result.answer is not None:
+        print(result.answer)
+    if result.answer is None:
+        if not args.json:
+            print(f"rlm: no answer: {result.error}", file=sys.stderr)
+            if result.partial:
+                print(f"rlm: partial output: {result.partial[:500]}", file=sys.stderr)
+        if result.error_type in ("ModelUnavailable",):
+            return EXIT_UNAVAILABLE
+        if result.error_type in ("UnknownModel", "MissingAPIKey"):
+            return EXIT_USAGE
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+class _LiveView:
+    """Prints each iteration to stderr as it happens: the code, then the head of its output."""
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        pad = "  " * int(event.get("depth") or 0)
+        if kind == "run_start" and event.get("depth"):
+            print(f"{pad}-> rlm_query (depth {event['depth']}): {str(event.get('query'))[:80]}", file=sys.stderr)
+        elif kind == "iteration":
+            tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
+            print(f"{pad}--- {tag} ({event.get('duration_s', 0):.1f}s)", file=sys.stderr)
+            for code, out in zip(event.get("code_blocks", []), event.get("outputs", []), strict=False):
+                for line in code.splitlines()[:15]:
+                    print(f"{pad}  > {line}", file=sys.stderr)
+                text = (out.get("stdout") or "") + (out.get("error") or "")
+                for line in text.strip().splitlines()[:8]:
+                    print(f"{pad}    {line[:160]}", file=sys.stderr)
+            if not event.get("code_blocks"):
+                print(f"{pad}  (no code) {str(event.get('response', ''))[:160]}", file=sys.stderr)
+        elif kind == "sub_call":
+            print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s", file=sys.stderr)
+        elif kind == "run_end" and not event.get("depth"):
+            print(f"--- done: {event.get('iterations')} iterations", file=sys.stderr)
+
+
+def _trace_show(args: argparse.Namespace) -> int:
+    from rlm_runtime.trajectory import read_events, render_tree
+
+    print(render_tree(read_events(args.file)))
+    return EXIT_OK
+
+
+def _trace_html(args: argparse.Namespace) -> int:
+    from rlm_runtime.trajectory import read_events, render_html
+
+    page = render_html(read_events(args.file), title=f"rlm trajectory: {Path(args.file).name}")
+    try:
+        Path(args.output).write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise _Usage(f"cannot write {args.output}: {e.strerror or e}") from e
+    print(f"wrote {args.output}")
+    return EXIT_OK
+
+
 def _open(path: str) -> Any:
     from rlm_runtime.context import open_context
 
@@ -207,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     except _Usage as e:
         print(f"rlm: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except ModelUnavailable as e:
+        print(f"rlm: error: {e}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except RLMError as e:
         print(f"rlm: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -35,6 +35,14 @@ class Paths:
     def policy_dirs(self) -> tuple[Path, ...]:
         return (self.user_policies, _data_dir("sandbox_policies"))
 
+    @property
+    def brain_dirs(self) -> tuple[Path, ...]:
+        return (self.home / "brain", _data_dir("brain"))
+
+    @property
+    def traces(self) -> Path:
+        return self.home / "traces"
+
 
 def paths_from_env(environ: dict[str, str] | None = None) -> Paths:
     """Resolve ``RLM_HOME`` (default ``~/.rlm``)."""
@@ -91,3 +99,20 @@ def load_probe_settings(start: Path | None = None) -> tuple[dict[str, object], s
             if isinstance(data, dict):
                 return data, str(path)
     return {}, None
+
+
+def prepare_litellm() -> None:
+    """Set what litellm reads at import: no price-map download, offline tokenizers."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    prepare_tiktoken()
+
+
+def default_model(environ: dict[str, str] | None = None) -> str:
+    """The model used when none is given: ``RLM_MODEL``."""
+    env = os.environ if environ is None else environ
+    name = env.get("RLM_MODEL", "").strip()
+    if not name:
+        from rlm_runtime.errors import ConfigError
+
+        raise ConfigError("no model configured: pass --model (e.g. openai/gpt-4o-mini or scripted:PATH) or set RLM_MODEL")
+    return name

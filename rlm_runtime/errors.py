@@ -48,3 +48,32 @@ class SandboxError(TerminalError):
 
 class ProtocolError(TerminalError):
     """A frame on the worker channel was malformed, too large or unexpected."""
+
+
+class LLMError(RLMError):
+    """A model call failed. Subclasses say whether the user can fix it."""
+
+
+class UnknownModel(LLMError):
+    """The model name names no provider or model we can reach."""
+
+
+class MissingAPIKey(LLMError):
+    """The provider needs a key that is not set; the message names the variable."""
+
+
+class ModelUnavailable(LLMError):
+    """The model's server is unreachable, or kept failing after retries."""
+
+
+class LLMCallError(LLMError):
+    """The provider refused the call (bad request, content policy, context too long...)."""
+
+
+class BudgetExceeded(RLMError):
+    """A run went over one of its limits. ``partial`` holds the best answer so far."""
+
+    def __init__(self, message: str, *, limit: str, partial: str | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.partial = partial

@@ -9,6 +9,7 @@ boundary.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import importlib
 import operator
@@ -61,6 +62,21 @@ class SandboxPermissionError(PermissionError):
     """Raised to user code when a guard refuses an import, attribute or write."""
 
 
+# Callables that run str.format's attribute walk ("{0.__class__.__mro__}") with no guard.
+# safer_getattr refuses the *name* "format" on str objects only, so these are also checked
+# on the value, whatever the route: UserString(...).format, or super(S, s).format for a
+# str subclass S made with type(type(1))(...).
+_FORMATTERS = (str.format, str.format_map, collections.UserString.format, collections.UserString.format_map)
+
+
+def _is_formatter(value: Any) -> bool:
+    if type(value) is types.MethodType:  # a bound UserString.format
+        value = value.__func__
+    elif type(value) is types.BuiltinMethodType and isinstance(value.__self__, str):  # a bound str.format
+        return value.__name__ in ("format", "format_map")
+    return any(value is f for f in _FORMATTERS)
+
+
 def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any:
     """Build the ``_getattr_`` guard: RestrictedPython's safer_getattr plus our rules."""
 
@@ -70,15 +86,21 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
         blocked = _WRAPPER_ATTRS.get(type(obj))
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
-        if isinstance(obj, types.ModuleType):
-            if (obj.__name__, name) in denied:
-                raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
+        if isinstance(obj, types.ModuleType) and (obj.__name__, name) in denied:
+            raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
+        try:
             value = safer_getattr(obj, name, *default) if default else safer_getattr(obj, name, raise_)
-            if isinstance(value, types.ModuleType) and value.__name__ not in allowed_modules:
-                raise SandboxPermissionError(
-                    f"'{obj.__name__}.{name}' is the module '{value.__name__}', which is not allowed")
-            return value
-        return safer_getattr(obj, name, *default) if default else safer_getattr(obj, name, raise_)
+        except AttributeError as e:
+            # A failed lookup records its target in e.obj; on a bound method that is the
+            # method's __func__, which user code must not reach by any name.
+            e.obj = None
+            raise
+        if isinstance(obj, types.ModuleType) and isinstance(value, types.ModuleType) and value.__name__ not in allowed_modules:
+            raise SandboxPermissionError(
+                f"'{obj.__name__}.{name}' is the module '{value.__name__}', which is not allowed")
+        if _is_formatter(value):
+            raise SandboxPermissionError(f"'{name}' walks attributes of its arguments and is not allowed in the sandbox")
+        return value
 
     return guarded_getattr
 
@@ -131,7 +153,7 @@ def inplacevar(op: str, x: Any, y: Any) -> Any:
     return fn(x, y)
 
 
-def make_import(allowed: set[str]) -> Any:
+def make_import(allowed: set[str], denied: frozenset[tuple[str, str]] = frozenset()) -> Any:
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
         if level != 0:
             raise SandboxPermissionError("relative imports are not allowed in the sandbox")
@@ -139,6 +161,16 @@ def make_import(allowed: set[str]) -> Any:
             raise SandboxPermissionError(f"import of '{name}' is not allowed; allowed: {', '.join(sorted(allowed))}")
         module = sys.modules.get(name) or importlib.import_module(name)
         if fromlist:
+            # ``from m import x`` reads x with a plain getattr (IMPORT_FROM), not through
+            # _getattr_: apply the same rules here, or ``from statistics import sys`` hands
+            # out a module that is not allowed.
+            for item in fromlist:
+                if (name, item) in denied:
+                    raise SandboxPermissionError(f"'{name}.{item}' is not allowed by the sandbox policy")
+                value = getattr(module, item, None)
+                if isinstance(value, types.ModuleType) and value.__name__ not in allowed:
+                    raise SandboxPermissionError(
+                        f"'{name}.{item}' is the module '{value.__name__}', which is not allowed")
             return module
         return sys.modules[name.partition(".")[0]]
 
@@ -199,7 +231,7 @@ def make_globals(allowed_modules: set[str], denied_attributes: set[str], printer
     denied = {tuple(a.rsplit(".", 1)) for a in denied_attributes if "." in a}
     getattr_guard = make_getattr(denied, allowed_modules)  # type: ignore[arg-type]
     return {
-        "__builtins__": make_builtins(getattr_guard, make_import(allowed_modules)),
+        "__builtins__": make_builtins(getattr_guard, make_import(allowed_modules, frozenset(denied))),  # type: ignore[arg-type]
         "__name__": USER_MODULE,
         "_getattr_": getattr_guard,
         "_getitem_": operator.getitem,

@@ -272,6 +272,7 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
     warnings += [_rp_finding(m) for m in rp_warnings if "Prints, but never reads 'printed'" not in m]
     code = None
     if not errors:
+        _strip_annotations(tree)
         _show_last_expression(tree)
         try:
             code = compile(tree, filename, "exec", dont_inherit=True)
@@ -355,6 +356,23 @@ def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: 
 
 def _import_message(name: str, allowed: set[str]) -> str:
     return f"import of '{name}' is not allowed; allowed modules: {', '.join(sorted(allowed)) or 'none'}"
+
+
+def _strip_annotations(tree: ast.AST) -> None:
+    """Drop the annotations of functions (arguments and return), after RestrictedPython's pass.
+
+    User code cannot read ``__annotations__``; only library code does, and some of it
+    evaluates string annotations with a plain ``eval`` in the user's globals, outside
+    RestrictedPython: ``functools.singledispatch().register(f)`` with ``def f(x: "<code>")``
+    ran arbitrary unguarded code. Without annotations there is nothing to evaluate.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None:
+                    arg.annotation = None
 
 
 def _show_last_expression(tree: ast.Module) -> None:

@@ -1,0 +1,191 @@
+"""One budget for a whole call tree, and the governor that caps concurrency.
+
+The budget lives in the host, so sandboxed code cannot raise it. Every model call reserves
+its worst case (the prompt's tokens and ``max_tokens`` of output) before it starts and
+settles the real figures after, so calls in flight count against the limits.
+
+The governor decides how many workers and concurrent sub-calls may run, from available
+memory, the per-worker memory cap and the CPU count, under a configured ceiling.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlm_runtime.errors import BudgetExceeded
+from rlm_runtime.llm.base import Usage
+
+
+class Limits(BaseModel):
+    """Limits of one run and everything it spawns (the sandbox's per-cell limits are
+    ``rlm_runtime.sandbox.Limits``).
+
+    Args:
+        max_depth: recursion depth of ``rlm_query``; at the limit it is a plain call.
+        max_iterations: model turns per RLM (then one forced "answer now" turn).
+        max_llm_calls: model calls in the whole tree.
+        max_input_tokens / max_output_tokens: tokens in the whole tree.
+        max_cost_usd: dollars in the whole tree (None: no limit).
+        max_wall_s: seconds for the whole run.
+        max_consecutive_errors: cells in a row that fail before the run stops.
+        max_output_tokens_per_call: ``max_tokens`` of each model call.
+        sub_call_max_chars: a sub-call prompt is cut to this many characters.
+        feedback_chars: cell output shown back to the model per iteration.
+        max_concurrency: ceiling on concurrent sub-calls (the governor may allow fewer).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_depth: int = Field(1, ge=0, le=8)
+    max_iterations: int = Field(20, ge=1, le=500)
+    max_llm_calls: int = Field(200, ge=1)
+    max_input_tokens: int = Field(2_000_000, ge=1)
+    max_output_tokens: int = Field(200_000, ge=1)
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_wall_s: float = Field(1800.0, gt=0)
+    max_consecutive_errors: int = Field(5, ge=1)
+    max_output_tokens_per_call: int = Field(2048, ge=16)
+    sub_call_max_chars: int = Field(100_000, ge=100)
+    feedback_chars: int = Field(8000, ge=200)
+    max_concurrency: int = Field(8, ge=1, le=256)
+
+
+@dataclass
+class Budget:
+    """Thread-safe counters for one call tree, checked before every call."""
+
+    limits: Limits
+    started: float = field(default_factory=time.monotonic)
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    by_model: dict[str, Usage] = field(default_factory=dict)
+    max_depth_reached: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _reserved_in: int = 0
+    _reserved_out: int = 0
+    _reserved_calls: int = 0
+
+    def check_time(self) -> None:
+        elapsed = time.monotonic() - self.started
+        if elapsed > self.limits.max_wall_s:
+            raise BudgetExceeded(f"wall-clock limit of {self.limits.max_wall_s:g}s reached", limit="max_wall_s")
+
+    def note_depth(self, depth: int) -> None:
+        with self._lock:
+            self.max_depth_reached = max(self.max_depth_reached, depth)
+
+    @contextmanager
+    def reserve(self, input_tokens: int, max_output: int) -> Iterator[None]:
+        """Hold room for one call while it runs; raise BudgetExceeded if there is none."""
+        lim = self.limits
+        self.check_time()
+        with self._lock:
+            if self.calls + self._reserved_calls + 1 > lim.max_llm_calls:
+                raise BudgetExceeded(f"limit of {lim.max_llm_calls} model calls reached", limit="max_llm_calls")
+            if self.input_tokens + self._reserved_in + input_tokens > lim.max_input_tokens:
+                raise BudgetExceeded(f"input-token limit of {lim.max_input_tokens} reached", limit="max_input_tokens")
+            if self.output_tokens + self._reserved_out + max_output > lim.max_output_tokens:
+                raise BudgetExceeded(f"output-token limit of {lim.max_output_tokens} reached", limit="max_output_tokens")
+            if lim.max_cost_usd is not None and self.cost_usd >= lim.max_cost_usd:
+                raise BudgetExceeded(f"cost limit of ${lim.max_cost_usd:g} reached", limit="max_cost_usd")
+            self._reserved_calls += 1
+            self._reserved_in += input_tokens
+            self._reserved_out += max_output
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reserved_calls -= 1
+                self._reserved_in -= input_tokens
+                self._reserved_out -= max_output
+
+    def settle(self, model: str, usage: Usage) -> None:
+        with self._lock:
+            self.calls += usage.calls
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+            self.cost_usd += usage.cost_usd
+            self.by_model.setdefault(model, Usage()).add(usage)
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {m: u.to_dict() for m, u in self.by_model.items()}
+
+
+# --------------------------------------------------------------------- governor
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Governor:
+    """How many workers and concurrent sub-calls this machine can take.
+
+    Args:
+        available_bytes: memory available now (psutil's ``available``).
+        cpu_count: logical CPUs.
+        worker_mb: the memory cap of one worker.
+        headroom_mb: memory left for the host, the OS and a local model.
+        ceiling: the configured maximum of either.
+    """
+
+    available_bytes: int
+    cpu_count: int
+    worker_mb: int = 512
+    headroom_mb: int = 1536
+    ceiling: int = 8
+
+    @classmethod
+    def from_system(cls, worker_mb: int = 512, ceiling: int = 8, headroom_mb: int = 1536) -> Governor:
+        import psutil
+
+        return cls(int(psutil.virtual_memory().available), os.cpu_count() or 1, worker_mb, headroom_mb, ceiling)
+
+    @property
+    def max_workers(self) -> int:
+        """Workers that fit in memory beside the headroom; at least one, at most the ceiling."""
+        spare_mb = self.available_bytes // _MIB - self.headroom_mb
+        return max(1, min(self.ceiling, spare_mb // max(self.worker_mb, 1), 2 * self.cpu_count))
+
+    @property
+    def max_concurrent_calls(self) -> int:
+        """Sub-calls in flight: mostly waiting on the network, so more than CPUs, but each
+        may lead to a child worker, so never more than memory allows for those."""
+        return max(1, min(self.ceiling, 4 * self.cpu_count, self.max_workers * 4))
+
+    def describe(self) -> str:
+        return (f"{self.available_bytes // _MIB} MB available, {self.cpu_count} CPUs, {self.worker_mb} MB per worker: "
+                f"up to {self.max_workers} workers and {self.max_concurrent_calls} concurrent sub-calls")
+
+
+class Slots:
+    """A counting gate that queues callers beyond its size (a fair semaphore)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._sem = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self.in_use = 0
+        self.peak = 0
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        self._sem.acquire()
+        with self._lock:
+            self.in_use += 1
+            self.peak = max(self.peak, self.in_use)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_use -= 1
+            self._sem.release()

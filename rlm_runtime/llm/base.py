@@ -1,0 +1,66 @@
+"""The LLM client protocol, and the records every client returns.
+
+Lifecycle: a client is built by ``rlm_runtime.llm.make_client(name)`` and is then usable from
+any thread; ``complete`` blocks until the reply is in. It raises only ``LLMError``
+subclasses: ``UnknownModel``, ``MissingAPIKey``, ``ModelUnavailable`` (server unreachable or
+failing after retries) and ``LLMCallError`` (anything else the provider refused).
+``close()`` releases what the client started (a local server, say) and is idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+
+@dataclass
+class Usage:
+    """What calls to one model cost."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": round(self.cost_usd, 6)}
+
+
+@dataclass
+class Completion:
+    """One reply: its text, what it cost, and why generation stopped."""
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+    duration_s: float = 0.0
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """A model that turns a list of messages into one reply."""
+
+    model: str
+
+    def complete(self, messages: list[Message], *, max_tokens: int | None = None,
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
+        """One completion. ``stop_after_code_block``: the client may stop generating once a
+        fenced code block has closed (a small model's reply is then one block, not several)."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` costs this model (an estimate where no tokenizer is known)."""
+        ...
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,198 @@
+"""The only module that imports litellm: any hosted or local model litellm can reach.
+
+Credentials and options go with each call (no litellm globals are set). Rate limits and
+server errors are retried with exponential backoff; timeouts are honoured; usage and cost
+are recorded per call. litellm's exceptions are translated here, and only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import threading
+import time
+from typing import Any
+
+from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
+from rlm_runtime.llm.base import Completion, Message, Usage
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+
+
+def _lib() -> Any:
+    """Import litellm once, offline: its price map must not be fetched at import."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            from rlm_runtime.config import prepare_litellm
+
+            prepare_litellm()
+            with contextlib.redirect_stdout(io.StringIO()):
+                import litellm
+
+            _litellm = litellm
+    return _litellm
+
+
+def _fence_closed(text: str) -> bool:
+    """True once a fenced code block has opened and closed in ``text``."""
+    first = text.find("```")
+    if first < 0:
+        return False
+    body = text.find("\n", first)
+    return body >= 0 and text.find("```", body) >= 0
+
+
+class LiteLLMClient:
+    """A litellm model name (``openai/gpt-4o-mini``, ``ollama/qwen2.5-coder``, ...).
+
+    Args:
+        model: the litellm model name.
+        api_base: server URL (an OpenAI-compatible local server, say).
+        api_key: a key to pass explicitly (else litellm reads the provider's variable).
+        timeout_s: per request.
+        retries: attempts after the first on rate limits, 5xx and connection errors.
+    """
+
+    def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 120.0, retries: int = 4, backoff_s: float = 1.0,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.extra = dict(extra or {})
+        self._checked = False
+
+    def check(self) -> None:
+        """Fail early, with an actionable message, on an unknown model or a missing key."""
+        if self._checked:
+            return
+        lib = _lib()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                _, provider, _, _ = lib.get_llm_provider(self.model, api_base=self.api_base)
+        except Exception as e:
+            raise UnknownModel(
+                f"unknown model {self.model!r}: use a litellm name such as openai/gpt-4o-mini, "
+                "anthropic/claude-3-5-haiku-latest or ollama/qwen2.5-coder, or scripted:PATH"
+            ) from e
+        if self.api_key is None and self.api_base is None:
+            env = lib.validate_environment(self.model)
+            missing = [k for k in env.get("missing_keys", []) if not k.endswith("API_BASE")]
+            if missing:
+                raise MissingAPIKey(f"model {self.model} ({provider}) needs {' and '.join(missing)} set in the environment")
+        self._checked = True
+
+    def complete(self, messages: list[Message], *, max_tokens: int | None = None,
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
+        self.check()
+        lib = _lib()
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": timeout_s or self.timeout_s,
+                                  **self.extra}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.api_base:
+            # Local OpenAI-compatible servers need no key, but the client insists on one.
+            kwargs["api_key"] = "no-key-required"
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        start = time.monotonic()
+        for attempt in range(self.retries + 1):
+            try:
+                # litellm prints debugging banners on stdout when a call fails; keep them
+                # out of the user's output (our own output goes to stderr meanwhile).
+                with contextlib.redirect_stdout(io.StringIO()):
+                    if stop_after_code_block:
+                        return self._streamed(lib, kwargs, messages, start)
+                    response = lib.completion(**kwargs)
+                return self._completion(lib, response, start)
+            except Exception as e:
+                time.sleep(self._translate(lib, e, attempt))  # raises when not worth a retry
+        raise ModelUnavailable(f"{self.model}: no answer after {self.retries + 1} attempts")
+
+    def _translate(self, lib: Any, e: Exception, attempt: int) -> float:
+        """Raise the runtime's error for ``e``, or return the delay before a retry."""
+        ex = lib.exceptions
+        retryable = (ex.RateLimitError, ex.ServiceUnavailableError, ex.InternalServerError, ex.APIConnectionError,
+                     ex.Timeout, ex.BadGatewayError)
+        # A refused connection rarely heals in seconds: one retry, then say so. (litellm
+        # reports some of them as InternalServerError("... Connection error."))
+        connection = isinstance(e, (ex.APIConnectionError, ex.Timeout)) or "Connection error" in str(e)
+        limit = 1 if connection else self.retries
+        if isinstance(e, retryable) and attempt < limit:
+            return self.backoff_s * (2 ** attempt) * (0.5 + random.random())
+        where = f" at {self.api_base}" if self.api_base else ""
+        if isinstance(e, ex.AuthenticationError):
+            raise MissingAPIKey(f"{self.model}: the provider refused the credentials: {_short(e)}") from e
+        if isinstance(e, ex.NotFoundError):
+            raise UnknownModel(f"{self.model}: the provider does not know this model: {_short(e)}") from e
+        if connection:
+            raise ModelUnavailable(f"{self.model}: server unreachable{where}: {_short(e)}") from e
+        if isinstance(e, retryable):
+            raise ModelUnavailable(f"{self.model}: still failing after {attempt + 1} attempts: {_short(e)}") from e
+        if isinstance(e, ex.BadRequestError) and "LLM Provider NOT provided" in str(e):
+            raise UnknownModel(f"unknown model {self.model!r}: prefix it with a provider, e.g. openai/{self.model}") from e
+        raise LLMCallError(f"{self.model}: {_short(e)}") from e
+
+    def _completion(self, lib: Any, response: Any, start: float) -> Completion:
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        u = getattr(response, "usage", None)
+        usage = Usage(1, int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0),
+                      self._cost(lib, response))
+        return Completion(text, self.model, usage, str(choice.finish_reason or "stop"), time.monotonic() - start)
+
+    def _streamed(self, lib: Any, kwargs: dict[str, Any], messages: list[Message], start: float) -> Completion:
+        """Stream, and stop reading once the first code block has closed."""
+        parts: list[str] = []
+        finish = "stop"
+        stream = lib.completion(**kwargs, stream=True)
+        try:
+            for piece in stream:
+                delta = piece.choices[0].delta.content if piece.choices else None
+                if delta:
+                    parts.append(delta)
+                    if "`" in delta and _fence_closed("".join(parts)):
+                        finish = "code_block_closed"
+                        break
+                if piece.choices and piece.choices[0].finish_reason:
+                    finish = str(piece.choices[0].finish_reason)
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+        text = "".join(parts)
+        usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)
+        with contextlib.suppress(Exception):  # models without a price cost nothing we can know
+            prompt_cost, completion_cost = lib.cost_per_token(model=self.model, prompt_tokens=usage.input_tokens,
+                                                              completion_tokens=usage.output_tokens)
+            usage.cost_usd = float(prompt_cost + completion_cost)
+        return Completion(text, self.model, usage, finish, time.monotonic() - start)
+
+    def _cost(self, lib: Any, response: Any) -> float:
+        try:
+            return float(lib.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # models without a price (local ones) cost nothing we can know
+            return 0.0
+
+    def count_tokens(self, text: str) -> int:
+        from rlm_runtime.context.tokens import count_text
+
+        n = count_text(text)
+        return (len(text) + 3) // 4 if n is None else n
+
+    def close(self) -> None:
+        pass
+
+
+def _short(e: Exception) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text[:300]
