@@ -70,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     th.add_argument("-o", "--output", required=True, help="the HTML file to write")
     th.set_defaults(run=_trace_html)
 
+    model = commands.add_parser("model", help="embedded local models").add_subparsers(dest="action", required=True, metavar="ACTION")
+    mi = model.add_parser("install", help="download, assemble and verify a local model")
+    mi.add_argument("name", help="qwen2.5-coder-1.5b or qwen2.5-coder-0.5b")
+    mi.set_defaults(run=_model_install)
+    ml = model.add_parser("list", help="local models: installed or not, sizes, licence")
+    ml.set_defaults(run=_model_list)
+    mr = model.add_parser("remove", help="delete an installed local model")
+    mr.add_argument("name")
+    mr.set_defaults(run=_model_remove)
+
     pr = commands.add_parser("probe", help="the shape of a file or folder, and whether to load it")
     pr.add_argument("path")
     pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
@@ -176,7 +186,12 @@ def _ask(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
     options = {"api_base": args.api_base} if args.api_base else {}
-    model = make_client(args.model or default_model(), **options)
+    name = args.model
+    if not name:
+        name, note = default_model()
+        if note and not args.quiet:
+            print(f"rlm: {note}", file=sys.stderr)
+    model = make_client(name, **options)
     sub = make_client(args.sub_model, **options) if args.sub_model else None
     show = None if args.quiet else _LiveView()
     rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show)
@@ -224,6 +239,43 @@ class _LiveView:
             print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s", file=sys.stderr)
         elif kind == "run_end" and not event.get("depth"):
             print(f"--- done: {event.get('iterations')} iterations", file=sys.stderr)
+
+
+def _model_install(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.llm import models
+
+    models.spec(args.name)  # unknown names are a usage error before anything is fetched
+    try:
+        models.install(args.name, paths_from_env().models, progress=lambda m: print(m, file=sys.stderr))
+    except models.ModelError as e:
+        print(f"rlm: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _model_list(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.llm import models
+
+    folder = paths_from_env().models
+    have = {s.name: size for s, _, size in models.installed(folder)}
+    for s in models.MODELS.values():
+        state = f"installed, {have[s.name] / 1e9:.2f} GB" if s.name in have else "not installed"
+        print(f"{s.name:22} {state:26} licence: {s.licence}; {s.note}")
+    print(f"(folder: {folder})")
+    return EXIT_OK
+
+
+def _model_remove(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.llm import models
+
+    if models.remove(args.name, paths_from_env().models):
+        print(f"removed {args.name}")
+        return EXIT_OK
+    print(f"{args.name} is not installed")
+    return EXIT_FAILED
 
 
 def _trace_show(args: argparse.Namespace) -> int:

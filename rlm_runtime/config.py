@@ -26,6 +26,7 @@ class Paths:
     """Folders searched for policies (and, later, brain files): the user's first."""
 
     home: Path
+    models_dir: Path | None = None
 
     @property
     def user_policies(self) -> Path:
@@ -43,12 +44,18 @@ class Paths:
     def traces(self) -> Path:
         return self.home / "traces"
 
+    @property
+    def models(self) -> Path:
+        """Local model files: ``RLM_MODELS_DIR``, else ``$RLM_HOME/models``."""
+        return self.models_dir or self.home / "models"
+
 
 def paths_from_env(environ: dict[str, str] | None = None) -> Paths:
-    """Resolve ``RLM_HOME`` (default ``~/.rlm``)."""
+    """Resolve ``RLM_HOME`` (default ``~/.rlm``) and ``RLM_MODELS_DIR``."""
     env = os.environ if environ is None else environ
     home = env.get("RLM_HOME") or str(Path("~/.rlm").expanduser())
-    return Paths(home=Path(home))
+    models = env.get("RLM_MODELS_DIR")
+    return Paths(home=Path(home), models_dir=Path(models) if models else None)
 
 
 def tiktoken_cache_dir(environ: dict[str, str] | None = None) -> str | None:
@@ -107,12 +114,23 @@ def prepare_litellm() -> None:
     prepare_tiktoken()
 
 
-def default_model(environ: dict[str, str] | None = None) -> str:
-    """The model used when none is given: ``RLM_MODEL``."""
+DEFAULT_LOCAL_MODEL = "local:qwen2.5-coder-1.5b"
+#: A provider key present in the environment picks that provider's small model.
+_KEYED_DEFAULTS = (("OPENAI_API_KEY", "openai/gpt-4o-mini"), ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"))
+
+
+def default_model(environ: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """The model used when none is given, and a note saying why when it was not asked for.
+
+    ``RLM_MODEL`` if set; else a small model of the provider whose key is set; else the
+    embedded local model.
+    """
     env = os.environ if environ is None else environ
     name = env.get("RLM_MODEL", "").strip()
-    if not name:
-        from rlm_runtime.errors import ConfigError
-
-        raise ConfigError("no model configured: pass --model (e.g. openai/gpt-4o-mini or scripted:PATH) or set RLM_MODEL")
-    return name
+    if name:
+        return name, None
+    for key, model in _KEYED_DEFAULTS:
+        if env.get(key):
+            return model, f"no model configured: using {model} because {key} is set (set RLM_MODEL or pass --model)"
+    return DEFAULT_LOCAL_MODEL, (f"no model configured and no provider key set: using {DEFAULT_LOCAL_MODEL}, "
+                                 "which runs offline (set RLM_MODEL or pass --model to change)")

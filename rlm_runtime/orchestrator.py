@@ -457,7 +457,7 @@ def retrieve(query: str, context: Any = None, *, model: str | LLMClient | None =
     """
     from rlm_runtime.config import default_model
 
-    rlm = RLM(model or default_model(), **options)
+    rlm = RLM(model or default_model()[0], **options)
     try:
         result = rlm.run(query, context, contexts=contexts)
     finally:

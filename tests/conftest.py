@@ -35,3 +35,4 @@ def secret(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 def sandbox() -> Iterator[Sandbox]:
     with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
         yield sb
+

@@ -94,6 +94,7 @@ def compile_pattern(pattern: str, ignore_case: bool = False) -> re2._Regexp:
                     "rewrite the pattern without it, or grep for a simpler pattern and filter the lines in Python"
                 ) from e
         detail = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        detail = detail.replace("(?m)", "")  # our prefix, not the user's
         raise ContextError(f"invalid grep pattern /{pattern}/: {detail}") from e
 
 
@@ -115,9 +116,9 @@ def grep_buffer(
     matches: list[GrepMatch] = []
     pos = 0
     hint: tuple[int, int] | None = None
-    while pos <= buf.nbytes:
+    while pos < buf.nbytes:
         m = regex.search(view, pos)
-        if m is None:
+        if m is None or m.start() >= buf.nbytes:  # past the last line's newline: no line there
             return GrepResult(matches, pattern, True)
         start, end = buf.line_span(m.start())
         line_no = buf.line_of(start, hint)
@@ -136,9 +137,9 @@ def count_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = Fals
     regex = compile_pattern(pattern, ignore_case)
     view = buf.view
     count = pos = 0
-    while pos <= buf.nbytes:
+    while pos < buf.nbytes:
         m = regex.search(view, pos)
-        if m is None:
+        if m is None or m.start() >= buf.nbytes:
             break
         count += 1
         nl = buf.find(b"\n", m.end())

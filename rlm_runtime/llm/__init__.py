@@ -1,6 +1,7 @@
 """Model clients. ``make_client(name)`` turns a model name string into a client.
 
-Names: ``scripted:PATH`` (a JSONL script, see ``scripted.py``) and any litellm name (``openai/...``, ``anthropic/...``, ``ollama/...``, or an
+Names: ``scripted:PATH`` (a JSONL script, see ``scripted.py``), ``local:NAME`` (an embedded
+llama.cpp model, see ``local.py``) and any litellm name (``openai/...``, ``anthropic/...``, ``ollama/...``, or an
 OpenAI-compatible server through ``api_base``). litellm is imported only when used.
 """
 
@@ -22,6 +23,10 @@ def make_client(name: str | LLMClient, **options: Any) -> LLMClient:
         raise UnknownModel("empty model name")
     if name.startswith("scripted:"):
         return ScriptedClient(name.removeprefix("scripted:"), model=name)
+    if name.startswith("local:"):
+        from rlm_runtime.llm.local import LocalModelClient
+
+        return LocalModelClient(name.removeprefix("local:"), **options)
     from rlm_runtime.llm.litellm_client import LiteLLMClient
 
     return LiteLLMClient(name, **options)
