@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-depth", type=int, help="rlm_query recursion depth (default 1)")
     ask.add_argument("--max-iterations", type=int, help="model turns per RLM (default 20)")
     ask.add_argument("--budget-usd", type=float, help="stop when the run has cost this much")
+    ask.add_argument("--max-calls", type=int, help="model calls in the whole run (default 200)")
+    ask.add_argument("--max-tokens", type=int, help="input tokens in the whole run (default 2,000,000)")
     ask.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     ask.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the result")
@@ -180,7 +182,8 @@ def _ask(args: argparse.Namespace) -> int:
     for path in args.context:
         if not Path(path).exists():
             raise _Usage(f"no such context file or folder: {path}")
-    overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd}
+    overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd,
+                 "max_llm_calls": args.max_calls, "max_input_tokens": args.max_tokens}
     try:
         limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
     except ValueError as e:
@@ -315,7 +318,10 @@ def _probe(args: argparse.Namespace) -> int:
         settings = {**settings, "keywords": [*settings.get("keywords", []), *args.keyword]}  # type: ignore[misc]
     try:
         config = ProbeConfig(**settings)  # type: ignore[arg-type]
-    except (ValidationError, TypeError) as e:
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {detail}") from e
+    except TypeError as e:
         raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {e}") from e
     if not Path(args.path).exists():
         raise _Usage(f"no such file or folder: {args.path}")
@@ -360,6 +366,11 @@ def _sandbox_doctor(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # Sandboxed code can print lone surrogates; show them escaped rather than crash.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = _parser()
     args = parser.parse_args(argv)
     try:

@@ -36,8 +36,9 @@ from rlm_runtime.sandbox import Limits as CellLimits
 from rlm_runtime.sandbox import Policy, Sandbox, load_policy
 from rlm_runtime.trajectory import TraceWriter
 
-_BLOCK = re.compile(r"```[ \t]*(?:python|py|repl|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
-_PROSE_FINAL = re.compile(r"FINAL\((.*)\)", re.S)
+_FENCE = re.compile(r"^[ \t]*```+[ \t]*([\w+-]*)")
+_CODE_TAGS = {"", "python", "py", "python3", "repl"}
+_PROSE_FINAL = re.compile(r"FINAL\(")
 _PROSE_FINAL_VAR = re.compile(r"FINAL_VAR\(\s*['\"]?([A-Za-z_]\w*)['\"]?\s*\)")
 
 Event = dict[str, Any]
@@ -62,17 +63,54 @@ class RunResult:
 
 
 def parse_code_blocks(text: str) -> list[str]:
-    """Code of every python/repl fenced block, in order (a trailing unclosed block counts)."""
-    return [m.group(1).strip("\n") for m in _BLOCK.finditer(text) if m.group(1).strip()]
+    """Code of every python/repl fenced block, in order (a trailing unclosed block counts).
+
+    Fences are read line by line, so the closing fence of another language's block is never
+    taken for an opening one.
+    """
+    blocks: list[str] = []
+    tag: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        fence = _FENCE.match(line)
+        if tag is None:
+            if fence:
+                tag, body = fence.group(1).lower(), []
+        elif fence and not fence.group(1):
+            if tag in _CODE_TAGS and "\n".join(body).strip():
+                blocks.append("\n".join(body))
+            tag = None
+        else:
+            body.append(line)
+    if tag in _CODE_TAGS and "\n".join(body).strip():
+        blocks.append("\n".join(body))
+    return blocks
 
 
 def prose_final(text: str) -> str | None:
     """The answer of a FINAL(...) written outside code, if any (the last one wins)."""
-    matches = list(_PROSE_FINAL.finditer(text))
-    if not matches:
+    starts = [m.end() for m in _PROSE_FINAL.finditer(text)]
+    if not starts:
         return None
-    inner = matches[-1].group(1).strip()
-    # The match is greedy to keep parentheses inside the answer; cut at the last ')' pair.
+    start = starts[-1]
+    depth, quote, i = 1, "", start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    inner = text[start:i].strip()
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
         inner = inner[1:-1]
     return inner.strip() or None
@@ -122,7 +160,8 @@ class RLM:
         handles = [open_context(s) for s in sources]
         trace_path = self._trace_path()
         writer = TraceWriter(trace_path)
-        run = _Run(self, Budget(self.limits), writer, Slots(self.governor.max_concurrent_calls))
+        slots = Slots(min(self.governor.max_concurrent_calls, self.limits.max_concurrency))
+        run = _Run(self, Budget(self.limits), writer, slots)
         start = time.monotonic()
         try:
             result = run.loop(query, handles, depth=0, parent_id=None)
@@ -183,7 +222,8 @@ class _Run:
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
             completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
-        self.budget.settle(client.model, completion.usage)
+            # Settled while still reserved, so no other call sees neither figure.
+            self.budget.settle(client.model, completion.usage)
         return completion
 
     # ------------------------------------------------------------------- the loop
@@ -196,7 +236,7 @@ class _Run:
                    "sub_model": self.rlm.sub_client.model, "query": query,
                    "limits": self.limits.model_dump(), "contexts": [h.name for h in handles]})
         client = self.rlm.client if depth == 0 else self.rlm.sub_client
-        state = _LoopState()
+        state = _LoopState(parent_id=parent_id)
         result: RunResult
         try:
             with Sandbox(self.rlm.policy, self.rlm.cell_limits, contexts=handles,
@@ -244,14 +284,15 @@ class _Run:
                 if answer is None:
                     errors_in_a_row += 0 if not reprompted else 1
                     reprompted = True
-            self.emit({"type": "iteration", "run_id": run_id, "depth": depth, "iteration": state.iterations,
+            self.emit({"type": "iteration", "run_id": run_id, "parent_id": state.parent_id, "depth": depth,
+                       "iteration": state.iterations,
                        "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
+            if answer is not None:  # an answer given after a refused sub-call still counts
+                return RunResult(answer, iterations=state.iterations)
             if state.budget_error is not None:
                 raise state.budget_error
-            if answer is not None:
-                return RunResult(answer, iterations=state.iterations)
             if errors_in_a_row >= lim.max_consecutive_errors:
                 return RunResult(None, error=f"stopped after {errors_in_a_row} failing turns in a row",
                                  error_type="TooManyErrors", partial=state.partial, iterations=state.iterations)
@@ -313,7 +354,8 @@ class _Run:
             answer, _, _ = self._run_blocks(sandbox, blocks, outputs, state)
         if answer is None:
             answer = self._prose_answer(reply, sandbox)
-        self.emit({"type": "iteration", "run_id": run_id, "depth": depth, "iteration": state.iterations + 1,
+        self.emit({"type": "iteration", "run_id": run_id, "parent_id": state.parent_id, "depth": depth,
+                   "iteration": state.iterations + 1,
                    "forced": True, "response": reply, "code_blocks": blocks, "outputs": outputs,
                    "usage": completion.usage.to_dict(), "duration_s": completion.duration_s})
         if answer is not None:
@@ -334,14 +376,15 @@ class _Run:
         for k, h in enumerate(handles):
             name = "context" if k == 0 else f"contexts[{k}]"
             try:
-                summary = h.probe().summary()
+                summary = h.probe().summary(brief=True)
             except RLMError as e:
                 summary = f"{h.name}: could not be probed ({e})"
-            summaries.append(f"{name} = {summary}")
+            summaries.append(f"{name} holds {summary}" if len(handles) > 1 else summary)
         if len(handles) > 1:
-            summaries.append("`contexts` is the list of all of them; grep(pattern, handle=contexts[k]) searches one.")
-        rlm_line = ("- rlm_query(prompt, context=text): hand a sub-question and a piece of text to a helper that can "
-                    "itself run code; returns its answer\n") if depth < self.limits.max_depth else ""
+            summaries.append("`contexts` is the list of all of them; grep(pattern, handle=contexts[k]) searches one; "
+                             "`context` is contexts[0].")
+        rlm_line = ("- rlm_query(prompt, context=text): give a sub-question and a long piece of text to a helper that\n"
+                    "  works like you (with code); returns its answer.\n") if depth < self.limits.max_depth else ""
         return self.prompt(
             "system",
             contexts="\n".join(summaries) or "(no context: answer from the question alone)",
@@ -420,13 +463,15 @@ class _Run:
             error = str(e)
             raise HostCallError(f"{kind} failed: {e}") from e
         finally:
-            self.emit({"type": "sub_call", "run_id": run_id, "depth": depth, "kind": kind, "model": client.model,
+            self.emit({"type": "sub_call", "run_id": run_id, "parent_id": state.parent_id, "depth": depth, "kind": kind,
+                       "model": client.model,
                        "prompt": prompt[:4000], "response": None if text is None else text[:4000], "error": error,
                        "usage": usage if error is None else {}, "duration_s": time.monotonic() - began})
 
 
 @dataclass
 class _LoopState:
+    parent_id: str | None = None
     iterations: int = 0
     partial: str | None = None
     budget_error: BudgetExceeded | None = None

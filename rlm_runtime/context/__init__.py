@@ -38,13 +38,13 @@ def open_context(source: Any, *, name: str | None = None, as_text: bool = False)
     if isinstance(source, bytes):
         raise ContextError("bytes are not a context: decode them to str first, or pass a file path")
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not as_text and _path_like(source)):
-        path = Path(source)
+        path = Path(source).expanduser()
         if path.is_dir():
             return CorpusHandle.from_folder(path)
         if path.is_file():
             return FileHandle(path, name=name)
         if isinstance(source, str) and any(c in source for c in "*?["):
-            return CorpusHandle.from_glob(source)
+            return CorpusHandle.from_glob(str(Path(source).expanduser()))
         raise ContextError(f"context path not found: {source}")
     if isinstance(source, str):
         return TextHandle(source, name=name or "text")
@@ -55,10 +55,11 @@ def _path_like(text: str) -> bool:
     """A str names a path when it is one line, short, and exists or looks like a path/glob."""
     if "\n" in text or len(text) > 4096 or not text.strip():
         return False
-    if os.path.exists(text):
+    if os.path.exists(os.path.expanduser(text)):
         return True
-    return text.startswith(("/", "./", "../", "~")) or any(c in text for c in "*?") or (
-        os.sep in text and " " not in text)
+    if any(c.isspace() for c in text):
+        return False  # "Is this a question?" is text, not a glob
+    return text.startswith(("/", "./", "../", "~")) or any(c in text for c in "*?") or os.sep in text
 
 
 __all__ = [

@@ -31,6 +31,8 @@ class TextBuffer:
         self._total_chars = 0
         self._total_newlines = 0
         self.invalid_utf8 = False
+        #: Called once, the first time invalid UTF-8 is seen (by the index or a decode).
+        self.on_invalid: Any = None
 
     # ------------------------------------------------------------------ the index
 
@@ -56,7 +58,7 @@ class TextBuffer:
                     try:
                         block.decode("utf-8")
                     except UnicodeDecodeError:
-                        self.invalid_utf8 = True
+                        self._mark_invalid()
             nlines += block.count(b"\n")
             pos = end
         self._starts, self._chars, self._lines = starts, chars, lines
@@ -93,6 +95,11 @@ class TextBuffer:
         want = char_offset - self._chars[i]
         if block.isascii():
             return start + want
+        try:
+            # Valid UTF-8: characters and starter bytes agree, so C code can do the count.
+            return start + len(block.decode("utf-8")[:want].encode("utf-8"))
+        except UnicodeDecodeError:
+            pass
         seen = 0
         for j, b in enumerate(block):
             if not 0x80 <= b <= 0xBF:
@@ -101,8 +108,26 @@ class TextBuffer:
                 seen += 1
         return end
 
+    def _mark_invalid(self) -> None:
+        if not self.invalid_utf8:
+            self.invalid_utf8 = True
+            if self.on_invalid is not None:
+                self.on_invalid()
+
     def decode(self, start_byte: int, end_byte: int) -> str:
-        return self._view[start_byte:end_byte].tobytes().decode("utf-8", "replace")
+        """Text of a byte range; invalid UTF-8 becomes U+FFFD and is reported once."""
+        raw = self._view[start_byte:end_byte].tobytes()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.reason == "unexpected end of data" and e.end == len(raw):
+                # The range ends inside a character (peek cuts by size): drop the stub.
+                try:
+                    return raw[: e.start].decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            self._mark_invalid()
+            return raw.decode("utf-8", "replace")
 
     def slice(self, start: int, stop: int) -> str:
         """Characters ``start:stop`` (clamped like str slicing with non-negative bounds)."""

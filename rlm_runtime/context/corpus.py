@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.context import grep as _grep
-from rlm_runtime.context.handles import AccessStats, Chunk, ContextHandle, FileHandle, Text, TextHandle
+from rlm_runtime.context.handles import _DEFAULT_CHUNK, AccessStats, Chunk, ContextHandle, FileHandle, Text, TextHandle
 from rlm_runtime.errors import ContextError
 
 DEFAULT_EXCLUDES = (
@@ -61,7 +61,7 @@ def walk_folder(root: str | Path, *, extensions: Sequence[str] | None = None, ma
     root = Path(root)
     if not root.is_dir():
         raise ContextError(f"context folder not found: {root}")
-    exts = {e if e.startswith(".") else f".{e}" for e in extensions} if extensions else None
+    exts = {(e if e.startswith(".") else f".{e}").lower() for e in extensions} if extensions else None
     found: list[tuple[str, int]] = []
     stack = [(str(root), 0)]
     while stack:
@@ -126,7 +126,9 @@ class CorpusHandle:
             if isinstance(item, ContextHandle):
                 docs.append(Document(i, item.name, None, item.n_bytes, _handle=item))
             elif isinstance(item, os.PathLike) or (isinstance(item, str) and os.path.isfile(item)):
-                p = str(item)
+                p = os.path.expanduser(str(item))
+                if not os.path.isfile(p):
+                    raise ContextError(f"context file not found: {p}")
                 docs.append(Document(i, p, p, os.path.getsize(p)))
             elif isinstance(item, str):
                 handle = TextHandle(item, name=f"doc{i}")
@@ -154,7 +156,10 @@ class CorpusHandle:
             return self.documents[key].handle
         doc = self._by_name.get(key)
         if doc is None:
+            import difflib
+
             close = [n for n in self._by_name if key.lower() in n.lower()][:5]
+            close += [n for n in difflib.get_close_matches(key, list(self._by_name), n=5) if n not in close]
             raise ContextError(f"no document named {key!r}" + (f"; similar: {', '.join(close)}" if close else ""))
         return doc.handle
 
@@ -189,36 +194,35 @@ class CorpusHandle:
         """Matching lines across documents; each match names its document."""
         _grep.compile_pattern(pattern, ignore_case)  # fail before opening anything
         found: list[_grep.GrepMatch] = []
-        complete = True
-        for d in self.documents:
-            try:
-                handle = d.handle
-            except ContextError:
-                continue  # a binary or vanished file is skipped, not fatal
+        # One match more than asked tells whether the scan was complete.
+        for handle, d in self._readable():
             res = _grep.grep_buffer(handle._buf(), pattern, context_lines=context_lines,
-                                    max_matches=max_matches - len(found), ignore_case=ignore_case, doc=d.name)
+                                    max_matches=max_matches + 1 - len(found), ignore_case=ignore_case, doc=d.name)
             found.extend(res)
-            if not res.complete or len(found) >= max_matches:
-                complete = False
+            if len(found) > max_matches:
                 break
+        complete = len(found) <= max_matches
+        found = found[:max_matches]
         self.stats.record("greps", pattern, sum(len(m.line) for m in found))
         return _grep.GrepResult(found, pattern, complete)
 
-    def count(self, pattern: str, ignore_case: bool = False) -> int:
-        total = 0
+    def _readable(self) -> Iterator[tuple[ContextHandle, Document]]:
+        """Documents that open as text (binary or vanished files are skipped everywhere)."""
         for d in self.documents:
             try:
-                total += d.handle.count(pattern, ignore_case)
+                yield d.handle, d
             except ContextError:
                 continue
-        return total
+
+    def count(self, pattern: str, ignore_case: bool = False) -> int:
+        return sum(handle.count(pattern, ignore_case) for handle, _ in self._readable())
 
     def chunk(self, i: int, size: int | None = None, unit: str = "lines") -> Chunk:
         """Chunk ``i`` of the documents taken in order; a chunk never spans two documents."""
+        size = size or _DEFAULT_CHUNK.get(unit, 200)
         seen = 0
-        for d in self.documents:
-            handle = d.handle
-            n = handle.n_chunks(size or 200, unit) if handle.n_bytes else 0
+        for handle, d in self._readable():
+            n = handle.n_chunks(size, unit) if handle.n_bytes else 0
             if i < seen + n:
                 part = handle.chunk(i - seen, size, unit)
                 self.stats.record("chunks", f"{i} ({d.name})", len(part))
@@ -228,7 +232,8 @@ class CorpusHandle:
         raise ContextError(f"chunk index {i} out of range: there are {seen} chunks")
 
     def n_chunks(self, size: int | None = None, unit: str = "lines") -> int:
-        return sum(d.handle.n_chunks(size or 200, unit) for d in self.documents if d.size)
+        size = size or _DEFAULT_CHUNK.get(unit, 200)
+        return sum(h.n_chunks(size, unit) for h, _ in self._readable() if h.n_bytes)
 
     def chunks(self, size: int | None = None, unit: str = "lines") -> Iterator[Chunk]:
         for i in range(self.n_chunks(size, unit)):
@@ -236,13 +241,13 @@ class CorpusHandle:
 
     @property
     def n_tokens(self) -> int:
-        return sum(d.handle.n_tokens.value for d in self.documents if d.size)
+        return sum(h.n_tokens.value for h, _ in self._readable() if h.n_bytes)
 
     def get_full(self) -> str:
         if self.n_bytes > 1_000_000:
             warnings.warn(f"get_full() on corpus {self.name}: loading {self.n_bytes} bytes", stacklevel=2)
         self.stats.record("full_loads", "", self.n_bytes)
-        return "\n\n".join(f"=== {d.name} ===\n{d.handle.get_full()}" for d in self.documents)
+        return "\n\n".join(f"=== {d.name} ===\n{h.get_full()}" for h, d in self._readable())
 
     def probe(self) -> Any:
         from rlm_runtime.context.probe import probe_corpus

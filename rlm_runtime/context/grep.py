@@ -85,7 +85,7 @@ def compile_pattern(pattern: str, ignore_case: bool = False) -> re2._Regexp:
     options.max_mem = 64 << 20
     try:
         # (?m): ^ and $ match at every line, as a grep user expects.
-        return re2.compile(b"(?m)" + pattern.encode("utf-8"), options)
+        return re2.compile(b"(?m)" + _crlf_dollar(pattern).encode("utf-8"), options)
     except re2.error as e:
         for finder, feature in _UNSUPPORTED:
             if finder.search(pattern):
@@ -96,6 +96,28 @@ def compile_pattern(pattern: str, ignore_case: bool = False) -> re2._Regexp:
         detail = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         detail = detail.replace("(?m)", "")  # our prefix, not the user's
         raise ContextError(f"invalid grep pattern /{pattern}/: {detail}") from e
+
+
+def _crlf_dollar(pattern: str) -> str:
+    """Let an end-of-line ``$`` also match before the ``\r`` of a CRLF line."""
+    out = []
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        elif ch == "$" and not in_class:
+            ch = "(?:\r?$)"
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def grep_buffer(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import mmap
 import os
+import stat
 import time
 import warnings
 from collections import OrderedDict, deque
@@ -119,10 +120,16 @@ class ContextHandle(abc.ABC):
 
     def _buf(self) -> TextBuffer:
         buf = self._buffer()
-        if buf.invalid_utf8 and not self._replacement_reported:
-            self._replacement_reported = True
-            warnings.warn(f"{self.name}: invalid UTF-8 was decoded with replacement characters", stacklevel=3)
+        if buf.on_invalid is None:
+            buf.on_invalid = self._report_invalid
+            if buf.invalid_utf8:
+                self._report_invalid()
         return buf
+
+    def _report_invalid(self) -> None:
+        if not self._replacement_reported:
+            self._replacement_reported = True
+            warnings.warn(f"{self.name}: invalid UTF-8 was decoded with replacement characters", stacklevel=4)
 
     # ----------------------------------------------------------- string-likeness
 
@@ -307,7 +314,11 @@ class FileHandle(ContextHandle):
         else:
             owned = False
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ContextError(f"{self.name} is not a regular file" + (" (a folder: open it as a corpus)"
+                                                                           if stat.S_ISDIR(st.st_mode) else ""))
+            size = st.st_size
             if size:
                 self._map: Any = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
                 if hasattr(self._map, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):

@@ -94,14 +94,15 @@ class FileProbe:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def summary(self) -> str:
-        """A few lines for a model's first prompt."""
+    def summary(self, brief: bool = False) -> str:
+        """A few lines for a person, or (``brief``) for a model's first prompt."""
         rows = [f"{self.name}: {self.type}, {self.size_bytes} bytes, {self.lines} lines, ~{self.est_tokens} tokens, {self.encoding}"]
         for key, value in self.structure.items():
             rows.append(f"  {key}: {_short(value)}")
         if self.first_lines:
             rows.append("  first lines: " + " | ".join(line[:80] for line in self.first_lines[:3]))
-        rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
+        if not brief:
+            rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
         return "\n".join(rows)
 
     def __repr__(self) -> str:
@@ -127,11 +128,12 @@ class FolderProbe:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def summary(self) -> str:
+    def summary(self, brief: bool = False) -> str:
         rows = [f"{self.name}: {self.files} documents, {self.size_bytes} bytes, ~{self.est_tokens} tokens"]
         rows.append("  types: " + ", ".join(f"{t} {n}" for t, n in sorted(self.by_type.items(), key=lambda x: -x[1])[:8]))
         rows.append("  largest: " + ", ".join(f"{n} ({s} B)" for n, s in self.largest[:5]))
-        rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
+        if not brief:
+            rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
         return "\n".join(rows)
 
     def __repr__(self) -> str:
@@ -254,12 +256,13 @@ def probe_handle(handle: ContextHandle, config: ProbeConfig | None = None) -> Fi
     tokens = handle.n_tokens
     hits = _keyword_hits(handle, config.keywords) if config.keywords else {}
     relevance = _relevance(hits)
-    if buf.nbytes and head.isascii():
+    n_lines = buf.n_lines  # builds the index, which also finds invalid UTF-8 past the head
+    if buf.nbytes and head.isascii() and not buf.invalid_utf8:
         encoding = "ascii"
     else:
         encoding = "utf-8 (invalid bytes replaced)" if buf.invalid_utf8 else "utf-8"
     return FileProbe(
-        name=handle.name, path=path, kind=handle.kind, size_bytes=buf.nbytes, lines=buf.n_lines, type=kind,
+        name=handle.name, path=path, kind=handle.kind, size_bytes=buf.nbytes, lines=n_lines, type=kind,
         encoding=encoding, extension=os.path.splitext(path or handle.name)[1].lower(), est_tokens=tokens.value,
         token_method=repr(tokens), first_lines=first_lines, structure=_structure(handle, kind, head),
         relevance=relevance, keyword_hits=hits, decision=decide(tokens.value, relevance, config, empty=buf.nbytes == 0),

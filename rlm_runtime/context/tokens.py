@@ -66,10 +66,18 @@ def encoding(name: str = ENCODING) -> Any:
 
 
 def count_text(text: str) -> int | None:
+    """Tokens of ``text``, or None without an encoding. Short texts are cached: the loop
+    counts the same conversation messages again on every turn."""
+    if len(text) <= 32_768:
+        return _count_cached(text)
     enc = encoding()
-    if enc is None:
-        return None
-    return len(enc.encode(text, disallowed_special=()))
+    return None if enc is None else len(enc.encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=512)
+def _count_cached(text: str) -> int | None:
+    enc = encoding()
+    return None if enc is None else len(enc.encode(text, disallowed_special=()))
 
 
 def count_buffer(buf: TextBuffer) -> TokenCount:

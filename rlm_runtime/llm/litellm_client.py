@@ -92,8 +92,9 @@ class LiteLLMClient:
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         self.check()
         lib = _lib()
+        # max_retries=0: the provider SDK must not retry inside our own retry loop.
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": timeout_s or self.timeout_s,
-                                  **self.extra}
+                                  "max_retries": 0, **self.extra}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -125,7 +126,7 @@ class LiteLLMClient:
         # A refused connection rarely heals in seconds: one retry, then say so. (litellm
         # reports some of them as InternalServerError("... Connection error."))
         connection = isinstance(e, (ex.APIConnectionError, ex.Timeout)) or "Connection error" in str(e)
-        limit = 1 if connection else self.retries
+        limit = min(1, self.retries) if connection else self.retries
         if isinstance(e, retryable) and attempt < limit:
             return self.backoff_s * (2 ** attempt) * (0.5 + random.random())
         where = f" at {self.api_base}" if self.api_base else ""

@@ -3,7 +3,8 @@
 ``scripted:PATH`` names a JSONL file of replies, one ``{"content": "..."}`` per line, served
 in order. A line with ``"when": "substring"`` instead answers any prompt whose last message
 contains that substring (first match wins, and it can answer again). From Python, a list of
-strings or a callable ``(messages) -> str`` works too. Every prompt is recorded, and usage is
+strings or a callable ``(messages) -> str`` works too (called concurrently by batched
+sub-calls, so it must be thread-safe). Every prompt is recorded, and usage is
 counted in tokens like a real model's, so budgets can be tested.
 """
 
@@ -81,18 +82,19 @@ class ScriptedClient:
         last = messages[-1]["content"] if messages else ""
         with self._lock:
             self.prompts.append([dict(m) for m in messages])
-            text = self._answer(messages, last)
+            responder = self._responder
+            text = None if responder is not None else self._answer(last)
+        if responder is not None:
+            # Outside the lock, so concurrent sub-calls overlap (responders must be thread-safe).
+            text = responder(messages)
+            if not isinstance(text, str):
+                raise LLMCallError(f"scripted responder returned {type(text).__name__}, not str")
         if max_tokens is not None:
             text = self._cut(text, max_tokens)
         usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)
         return Completion(text, self.model, usage, "stop", time.monotonic() - start)
 
-    def _answer(self, messages: list[Message], last: str) -> str:
-        if self._responder is not None:
-            reply = self._responder(messages)
-            if not isinstance(reply, str):
-                raise LLMCallError(f"scripted responder returned {type(reply).__name__}, not str")
-            return reply
+    def _answer(self, last: str) -> str:
         for needle, reply in self._when:
             if needle in last:
                 return reply

@@ -83,7 +83,7 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         if isinstance(obj, _OPAQUE_TYPES):
             raise SandboxPermissionError(f"attributes of {type(obj).__name__} objects are not accessible in the sandbox")
-        blocked = _WRAPPER_ATTRS.get(type(obj))
+        blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(obj, kind)), None)
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
         if isinstance(obj, types.ModuleType) and (obj.__name__, name) in denied:
@@ -159,6 +159,11 @@ def make_import(allowed: set[str], denied: frozenset[tuple[str, str]] = frozense
             raise SandboxPermissionError("relative imports are not allowed in the sandbox")
         if name not in allowed:
             raise SandboxPermissionError(f"import of '{name}' is not allowed; allowed: {', '.join(sorted(allowed))}")
+        top = name.partition(".")[0]
+        if not fromlist and top not in allowed:
+            # ``import a.b`` binds ``a``: that would hand out a package nobody allowed.
+            raise SandboxPermissionError(f"import of '{name}' would bind '{top}', which is not allowed; "
+                                         f"write: from {name.rpartition('.')[0]} import {name.rpartition('.')[2]}")
         module = sys.modules.get(name) or importlib.import_module(name)
         if fromlist:
             # ``from m import x`` reads x with a plain getattr (IMPORT_FROM), not through
@@ -172,7 +177,7 @@ def make_import(allowed: set[str], denied: frozenset[tuple[str, str]] = frozense
                     raise SandboxPermissionError(
                         f"'{name}.{item}' is the module '{value.__name__}', which is not allowed")
             return module
-        return sys.modules[name.partition(".")[0]]
+        return sys.modules[top]
 
     return guarded_import
 
@@ -242,6 +247,8 @@ def make_globals(allowed_modules: set[str], denied_attributes: set[str], printer
         "_inplacevar_": inplacevar,
         "_apply_": lambda f, *a, **kw: f(*a, **kw),
         "_print_": printer,
+        # RestrictedPython compiles `class C:` as `class C(metaclass=__metaclass__)`.
+        "__metaclass__": type,
     }
 
 

@@ -19,6 +19,8 @@ from rlm_runtime.sandbox import oslayers
 _MIB = 1024 * 1024
 _NOBODY = 65534
 _layers: dict[str, dict[str, Any]] = {}
+#: The address-space limit set for this worker (0 until lock_down), reported to the host.
+AS_LIMIT = 0
 
 
 def _record(name: str, active: bool, detail: str) -> None:
@@ -69,6 +71,8 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
         tokens.CACHE_DIR = msg["tiktoken_cache_dir"]
     _record("empty_environment", len(os.environ) == 0, "no variables of the host's environment")
     limits = msg["limits"]
+    global AS_LIMIT
+    AS_LIMIT = _vm_size() + int(limits["memory_mb"]) * _MIB
     applied = apply_rlimits(limits, _vm_size())
     _record("rlimits", bool(applied), ", ".join(applied) or "none could be set")
     linux = sys.platform.startswith("linux")

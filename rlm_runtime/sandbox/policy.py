@@ -26,9 +26,9 @@ Policy file schema (every table and key optional; defaults are those of ``Policy
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import marshal
+import os
 import re
 import tomllib
 from collections import OrderedDict
@@ -42,7 +42,11 @@ from rlm_runtime.errors import ConfigError
 from rlm_runtime.sandbox.guards import SHOW_NAME
 from rlm_runtime.sandbox.limits import Limits
 
-_AST_NODE_NAMES = {n for n in dir(ast) if isinstance(getattr(ast, n), type) and issubclass(getattr(ast, n), ast.AST)}
+_DEPRECATED_NODES = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "AugLoad",
+                     "AugStore", "Param"}
+# Concrete node classes a parse can produce (abstract bases like stmt/expr never match).
+_AST_NODE_NAMES = {n for n in dir(ast) if isinstance(getattr(ast, n), type) and issubclass(getattr(ast, n), ast.AST)
+                   and not getattr(ast, n).__subclasses__() and n not in _DEPRECATED_NODES}
 
 
 class CodeRules(BaseModel):
@@ -78,10 +82,10 @@ class Policy(BaseModel):
             raise ConfigError(f"invalid limits: {_first_error(e)}") from e
         return self.model_copy(update={"limits": limits})
 
-    @functools.cached_property
-    def fingerprint(self) -> str:
-        """A short hash of every rule, computed once (the compile cache keys on it)."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+    def cache_key(self) -> tuple[object, ...]:
+        """What the compiled code depends on (limits do not change it). Recomputed on each
+        call, never cached on the instance: ``model_copy`` would carry a stale value."""
+        return (self.allowed_imports, self.denied_attributes, self.code)
 
 
 def _first_error(e: ValidationError) -> str:
@@ -96,11 +100,21 @@ def parse_policy(data: dict[str, object], source: str) -> Policy:
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {sorted(unknown)}; expected {sorted(known)}")
+    imports = data.get("imports", {})
+    attributes = data.get("attributes", {})
+    if not isinstance(imports, dict) or not isinstance(attributes, dict):
+        raise ConfigError(f"{source}: [imports] and [attributes] must be tables")
+    for table, key, value in (("imports", "allow", imports), ("attributes", "deny", attributes)):
+        extra = set(value) - {key}
+        if extra:
+            raise ConfigError(f"{source}: unknown key(s) {sorted(extra)} in [{table}]; expected '{key}'")
+        items = value.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ConfigError(f"{source}: [{table}] {key} must be a list of strings")
+    bad_attrs = [a for a in attributes.get("deny", []) if "." not in a.strip(".")]
+    if bad_attrs:
+        raise ConfigError(f"{source}: [attributes] deny entries must be 'module.attribute', not {bad_attrs}")
     try:
-        imports = data.get("imports", {})
-        attributes = data.get("attributes", {})
-        if not isinstance(imports, dict) or not isinstance(attributes, dict):
-            raise ConfigError(f"{source}: [imports] and [attributes] must be tables")
         policy = Policy(
             name=data.get("name", Path(source).stem),
             description=data.get("description", ""),
@@ -125,7 +139,9 @@ def load_policy(name_or_path: str | Path | Policy, search: tuple[Path, ...] = ()
         return name_or_path
     text = str(name_or_path)
     candidate = Path(text)
-    if not (text.endswith(".toml") or "/" in text or candidate.exists()):
+    # A bare name is looked up in the policy folders only: a stray file called "strict" in
+    # the working directory must not take over the strict policy.
+    if not (text.endswith(".toml") or "/" in text or os.sep in text):
         if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
             raise ConfigError(f"invalid policy name {text!r}")
         for folder in search or _default_search():
@@ -206,8 +222,8 @@ class PolicyReport:
         return self.text()
 
 
-_RP_LINE = re.compile(r"^Line (\d+): (.*)$", re.S)
-_CACHE: OrderedDict[tuple[str, str, str], PolicyReport] = OrderedDict()
+_RP_LINE = re.compile(r"^Line (\d+|None): (.*)$", re.S)
+_CACHE: OrderedDict[tuple[object, ...], PolicyReport] = OrderedDict()
 _CACHE_SIZE = 256
 
 
@@ -218,7 +234,7 @@ def check(source: str | bytes, policy: Policy, filename: str = "<cell>") -> Poli
     turned away before the parser spends time on it. Results are cached by content.
     """
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
-    key = (hashlib.sha256(raw).hexdigest(), policy.fingerprint, filename)
+    key = (hashlib.sha256(raw).hexdigest(), policy.cache_key(), filename)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
@@ -238,6 +254,8 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
     rules = policy.code
     if len(raw) > rules.max_source_bytes:
         return _refuse(policy, f"source is {len(raw)} bytes; the limit is {rules.max_source_bytes}")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a UTF-8 byte-order mark, as Python itself accepts
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -259,7 +277,8 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
     warnings: list[Finding] = []
     _walk_rules(tree, policy, errors, warnings)
     if errors:
-        return PolicyReport(errors=tuple(errors), warnings=tuple(warnings), policy=policy.name)
+        return PolicyReport(errors=tuple(sorted(errors, key=_by_line)), warnings=tuple(sorted(warnings, key=_by_line)),
+                            policy=policy.name)
 
     rp_errors: list[str] = []
     rp_warnings: list[str] = []
@@ -276,11 +295,13 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
         _show_last_expression(tree)
         try:
             code = compile(tree, filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        except SyntaxError as e:
+            errors.append(Finding(f"SyntaxError: {e.msg}", e.lineno))
+        except (ValueError, RecursionError, MemoryError) as e:
             errors.append(Finding(f"cannot compile: {e}"))
     return PolicyReport(
-        errors=tuple(errors),
-        warnings=tuple(warnings),
+        errors=tuple(sorted(errors, key=_by_line)),
+        warnings=tuple(sorted(warnings, key=_by_line)),
         used_names=frozenset(used),
         policy=policy.name,
         code=code,
@@ -288,16 +309,40 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
     )
 
 
+def _by_line(f: Finding) -> int:
+    return f.line or 0
+
+
 def _rp_finding(message: str) -> Finding:
     m = _RP_LINE.match(message)
-    return Finding(m.group(2).strip(), int(m.group(1))) if m else Finding(message)
+    if not m:
+        return Finding(message)
+    return Finding(m.group(2).strip(), int(m.group(1)) if m.group(1).isdigit() else None)
 
 
 def _nesting_problem(text: str, limit: int) -> tuple[str, int] | None:
     """Bracket or indentation depth beyond ``limit``, found by a linear scan (no parser)."""
     depth = 0
     line = 1
-    for ch in text:
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"":  # skip a string literal (brackets inside are text, not nesting)
+            quote = text[i : i + 3] if text[i : i + 3] in ("\'\'\'", '\"\"\"') else ch
+            end = i + len(quote)
+            while end < n and not text.startswith(quote, end):
+                if text[end] == "\\":
+                    end += 1
+                elif text[end] == "\n" and len(quote) == 1:
+                    break
+                end += 1
+            line += text.count("\n", i, end)
+            i = end + len(quote)
+            continue
+        if ch == "#":  # skip a comment
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
         if ch in "([{":
             depth += 1
             if depth > limit:
@@ -306,10 +351,21 @@ def _nesting_problem(text: str, limit: int) -> tuple[str, int] | None:
             depth = max(depth - 1, 0)
         elif ch == "\n":
             line += 1
+        i += 1
+    # Indentation levels the way the tokenizer counts them: a stack of widths.
+    widths = [0]
     for n, row in enumerate(text.splitlines(), 1):
-        indent = len(row) - len(row.lstrip(" \t"))
-        if indent > 4 * limit:
-            return (f"indentation deeper than {limit} levels", n)
+        body = row.lstrip(" \t")
+        if not body or body.startswith("#"):
+            continue
+        width = len(row[: len(row) - len(body)].expandtabs(8))
+        if width > widths[-1]:
+            widths.append(width)
+            if len(widths) - 1 > limit:
+                return (f"indentation deeper than {limit} levels", n)
+        else:
+            while len(widths) > 1 and width < widths[-1]:
+                widths.pop()
     return None
 
 
@@ -347,7 +403,8 @@ def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: 
                     if (node.module, alias.name) in denied_attrs:
                         errors.append(Finding(f"{node.module}.{alias.name} is not allowed", line))
         elif isinstance(node, ast.ExceptHandler):
-            if node.type is None or (isinstance(node.type, ast.Name) and node.type.id == "BaseException"):
+            caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+            if node.type is None or any(isinstance(t, ast.Name) and t.id == "BaseException" for t in caught):
                 warnings.append(Finding(
                     "catching BaseException does not stop the cell timeout: the worker is killed "
                     "and its variables are lost; catch Exception instead", line))

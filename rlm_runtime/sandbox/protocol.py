@@ -29,7 +29,8 @@ PLAIN_MAX_ITEMS = 1_000_000
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    body = msgpack.packb(message, use_bin_type=True)
+    # surrogatepass: a lone surrogate (from a bad decode, say) must not break the channel.
+    body = msgpack.packb(message, use_bin_type=True, unicode_errors="surrogatepass")
     if len(body) > MAX_FRAME:
         raise ProtocolError(f"message of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame limit")
     return HEADER.pack(len(body)) + body
@@ -65,7 +66,7 @@ def _decode(header: bytes, sock: socket.socket) -> dict[str, Any]:
         raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
     body = _recv_exact(sock, length)
     try:
-        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True, unicode_errors="surrogatepass")
     except (ValueError, msgpack.UnpackException) as e:
         raise ProtocolError(f"undecodable frame: {e}") from e
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):

@@ -31,7 +31,7 @@ from rlm_runtime.sandbox import contexts, protocol
 from rlm_runtime.sandbox.limits import Limits
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
 from rlm_runtime.sandbox.worker import RESERVED_BASE, stdlib_paths
-from rlm_runtime.sandbox.zygote import Zygote, shared_zygote
+from rlm_runtime.sandbox.zygote import Zygote, current_shared, shared_zygote
 
 _WATCH_INTERVAL_S = 0.05
 _NOBODY = 65534
@@ -69,10 +69,24 @@ class _WorkerHandle:
         self.sock = sock
         self.tmpdir = tmpdir
         self.layers: dict[str, dict[str, Any]] = {}
+        self.as_limit = 0
         try:
             self.proc: psutil.Process | None = psutil.Process(pid)
         except psutil.Error:
             self.proc = None
+
+    def near_memory_limit(self) -> bool:
+        """Whether the address space is within 8 MB of the worker's RLIMIT_AS (Linux)."""
+        if not self.as_limit or not sys.platform.startswith("linux"):
+            return False
+        try:
+            with open(f"/proc/{self.pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"VmSize:"):
+                        return int(line.split()[1]) * 1024 >= self.as_limit - (8 << 20)
+        except (OSError, ValueError, IndexError):
+            pass
+        return False
 
     def rss(self) -> int:
         """Anonymous resident memory where the OS tells it apart (Linux), else all of RSS.
@@ -133,6 +147,7 @@ class Sandbox:
         self._unbound: list[str] = []
         self._zygote = zygote
         self._worker: _WorkerHandle | None = None
+        self._had_worker = False  # a worker existed, so a missing one means variables were lost
         self._cells = 0
         self._closed = False
         for name, fn in (host_functions or {}).items():
@@ -154,6 +169,7 @@ class Sandbox:
         _protect_host()
         if self._worker is None:
             self._worker = self._new_worker()
+            self._had_worker = True
             _open_sandboxes.add(self)
 
     @property
@@ -194,25 +210,37 @@ class Sandbox:
 
     def execute(self, code: str | bytes) -> CellResult:
         """Check and run one cell in the session's namespace."""
+        if self._closed:
+            raise SandboxError("this sandbox is closed")
         report = check(code, self.policy)
         warnings = [str(w) for w in report.warnings]
         if not report.ok:
             return CellResult(error=report.text(), error_type="PolicyViolation", warnings=warnings)
+        restarted = self._worker is None and self._had_worker  # lost to a kill or an interrupt
         self.start()
         self._cells += 1
-        restarted = False
-        if self._worker is None:  # a previous cell killed it and the restart failed
-            self._worker = self._new_worker()
-            restarted = True
+        assert self._worker is not None
         text = code if isinstance(code, str) else code.decode("utf-8")
         frame = {"op": "exec", "code": report.compiled, "source": text,
                  "filename": f"<cell-{self._cells}>", "timeout": self.limits.cell_timeout_s}
         result = self._run(self._worker, frame)
         if restarted and not result.worker_restarted:
-            result = _replace(result, worker_restarted=True)
+            result = _replace(result, worker_restarted=True, warnings=[
+                "the worker was replaced after an interruption before this cell: " + _RESTART_NOTE, *result.warnings])
         return _replace(result, warnings=warnings + result.warnings) if warnings else result
 
     def _run(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
+        try:
+            return self._drive(worker, frame)
+        except BaseException:
+            # Interrupted on the host (Ctrl-C) or by a host function: the worker may still be
+            # running the cell and would answer the next one with this one's result. Replace it.
+            if self._worker is worker:
+                self._discard(worker)
+                self._worker = None
+            raise
+
+    def _drive(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
         self._bind_pending(worker)
         start = time.monotonic()
         final: list[Any] = []
@@ -227,6 +255,10 @@ class Sandbox:
         while True:
             now = time.monotonic()
             if now >= hard_deadline:
+                if worker.near_memory_limit():
+                    return self._kill(worker, final, start, "MemoryError",
+                                      f"MemoryError: the worker reached its {self.limits.memory_mb} MB memory cap and stopped "
+                                      "responding, so it was killed. " + _RESTART_NOTE)
                 return self._kill(worker, final, start, "TimeoutError",
                                   f"TimeoutError: the cell ran longer than {self.limits.cell_timeout_s:g}s "
                                   "and did not stop when asked, so the worker was killed. " + _RESTART_NOTE)
@@ -246,7 +278,10 @@ class Sandbox:
                 return self._kill(worker, final, start, "ProtocolError",
                                   f"ProtocolError: the worker broke the protocol ({e}). " + _RESTART_NOTE)
             finally:
-                worker.sock.settimeout(None)
+                try:
+                    worker.sock.settimeout(None)
+                except OSError:  # the channel was closed by a kill above
+                    pass
             op = msg["op"]
             if op == "done":
                 return _done(msg, final, self.limits.output_chars)
@@ -254,7 +289,7 @@ class Sandbox:
                 final[:] = [msg.get("value")]
             elif op == "call":
                 began = time.monotonic()
-                reply = self._dispatch(msg)
+                reply = self._dispatch(msg)  # KeyboardInterrupt/SystemExit: see _run
                 hard_deadline += time.monotonic() - began
                 try:
                     protocol.send(worker.sock, reply)
@@ -323,6 +358,7 @@ class Sandbox:
             self._discard(worker)
             raise SandboxError(f"the sandbox worker did not start: {reply.get('message', reply.get('op'))}")
         worker.layers = dict(reply.get("layers", {}))
+        worker.as_limit = int(reply.get("as_limit") or 0)
         self._unbound.clear()
         return worker
 
@@ -359,8 +395,11 @@ class Sandbox:
                           has_final=bool(final), duration_s=time.monotonic() - start, worker_restarted=True)
 
     def _crashed(self, worker: _WorkerHandle, final: list[Any], start: float) -> CellResult:
-        zygote = self._zygote or shared_zygote(list(self.policy.allowed_imports))
-        how = zygote.reap(worker.pid)
+        zygote = self._zygote or current_shared()
+        alive = zygote is not None and zygote.alive()
+        how = zygote.reap(worker.pid) if zygote is not None and alive else "died with the sandbox's zygote process"
+        if how == "unknown":
+            how = "ended for an unknown reason"
         self._discard(worker)
         hint = " (the CPU time limit)" if "SIGXCPU" in how else ""
         message = f"WorkerCrashed: the worker process {how}{hint}. " + _RESTART_NOTE

@@ -122,6 +122,7 @@ class Worker:
         self.reserved: dict[str, Any] = {}
         self.in_user_code = False
         self.cells = 0
+        self._reserve = _make_reserve()
 
     # ------------------------------------------------------------------ set-up
 
@@ -198,7 +199,8 @@ class Worker:
             self.in_user_code = True
 
     def _final_var(self, name: str) -> None:
-        if not isinstance(name, str) or name not in self.ns or name.startswith("_"):
+        # type() and not isinstance(): a str subclass could lie in startswith().
+        if type(name) is not str or name.startswith("_") or name not in self.ns:
             known = ", ".join(self._user_names()) or "none"
             raise NameError(f"FINAL_VAR: no variable named {name!r}; variables: {known}")
         self._final(self.ns[name])
@@ -225,6 +227,20 @@ class Worker:
 
     # --------------------------------------------------------------- cells
 
+    def _guarded_str(self, exc: BaseException) -> str:
+        """str(exc) runs the user's own __str__: give it one second, like user code."""
+        self.in_user_code = True
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        try:
+            return str(exc)
+        except CellTimeout:
+            return "<the exception's message took too long to compute>"
+        except BaseException:
+            return "<unprintable message>"
+        finally:
+            self.in_user_code = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
     def _on_alarm(self, signum: int, frame: Any) -> None:
         if self.in_user_code:
             raise CellTimeout()
@@ -241,6 +257,7 @@ class Worker:
                 linecache.cache.pop(key, None)
         self.output.reset(int(self.limits["output_chars"]))
         error = error_type = None
+        failure: BaseException | None = None
         timeout = float(msg.get("timeout", self.limits["cell_timeout_s"]))
         set_cell_cpu_limit(self.limits, time.process_time())
         start = time.perf_counter()
@@ -253,13 +270,15 @@ class Worker:
             error_type = "TimeoutError"
             error = f"TimeoutError: the cell ran longer than {timeout:g}s and was stopped"
         except BaseException as e:  # user code may raise anything, SystemExit included
-            error_type = type(e).__name__
-            error = _user_traceback(e)
+            failure = e
         finally:
             self.in_user_code = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             duration = time.perf_counter() - start
             rebound = self._restore_reserved()
+        if failure is not None:
+            error_type = type(failure).__name__
+            error = _user_traceback(failure, self._guarded_str(failure))
         stdout, truncated = self.output.value()
         notes = [f"'{name}' is a runtime name: it was restored after this cell, your value is gone" for name in rebound]
         return {"op": "done", "stdout": stdout, "truncated": truncated, "error": error,
@@ -272,19 +291,40 @@ class Worker:
             except (EOFError, OSError):
                 return
             op = msg["op"]
-            if op == "exec":
-                reply = self.run_cell(msg)
-            elif op == "bind":
+            if op == "bind":
                 self.bind(list(msg.get("names", [])))
                 continue
-            elif op == "shutdown":
+            if op == "shutdown":
                 return
-            else:
-                reply = {"op": "protocol_error", "message": f"unknown op {op!r}"}
             try:
+                reply = self.run_cell(msg) if op == "exec" else {"op": "protocol_error", "message": f"unknown op {op!r}"}
                 protocol.send(self.sock, reply)
             except OSError:
                 return
+            except (MemoryError, protocol.ProtocolError) as e:
+                # The cell's data fills memory (or the reply would not fit a frame): free the
+                # reserve so a short answer can still be built and sent.
+                self._reserve = b""
+                protocol.send(self.sock, _fallback_reply(e, self.limits))
+                self._reserve = _make_reserve()
+
+
+def _make_reserve() -> bytes:
+    """Memory held back for answering after user code has exhausted the rest."""
+    try:
+        return bytes(4 << 20)
+    except MemoryError:
+        return b""
+
+
+def _fallback_reply(e: BaseException, limits: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(e, MemoryError):
+        error = (f"MemoryError: the cell ran out of memory (the worker's cap is {limits.get('memory_mb')} MB). "
+                 "Variables are kept; del large ones or work on smaller pieces.")
+    else:
+        error = f"OutputError: the cell's result could not be sent ({e}); print less."
+    return {"op": "done", "stdout": "", "truncated": False, "error": error, "error_type": type(e).__name__,
+            "duration_s": 0.0, "notes": []}
 
 
 def _retarget(code: Any, filename: str) -> Any:
@@ -297,7 +337,7 @@ def _retarget(code: Any, filename: str) -> Any:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def _user_traceback(exc: BaseException) -> str:
+def _user_traceback(exc: BaseException, message: str) -> str:
     """The exception with only the frames of the user's own cells."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(_CELL_PREFIX)]
     lines = []
@@ -307,12 +347,10 @@ def _user_traceback(exc: BaseException) -> str:
             where = "" if f.name == "<module>" else f", in {f.name}"
             text = f": {f.line.strip()}" if f.line else ""
             lines.append(f"  line {f.lineno}{where}{text}")
-    try:
-        message = str(exc)
-    except Exception:
-        message = "<unprintable message>"
     if isinstance(exc, SyntaxError) and exc.lineno:
         message = f"{exc.msg} (line {exc.lineno})"
+    if len(message) > 10_000:
+        message = message[:10_000] + f"... [{len(message) - 10_000} more characters]"
     lines.append(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
     return "\n".join(lines)
 
@@ -338,7 +376,7 @@ def spare_main(sock: socket.socket) -> None:
         except Exception as e:
             protocol.send(sock, {"op": "init_failed", "message": f"{type(e).__name__}: {e}"})
             os._exit(4)
-        protocol.send(sock, {"op": "ready", "layers": layers, "pid": os.getpid()})
+        protocol.send(sock, {"op": "ready", "layers": layers, "pid": os.getpid(), "as_limit": lockdown.AS_LIMIT})
         worker.serve()
     except BaseException:
         code = 1

@@ -223,6 +223,11 @@ def shared_zygote(preload_modules: list[str]) -> Zygote:
         return _shared
 
 
+def current_shared() -> Zygote | None:
+    """The process-wide zygote as it is (dead or alive), without starting one."""
+    return _shared
+
+
 def shutdown_shared() -> None:
     global _shared
     with _shared_lock:
