@@ -112,13 +112,12 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--chars", type=int, default=1_400_000)
     ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument("--max-iterations", type=int, default=6)
+    ap.add_argument("--max-iterations", type=int, default=8)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="rlm-local-tasks-"))
-    rlm = RLM(args.model, limits=Limits(max_iterations=args.max_iterations, max_depth=0, max_wall_s=900,
-                                        max_output_tokens_per_call=400, sub_call_max_chars=6000),
+    rlm = RLM(args.model, limits=Limits.for_small_model(max_iterations=args.max_iterations, max_wall_s=900),
               trace=folder / "traces")
     try:
         for task in args.tasks.split(","):

@@ -56,6 +56,15 @@ class Limits(BaseModel):
     feedback_chars: int = Field(8000, ge=200)
     max_concurrency: int = Field(8, ge=1, le=256)
 
+    @classmethod
+    def for_small_model(cls, **overrides: object) -> Limits:
+        """Defaults for a small local model: short replies and short feedback keep each
+        turn's prefill cheap (a 1.5B model on 2 cores reads ~55 tokens/s), and a few turns
+        are all such a model uses well."""
+        base: dict[str, object] = {"max_iterations": 8, "max_depth": 0, "max_output_tokens_per_call": 400,
+                                   "feedback_chars": 3000, "sub_call_max_chars": 6000, "max_concurrency": 1}
+        return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})  # type: ignore[arg-type]
+
 
 @dataclass
 class Budget:
@@ -107,6 +116,10 @@ class Budget:
                 self._reserved_calls -= 1
                 self._reserved_in -= input_tokens
                 self._reserved_out -= max_output
+
+    def output_tokens_left(self) -> int:
+        with self._lock:
+            return max(0, self.limits.max_output_tokens - self.output_tokens - self._reserved_out)
 
     def settle(self, model: str, usage: Usage) -> None:
         with self._lock:

@@ -184,16 +184,19 @@ def _ask(args: argparse.Namespace) -> int:
             raise _Usage(f"no such context file or folder: {path}")
     overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd,
                  "max_llm_calls": args.max_calls, "max_input_tokens": args.max_tokens}
-    try:
-        limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
-    except ValueError as e:
-        raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
-    options = {"api_base": args.api_base} if args.api_base else {}
     name = args.model
     if not name:
         name, note = default_model()
         if note and not args.quiet:
             print(f"rlm: {note}", file=sys.stderr)
+    try:
+        if name.startswith("local:"):
+            limits = Limits.for_small_model(**overrides)
+        else:
+            limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as e:
+        raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
+    options = {"api_base": args.api_base} if args.api_base else {}
     model = make_client(name, **options)
     sub = make_client(args.sub_model, **options) if args.sub_model else None
     show = None if args.quiet else _LiveView()

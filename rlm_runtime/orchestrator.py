@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import textwrap
 import time
 import uuid
 from collections.abc import Callable
@@ -66,24 +67,35 @@ def parse_code_blocks(text: str) -> list[str]:
     """Code of every python/repl fenced block, in order (a trailing unclosed block counts).
 
     Fences are read line by line, so the closing fence of another language's block is never
-    taken for an opening one.
+    taken for an opening one. Small models are forgiven: an opening fence after prose on the
+    same line, a closing fence glued to the last code line, and indented blocks.
     """
     blocks: list[str] = []
     tag: str | None = None
     body: list[str] = []
+
+    def close() -> None:
+        code = textwrap.dedent("\n".join(body))
+        if tag in _CODE_TAGS and code.strip():
+            blocks.append(code.strip("\n"))
+
     for line in text.splitlines():
-        fence = _FENCE.match(line)
         if tag is None:
-            if fence:
-                tag, body = fence.group(1).lower(), []
-        elif fence and not fence.group(1):
-            if tag in _CODE_TAGS and "\n".join(body).strip():
-                blocks.append("\n".join(body))
+            at = line.find("```")
+            if at >= 0:
+                opener = _FENCE.match(line[at:])
+                tag, body = (opener.group(1).lower() if opener else ""), []
+        elif _FENCE.match(line) and not _FENCE.match(line).group(1):  # type: ignore[union-attr]
+            close()
+            tag = None
+        elif line.rstrip().endswith("```"):
+            body.append(line.rstrip()[:-3])
+            close()
             tag = None
         else:
             body.append(line)
-    if tag in _CODE_TAGS and "\n".join(body).strip():
-        blocks.append("\n".join(body))
+    if tag is not None:
+        close()
     return blocks
 
 
@@ -218,7 +230,8 @@ class _Run:
 
     def call(self, client: LLMClient, messages: list[Message], *, code: bool) -> Any:
         """One budgeted model call; the reservation covers the worst case while in flight."""
-        max_out = self.limits.max_output_tokens_per_call
+        # Ask for no more than the tree has left, so a small total budget still allows calls.
+        max_out = max(1, min(self.limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
             completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
@@ -236,6 +249,7 @@ class _Run:
                    "sub_model": self.rlm.sub_client.model, "query": query,
                    "limits": self.limits.model_dump(), "contexts": [h.name for h in handles]})
         client = self.rlm.client if depth == 0 else self.rlm.sub_client
+        began = time.monotonic()
         state = _LoopState(parent_id=parent_id)
         result: RunResult
         try:
@@ -251,7 +265,7 @@ class _Run:
                                iterations=state.iterations)
         self.emit({"type": "run_end", "run_id": run_id, "parent_id": parent_id, "depth": depth, "answer": result.answer,
                    "error": result.error, "error_type": result.error_type, "iterations": result.iterations,
-                   "usage": self.budget.usage()})
+                   "usage": self.budget.usage(), "duration_s": time.monotonic() - began})
         return result
 
     def _turns(self, query: str, handles: list[Any], client: LLMClient, sandbox: Sandbox, run_id: str, depth: int,
@@ -278,6 +292,9 @@ class _Run:
                 reprompted = False
                 answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs, state)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
+                if blocks == state.last_blocks:
+                    feedback += "\nnote: this is the same code as your previous turn; try something different."
+                state.last_blocks = blocks
             else:
                 answer = self._prose_answer(reply, sandbox)
                 feedback = self.prompt("reprompt")
@@ -309,6 +326,11 @@ class _Run:
         shown: list[str] = []
         failed = False
         for code in blocks:
+            if not any(line.strip() and not line.strip().startswith("#") for line in code.splitlines()):
+                shown.append("note: your code block holds only comments. Write Python that calls grep(...), "
+                             "or FINAL(answer) if you know it.")
+                failed = True
+                continue
             result = sandbox.execute(code)
             outputs.append({"stdout": result.stdout, "error": result.error, "error_type": result.error_type,
                             "duration_s": result.duration_s, "worker_restarted": result.worker_restarted,
@@ -319,6 +341,9 @@ class _Run:
             if result.error:
                 text += ("\n" if text and not text.endswith("\n") else "") + result.error
                 failed = True
+                if result.error_type == "PolicyViolation" and "SyntaxError" in result.error:
+                    text += '\nnote: a code block must be Python. To give your answer, write FINAL("your answer").'
+
             for warning in result.warnings:
                 text += f"\nnote: {warning}"
             shown.append(text.strip() or "(no output)")
@@ -472,6 +497,7 @@ class _Run:
 @dataclass
 class _LoopState:
     parent_id: str | None = None
+    last_blocks: list[str] = field(default_factory=list)
     iterations: int = 0
     partial: str | None = None
     budget_error: BudgetExceeded | None = None
@@ -510,5 +536,10 @@ def retrieve(query: str, context: Any = None, *, model: str | LLMClient | None =
     if result.answer is None:
         if result.error_type == "BudgetExceeded":
             raise BudgetExceeded(result.error or "budget exhausted", limit="run", partial=result.partial)
+        from rlm_runtime import errors
+
+        kind = getattr(errors, result.error_type or "", None)
+        if isinstance(kind, type) and issubclass(kind, RLMError) and kind is not BudgetExceeded:
+            raise kind(result.error or "no answer")
         raise RLMError(result.error or "no answer")
     return result.answer

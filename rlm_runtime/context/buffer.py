@@ -53,12 +53,12 @@ class TextBuffer:
             if block.isascii():
                 nchars += len(block)
             else:
-                nchars += len(block) - len(block.translate(None, _STARTERS))
-                if not self.invalid_utf8:
-                    try:
-                        block.decode("utf-8")
-                    except UnicodeDecodeError:
-                        self._mark_invalid()
+                try:
+                    # One C pass validates and counts: in valid UTF-8 each character has one starter byte.
+                    nchars += len(block.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self._mark_invalid()
+                    nchars += len(block) - len(block.translate(None, _STARTERS))
             nlines += block.count(b"\n")
             pos = end
         self._starts, self._chars, self._lines = starts, chars, lines

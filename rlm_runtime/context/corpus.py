@@ -204,7 +204,7 @@ class CorpusHandle:
         complete = len(found) <= max_matches
         found = found[:max_matches]
         self.stats.record("greps", pattern, sum(len(m.line) for m in found))
-        return _grep.GrepResult(found, pattern, complete)
+        return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case))
 
     def _readable(self) -> Iterator[tuple[ContextHandle, Document]]:
         """Documents that open as text (binary or vanished files are skipped everywhere)."""

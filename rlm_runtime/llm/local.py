@@ -186,8 +186,10 @@ class LocalModelClient:
     def _client(self, server: LocalServer) -> Any:
         from rlm_runtime.llm.litellm_client import LiteLLMClient
 
+        # temperature 0: a small model samples itself into nonsense more often than not, and
+        # runs become reproducible.
         return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, timeout_s=self.timeout_s, retries=1,
-                             backoff_s=0.5)
+                             backoff_s=0.5, extra={"temperature": 0.0})
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:

@@ -1,0 +1,194 @@
+"""The litellm client without the network: litellm's failures become the runtime's errors
+(UnknownModel, MissingAPIKey, ModelUnavailable, LLMCallError), checked against an unused
+local port and a small OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from rlm_runtime import RLM
+from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
+from rlm_runtime.llm import make_client
+from rlm_runtime.llm.litellm_client import LiteLLMClient, _lib
+
+from .support import fast
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")  # litellm's types, on first use
+
+UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded() -> None:
+    """Import litellm once for the module (it takes seconds)."""
+    _lib()
+
+
+#: Error bodies as OpenAI sends them (litellm looks at the text as well as the status).
+ERRORS: dict[int, dict[str, str]] = {
+    401: {"message": "Incorrect API key provided: no-key-r*****ired.", "code": "invalid_api_key"},
+    404: {"message": "The model `status-404` does not exist or you do not have access to it.", "code": "model_not_found"},
+    400: {"message": "Invalid 'temperature': decimal above maximum value.", "code": "decimal_above_max_value"},
+}
+
+
+class _FakeOpenAI(BaseHTTPRequestHandler):
+    """/chat/completions of an OpenAI-compatible server; the model name picks the behaviour:
+    ``status-N`` answers HTTP N, anything else answers (streamed when asked) with ``reply``."""
+
+    reply = "Let me look.\n```python\nFINAL('from the local server')\n```\nAnd then I would ramble on."
+    glued = "```python\nFINAL('glued')```\nAnd then I would ramble on."  # model "glued": the fence ends a code line
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        model = str(body.get("model", ""))
+        type(self).requests.append(body)  # type: ignore[attr-defined]
+        if model.startswith("status-"):
+            status = int(model.removeprefix("status-"))
+            self._send(status, {"error": {**ERRORS[status], "type": "invalid_request_error", "param": None}})
+        elif body.get("stream"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            reply = self.glued if model == "glued" else self.reply
+            for k, piece in enumerate(reply.splitlines(keepends=True)):
+                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece} if k == 0 else {"content": piece},
+                                      "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+        else:
+            self._send(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": model,
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": "plain reply"}, "finish_reason": "stop"}],
+                             "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}})
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local OpenAI-compatible server: its base URL and the request bodies it received."""
+    requests: list[dict[str, Any]] = []
+    handler = type("Handler", (_FakeOpenAI,), {"requests": requests})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# ------------------------------------------------------- before any request
+
+
+def test_an_unknown_model_is_refused_with_examples() -> None:
+    """It raises UnknownModel for a name no provider claims, suggesting valid names."""
+    client = make_client("nonsense-model")
+    with pytest.raises(UnknownModel, match="nonsense-model") as info:
+        client.complete(HELLO)
+    assert "openai/gpt-4o-mini" in str(info.value) and "scripted:PATH" in str(info.value)
+
+
+def test_a_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It raises MissingAPIKey naming OPENAI_API_KEY when it is not set."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY"):
+        LiteLLMClient("openai/gpt-4o-mini").complete(HELLO)
+
+
+def test_an_unreachable_server_is_model_unavailable() -> None:
+    """It raises ModelUnavailable when the server refuses the connection."""
+    with pytest.raises(ModelUnavailable, match="openai/x"):
+        LiteLLMClient("openai/x", api_base=UNREACHABLE, retries=0, backoff_s=0.001).complete(HELLO, stop_after_code_block=True)
+
+
+def test_an_unreachable_server_is_named_without_retries() -> None:
+    """It says which server was unreachable, and does not retry when retries=0."""
+    client = LiteLLMClient("openai/x", api_base=UNREACHABLE, retries=0, backoff_s=0.001, extra={"max_retries": 0})
+    with pytest.raises(ModelUnavailable, match="unreachable at http://127.0.0.1:9"):
+        client.complete(HELLO)
+
+
+def test_retries_zero_fails_fast() -> None:
+    """It reports a refused connection within a second when retries=0."""
+    began = time.monotonic()
+    with pytest.raises(ModelUnavailable):
+        LiteLLMClient("openai/x", api_base=UNREACHABLE, retries=0, backoff_s=0.001).complete(HELLO, stop_after_code_block=True)
+    assert time.monotonic() - began < 1.0
+
+
+# ---------------------------------------------------------- a local server
+
+
+@pytest.mark.parametrize(("status", "error"), [(401, MissingAPIKey), (404, UnknownModel), (400, LLMCallError)])
+def test_http_errors_become_runtime_errors(server: tuple[str, list[dict[str, Any]]], status: int, error: type[Exception]) -> None:
+    """It turns 401 into MissingAPIKey, 404 into UnknownModel and 400 into LLMCallError, keeping the cause."""
+    url, _ = server
+    with pytest.raises(error, match=f"openai/status-{status}") as info:
+        LiteLLMClient(f"openai/status-{status}", api_base=url, retries=0, backoff_s=0.001).complete(HELLO)
+    assert info.value.__cause__ is not None
+
+
+def test_a_reply_carries_text_and_usage(server: tuple[str, list[dict[str, Any]]]) -> None:
+    """It returns the reply's text, the server's token counts, and sends max_tokens and no real key."""
+    url, requests = server
+    completion = LiteLLMClient("openai/ok", api_base=url).complete(HELLO, max_tokens=50)
+    assert completion.text == "plain reply"
+    assert (completion.usage.calls, completion.usage.input_tokens, completion.usage.output_tokens) == (1, 11, 2)
+    assert completion.model == "openai/ok"
+    assert requests[-1]["max_tokens"] == 50 and requests[-1]["messages"] == HELLO
+
+
+def test_streaming_stops_once_a_code_block_closes(server: tuple[str, list[dict[str, Any]]]) -> None:
+    """It stops reading a streamed reply once its first code block has closed."""
+    url, requests = server
+    completion = LiteLLMClient("openai/ok", api_base=url).complete(HELLO, stop_after_code_block=True)
+    assert completion.text == "Let me look.\n```python\nFINAL('from the local server')\n```\n"
+    assert completion.finish_reason == "code_block_closed"
+    assert requests[-1]["stream"] is True
+    assert completion.usage.calls == 1 and completion.usage.output_tokens > 0
+
+
+def test_a_run_against_a_local_server(server: tuple[str, list[dict[str, Any]]]) -> None:
+    """It runs the whole loop against an OpenAI-compatible server through litellm."""
+    url, _ = server
+    rlm = RLM(make_client("openai/ok", api_base=url), limits=fast(), trace=False)
+    result = rlm.run("q", "some text")
+    assert result.answer == "from the local server"
+    assert result.usage["openai/ok"]["calls"] == 1
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the stream stops at a fence glued to a code line (_fence_closed) but "
+                                       "parse_code_blocks keeps that fence as code: every turn is a SyntaxError")
+def test_a_run_with_a_fence_glued_to_the_code(server: tuple[str, list[dict[str, Any]]]) -> None:
+    """It runs a streamed block whose closing fence ends the last code line."""
+    url, _ = server
+    result = RLM(make_client("openai/glued", api_base=url), limits=fast(max_consecutive_errors=2), trace=False).run("q", "text")
+    assert result.answer == "glued"
+
+
+def test_a_run_against_an_unknown_model_reports_it() -> None:
+    """It ends a run with error_type UnknownModel instead of raising."""
+    result = RLM("nonsense-model", limits=fast(), trace=False).run("q", "text")
+    assert result.answer is None
+    assert result.error_type == "UnknownModel"

@@ -1,0 +1,58 @@
+"""Context handles: the one thing the worker may read, used as a way to read something else."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from hostile import Attacker
+
+from rlm_runtime.sandbox import Limits, Sandbox
+
+CONTEXT_TEXT = "the only text this worker may read\n"
+
+
+@pytest.fixture
+def with_context(secret: dict[str, str]) -> Iterator[Attacker]:
+    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=[CONTEXT_TEXT]) as sb:
+        yield Attacker(sb, secret)
+
+
+@pytest.mark.parametrize("target", ["secret", "host-environ", "etc-passwd"])
+def test_handle_class_opening_a_path(with_context: Attacker, target: str) -> None:
+    """It denies opening another file through the context handle's own class, type(context)(path)."""
+    path = {"secret": with_context.secret["path"], "host-environ": f"/proc/{os.getpid()}/environ", "etc-passwd": "/etc/passwd"}[target]
+    r = with_context.refused(f"h = type(context)({path!r})\nprint(h.get_full())", "ContextError")
+    assert "Permission denied" in r.error
+
+
+def test_handle_class_on_every_descriptor(with_context: Attacker) -> None:
+    """It denies any inherited descriptor but the context's: type(context)(fd=n) for every n reads nothing else."""
+    code = (
+        "seen = []\n"
+        "for fd in range(64):\n"
+        "    try:\n"
+        "        seen.append((fd, type(context)(fd=fd).get_full()))\n"
+        "    except Exception as e:\n"
+        "        pass\n"
+        "print([text for fd, text in seen if text])"
+    )
+    r = with_context.run(code)
+    assert r.error is None, r
+    assert r.stdout.replace(repr(CONTEXT_TEXT), "").strip("[], \n") == "", r.stdout
+
+
+def test_probe_functions_with_a_path(with_context: Attacker) -> None:
+    """It denies peek/grep/chunk a path in place of a handle."""
+    path = with_context.secret["path"]
+    with_context.refused(f"print(peek(handle={path!r}))", "AttributeError")
+    with_context.refused(f"print(grep('s', handle={path!r}))", "AttributeError")
+
+
+def test_retargeting_the_handle(with_context: Attacker) -> None:
+    """It denies setting a context handle's attributes (path, name) to point it elsewhere."""
+    with_context.refused(f"context.path = {with_context.secret['path']!r}", "SandboxPermissionError")
+    with_context.refused("setattr(context, 'name', 'x')", "SandboxPermissionError")
+    r = with_context.run("print(context.get_full(), end='')")
+    assert r.stdout == CONTEXT_TEXT
