@@ -95,8 +95,6 @@ def test_probe_invalid_settings_exit_2(files: Path, capsys: pytest.CaptureFixtur
     assert "Traceback" not in captured.err
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cli._probe puts pydantic's multi-line ValidationError text in the message; "
-                   "the CLI promises one-line errors")
 def test_probe_invalid_settings_error_is_one_line(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """It reports an invalid setting on one line."""
     (files / "rlm.toml").write_text('[probe]\nload_max_tokens = "lots"\n')

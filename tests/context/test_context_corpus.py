@@ -77,8 +77,6 @@ def test_folder_custom_excludes(project: Path) -> None:
     assert ".git/config" in names  # the defaults were replaced
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: walk_folder lower-cases the file's extension but not the configured ones, "
-                   "so extensions=['.MD'] excludes README.MD")
 def test_extension_filter_is_case_insensitive(tmp_path: Path) -> None:
     """It matches configured extensions whatever their case."""
     (tmp_path / "README.MD").write_text("x\n")
@@ -117,8 +115,6 @@ def test_corpus_grep_with_context_lines_and_limits(project: Path) -> None:
         corpus.grep("(x)\\1")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: CorpusHandle.grep sets complete=False as soon as len(found) == max_matches, "
-                   "even when no other document matches (a single handle says complete=True)")
 def test_corpus_grep_exactly_max_matches_is_complete() -> None:
     """It reports complete=True when the matches found are all there are."""
     corpus = CorpusHandle.from_items(["foo\nfoo\n", "bar\n"])
@@ -145,8 +141,6 @@ def test_corpus_doc_unknown_name_suggests_similar(project: Path) -> None:
         corpus.doc("readme")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: CorpusHandle.doc's hint is substring-only: a typo ('note.txt' for "
-                   "'notes.txt') gets no suggestion; use difflib.get_close_matches as well")
 def test_corpus_doc_typo_suggests_close_name(project: Path) -> None:
     """It suggests the closest name for a misspelt one."""
     with pytest.raises(ContextError, match="notes.txt"):
@@ -177,8 +171,6 @@ def test_corpus_chunks_never_span_documents(project: Path) -> None:
         corpus.chunk(total, 1)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: CorpusHandle.chunk/n_chunks use `size or 200` for every unit, but each "
-                   "document's chunk() uses the unit's default (8000 chars): totals are wrong and chunk(1) fails")
 def test_corpus_char_chunks_with_default_size(tmp_path: Path) -> None:
     """It pages by characters with the default size consistently."""
     (tmp_path / "a.txt").write_text("x\n" * 500)
@@ -188,8 +180,6 @@ def test_corpus_char_chunks_with_default_size(tmp_path: Path) -> None:
     assert [c.size for c in corpus.chunks(unit="chars")] == [8000, 8000]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a corpus document with binary content (not caught by its extension) makes "
-                   "CorpusHandle.chunk/n_chunks/n_tokens raise, while grep/count skip it (and the sandbox drops it)")
 def test_corpus_with_binary_content_document(tmp_path: Path) -> None:
     """It skips a document whose content is binary for every operation, as grep does."""
     (tmp_path / "a.txt").write_text("needle\n")
@@ -229,8 +219,6 @@ def test_list_corpus_refuses_other_items() -> None:
         open_context(["ok", 3])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: CorpusHandle.from_items calls os.path.getsize on a missing Path and lets "
-                   "FileNotFoundError escape instead of a ContextError")
 def test_list_corpus_with_missing_path_is_a_context_error(tmp_path: Path) -> None:
     """It raises a ContextError for a list item naming a missing file."""
     with pytest.raises(ContextError, match="missing.txt"):

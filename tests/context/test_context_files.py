@@ -62,8 +62,6 @@ def test_missing_path_is_a_context_error(tmp_path: Path) -> None:
     assert isinstance(info.value, RecoverableError)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on Linux os.open(folder, O_RDONLY) succeeds, so FileHandle never sees "
-                   "IsADirectoryError and mmap raises a raw OSError (EINVAL)")
 def test_folder_is_not_a_file(tmp_path: Path) -> None:
     """It refuses a folder as a file handle, pointing at the corpus."""
     with pytest.raises(ContextError, match="corpus"):
@@ -122,8 +120,6 @@ def test_invalid_utf8_is_replaced_and_reported_once(write_file: Callable[..., Pa
     assert h.get_full() == expected
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: invalid UTF-8 is only detected when the index is built, and "
-                   "ContextHandle._buf() checks the flag before the operation: the first access never warns")
 @pytest.mark.parametrize("first_op", ["peek", "len", "grep"])
 def test_invalid_utf8_is_reported_on_first_access(write_file: Callable[..., Path], first_op: str) -> None:
     """It warns on the first access that decodes invalid bytes, not one access later."""
@@ -132,8 +128,6 @@ def test_invalid_utf8_is_reported_on_first_access(write_file: Callable[..., Path
         {"peek": lambda: h.peek(100), "len": lambda: len(h), "grep": lambda: h.grep("bytes")}[first_op]()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: probe_handle reads buf.invalid_utf8 before anything built the index, "
-                   "so a small invalid .txt file probes as plain 'utf-8'")
 def test_probe_reports_replaced_bytes(write_file: Callable[..., Path]) -> None:
     """It says the encoding is UTF-8 with invalid bytes replaced."""
     with warnings.catch_warnings():

@@ -243,8 +243,6 @@ def test_empty_matching_pattern_on_empty_context() -> None:
     assert h.count("^") == 0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on CRLF text '$' does not match before '\\r\\n', although lines() and the "
-                   "match text drop the '\\r'")
 def test_dollar_anchor_on_crlf_lines(write_file: Callable[..., Path]) -> None:
     """It matches 'bar$' on CRLF lines ending in bar, as on the lines the handle returns."""
     h = FileHandle(write_file("crlf.txt", "foo bar\r\nbar none\r\nbar\r\n"))

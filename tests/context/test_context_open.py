@@ -103,8 +103,6 @@ def test_other_types_are_refused() -> None:
             open_context(bad)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _path_like treats any one-line str containing '?' or '*' as a glob, so a "
-                   "short question opens as a (failing) glob corpus: ContextError 'no files match'")
 @pytest.mark.parametrize("text", ["Is this a question?", "What is 2*3?", "Rate it * to *****"])
 def test_short_text_with_glob_characters_is_text(files: Path, text: str) -> None:
     """It opens a one-line question as text, not as a glob that matches nothing."""
@@ -112,8 +110,6 @@ def test_short_text_with_glob_characters_is_text(files: Path, text: str) -> None
     assert isinstance(h, TextHandle) and h[:] == text
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: open_context never expands '~': a path like '~/notes.txt' is reported "
-                   "as not found even when the file exists in the home folder")
 def test_tilde_path_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It expands ~ to the home folder."""
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -217,8 +217,6 @@ def test_a_run_stops_at_the_token_limit() -> None:
     assert "input-token" in (result.error or "")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: every call reserves max_output_tokens_per_call (2048) of output, so a "
-                                       "run with max_output_tokens below that cannot make a single call")
 def test_a_small_output_budget_still_allows_calls() -> None:
     """It lets a run with max_output_tokens=1000 make calls (each capped to what is left)."""
     result = RLM(ScriptedClient([code("FINAL('fits')")]), limits=fast(max_output_tokens=1000), trace=False).run("q")

@@ -178,8 +178,6 @@ def test_a_run_against_a_local_server(server: tuple[str, list[dict[str, Any]]]) 
     assert result.usage["openai/ok"]["calls"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the stream stops at a fence glued to a code line (_fence_closed) but "
-                                       "parse_code_blocks keeps that fence as code: every turn is a SyntaxError")
 def test_a_run_with_a_fence_glued_to_the_code(server: tuple[str, list[dict[str, Any]]]) -> None:
     """It runs a streamed block whose closing fence ends the last code line."""
     url, _ = server

@@ -239,15 +239,11 @@ def test_prose_final_stops_at_its_own_parenthesis() -> None:
     assert prose_final("The answer is FINAL(Paris). (I checked twice.)") == "Paris"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a closing fence glued to the last code line is kept as code (SyntaxError); "
-                                       "the streaming client stops generation right at such a fence")
 def test_a_closing_fence_at_the_end_of_a_code_line_closes_the_block() -> None:
     """It ends a block at a fence written right after the last line of code."""
     assert parse_code_blocks('```python\nx = 1\nFINAL(x)```\nDone.') == ["x = 1\nFINAL(x)"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an indented fenced block (inside a list item) keeps its indentation and fails "
-                                       "with IndentationError")
 def test_an_indented_block_runs() -> None:
     """It dedents a fenced block indented as a whole (a block inside a markdown list)."""
     reply = "1. First I check:\n   ```python\n   x = 2\n   FINAL(x * 21)\n   ```"
@@ -387,7 +383,6 @@ def test_retrieve_raises_rlm_error_without_an_answer() -> None:
         retrieve("q", "text", model=client, limits=fast(max_consecutive_errors=3), trace=False)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: retrieve() turns every model error into a plain RLMError, losing its type")
 def test_retrieve_raises_the_model_error_itself() -> None:
     """It raises the model's own error class (LLMCallError, MissingAPIKey...) so programs can tell them apart."""
     with pytest.raises(LLMCallError, match="no reply left"):

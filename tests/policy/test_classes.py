@@ -53,8 +53,6 @@ def test_denies_classes_in_strict_at_runtime(strict_sandbox: Sandbox) -> None:
     assert "ClassDef is not allowed by this policy" in r.error
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: RestrictedPython rewrites `class C:` to `class C(metaclass=__metaclass__)`; "
-                   "guards.make_globals defines no __metaclass__, so every class statement fails with NameError")
 def test_allows_classes_in_default_at_runtime(sandbox: Sandbox) -> None:
     """It allows a class statement in a default sandbox cell, and attributes of its instances."""
     r = sandbox.execute("class P:\n    def __init__(self, v):\n        self.v = v\np = P(1)\np.w = 2\n(p.v, p.w)")

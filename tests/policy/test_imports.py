@@ -101,8 +101,6 @@ def test_denies_module_reexported_in_strict_only_when_not_listed(strict_sandbox:
     assert r.error_type == "SandboxPermissionError"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: guards.make_import returns the top-level package for `import a.b`, "
-                   "so allowing 'os.path' hands user code the whole 'os' module")
 def test_denies_top_package_of_an_allowed_dotted_import() -> None:
     """It denies reaching `os` through `import os.path` when only 'os.path' is allowed."""
     policy = parse_policy({"imports": {"allow": ["os.path"]}}, "dotted.toml")

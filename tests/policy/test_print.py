@@ -67,8 +67,6 @@ def test_allows_reading_printed_with_a_warning(default: Policy) -> None:
     assert [(w.message, w.line) for w in report.warnings] == [("Doesn't print, but reads 'printed' variable.", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: policy._rp_finding only parses 'Line <digits>:'; RestrictedPython's "
-                   "module-level warnings say 'Line None:', which is left inside the message")
 def test_allows_reading_printed_at_top_level_with_a_clean_warning(default: Policy) -> None:
     """It allows reading `printed` at top level, with a warning free of a 'Line None:' prefix."""
     report = check("x = printed", default)

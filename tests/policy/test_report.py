@@ -34,8 +34,6 @@ def test_denies_with_every_reason_in_the_text(default: Policy) -> None:
     assert all("is not allowed" in line for line in lines[1:])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: policy._walk_rules walks the tree with a LIFO stack, so its findings come "
-                   "out in reverse source order (line 2 before line 1)")
 def test_denies_with_reasons_in_source_order(default: Policy) -> None:
     """It denies with its reasons listed in the order of the source lines."""
     report = check("import os\nimport sys\nimport socket", default)

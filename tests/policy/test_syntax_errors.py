@@ -34,8 +34,6 @@ def test_denies_compile_time_errors(default: Policy, source: str, message: str) 
     assert message in report.errors[0].message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: policy._check turns a SyntaxError from compile() into "
-                   "Finding(f'cannot compile: {e}') without e.lineno, so the line is only inside the message text")
 @pytest.mark.parametrize(("source", "line"), [("x = 1\nreturn x", 2), ("for x in y:\n    pass\nbreak", 3),
                                               ("x = 1\ny = (yield)", 2)])
 def test_denies_compile_time_errors_with_their_line(default: Policy, source: str, line: int) -> None:

@@ -35,8 +35,6 @@ def test_allows_one_warning_per_handler(default: Policy) -> None:
     assert sorted(w.line for w in report.warnings) == [5, 9]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: policy._walk_rules only warns when the handler type is the bare name "
-                   "BaseException; a tuple containing it catches the timeout just the same, silently")
 @pytest.mark.parametrize("handler", ["except (ValueError, BaseException):", "except (BaseException,):"])
 def test_allows_a_tuple_with_base_exception_with_a_warning(any_policy: Policy, handler: str) -> None:
     """It allows a handler tuple that includes BaseException, with the same warning."""
