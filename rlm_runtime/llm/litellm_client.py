@@ -166,10 +166,7 @@ class LiteLLMClient:
                 if piece.choices and piece.choices[0].finish_reason:
                     finish = str(piece.choices[0].finish_reason)
         finally:
-            close = getattr(stream, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):
-                    close()
+            _close_stream(stream)
         text = "".join(parts)
         usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)
         with contextlib.suppress(Exception):  # models without a price cost nothing we can know
@@ -192,6 +189,23 @@ class LiteLLMClient:
 
     def close(self) -> None:
         pass
+
+
+def _close_stream(stream: Any) -> None:
+    """Release a stream we stopped reading early, now, on this thread.
+
+    litellm's sync stream wrapper has no ``close()``, and closing the provider's stream object
+    leaves its generator suspended. That generator's ``finally`` closes the HTTP response when
+    the garbage collector finalises it, which can happen inside the next request while that
+    request holds the connection pool's (non-reentrant) lock: the process then deadlocks.
+    So close the provider's generator first (its ``finally`` runs here), then the objects.
+    """
+    inner = getattr(stream, "completion_stream", None)
+    for obj in (getattr(inner, "_iterator", None), inner, stream):
+        close = getattr(obj, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
 
 
 def _short(e: Exception) -> str:

@@ -86,8 +86,9 @@ class LocalServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--model_alias", self.name,
                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.settings["n_ctx"]),
                "--n_threads", str(self.settings["n_threads"]), "--n_threads_batch", str(self.settings["n_threads"]),
-               "--logits_all", "False", "--cache", "True", "--cache_type", "ram",
-               "--cache_size", str(self.settings["cache_size"]), "--verbose", "False"]
+               "--logits_all", "False", "--verbose", "False"]
+        if self.settings["cache_size"] > 0:  # 0 turns the prompt cache off (bench/local_sharing.py)
+            cmd += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(self.settings["cache_size"])]
         log = self.log_path.open("wb")
         try:
             self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

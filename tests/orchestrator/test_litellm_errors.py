@@ -4,6 +4,7 @@ local port and a small OpenAI-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -167,6 +168,30 @@ def test_streaming_stops_once_a_code_block_closes(server: tuple[str, list[dict[s
     assert completion.finish_reason == "code_block_closed"
     assert requests[-1]["stream"] is True
     assert completion.usage.calls == 1 and completion.usage.output_tokens > 0
+
+
+def test_a_stream_stopped_early_is_closed_at_once(server: tuple[str, list[dict[str, Any]]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """It closes the provider's stream and its generator when it stops reading early.
+
+    Left to the garbage collector, the generator closes its response inside a later request
+    that holds the connection pool's lock, and the process deadlocks (seen with llama.cpp)."""
+    url, _ = server
+    lib = _lib()
+    streams: list[Any] = []
+    real = lib.completion
+
+    def recording(**kwargs: Any) -> Any:
+        result = real(**kwargs)
+        streams.append(result)
+        return result
+
+    monkeypatch.setattr(lib, "completion", recording)
+    completion = LiteLLMClient("openai/ok", api_base=url).complete(HELLO, stop_after_code_block=True)
+    assert completion.finish_reason == "code_block_closed"
+    inner = streams[0].completion_stream
+    assert inspect.getgeneratorstate(inner._iterator) == inspect.GEN_CLOSED
+    assert inner.response.is_closed
 
 
 def test_a_run_against_a_local_server(server: tuple[str, list[dict[str, Any]]]) -> None:
