@@ -99,8 +99,15 @@ def parse_code_blocks(text: str) -> list[str]:
     return blocks
 
 
-def prose_final(text: str) -> str | None:
-    """The answer of a FINAL(...) written outside code, if any (the last one wins)."""
+#: A reply without code, written twice in a row after a re-prompt, is taken as the answer up to this size.
+_INSISTED_CHARS = 500
+
+#: What small models write inside FINAL(...) when they copy an instruction instead of answering.
+_PLACEHOLDERS = frozenset({"answer", "the answer", "your answer", "final answer", "result", "value", "..."})
+
+
+def _prose_final_arg(text: str) -> tuple[str, bool] | None:
+    """The text inside the last FINAL(...) written outside code, and whether it was quoted."""
     starts = [m.end() for m in _PROSE_FINAL.finditer(text)]
     if not starts:
         return None
@@ -124,8 +131,22 @@ def prose_final(text: str) -> str | None:
         i += 1
     inner = text[start:i].strip()
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
-        inner = inner[1:-1]
-    return inner.strip() or None
+        return inner[1:-1].strip(), True
+    return inner, False
+
+
+def prose_final(text: str) -> str | None:
+    """The answer of a FINAL(...) written outside code, if any (the last one wins).
+
+    A placeholder copied from the instructions (``FINAL(answer)``, ``FINAL(your answer)``) is
+    no answer."""
+    found = _prose_final_arg(text)
+    if found is None or not found[0]:
+        return None
+    inner, quoted = found
+    if not quoted and inner.lower().replace("_", " ") in _PLACEHOLDERS:
+        return None
+    return inner
 
 
 def _stringify(value: Any) -> str:
@@ -276,6 +297,7 @@ class _Run:
             {"role": "user", "content": self.prompt("first_user", query=query)},
         ]
         reprompted = False
+        last_prose = ""
         errors_in_a_row = 0
         while state.iterations < lim.max_iterations:
             state.iterations += 1
@@ -298,9 +320,14 @@ class _Run:
             else:
                 answer = self._prose_answer(reply, sandbox)
                 feedback = self.prompt("reprompt")
+                said = reply.strip()
+                if answer is None and reprompted and said == last_prose and 0 < len(said) <= _INSISTED_CHARS:
+                    # Re-prompted, the model wrote the same short prose again: that is its answer.
+                    answer = said
                 if answer is None:
                     errors_in_a_row += 0 if not reprompted else 1
                     reprompted = True
+                last_prose = said
             self.emit({"type": "iteration", "run_id": run_id, "parent_id": state.parent_id, "depth": depth,
                        "iteration": state.iterations,
                        "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
@@ -365,6 +392,18 @@ class _Run:
             result = sandbox.execute(f"FINAL_VAR({var.group(1)!r})")
             if result.has_final:
                 return _stringify(result.final)
+        found = _prose_final_arg(reply)
+        if found is not None and found[0] and not found[1]:
+            # Unquoted: it may name a variable or be an expression (FINAL(room), FINAL(hits[0])).
+            # Evaluate it in the sandbox; if that fails it is literal text.
+            try:
+                compile(found[0], "<prose>", "eval")
+            except SyntaxError:
+                pass
+            else:
+                result = sandbox.execute(f"FINAL({found[0]})")
+                if result.has_final:
+                    return _stringify(result.final)
         return prose_final(reply)
 
     def _forced_answer(self, messages: list[Message], client: LLMClient, sandbox: Sandbox, run_id: str, depth: int,

@@ -145,6 +145,27 @@ def test_prose_final_var_without_code_is_accepted() -> None:
     assert result.answer == "kumquat"
 
 
+def test_prose_final_of_a_variable_reads_its_value() -> None:
+    """It evaluates an unquoted FINAL(name) written in prose in the sandbox: the variable's value."""
+    result, _ = run([code("room = 589"), "The output shows it, so FINAL(room)"])
+    assert result.answer == "589"
+
+
+def test_prose_final_of_an_expression_is_evaluated() -> None:
+    """It evaluates an unquoted expression inside a prose FINAL(...)."""
+    result, _ = run([code("rooms = ['517', '589']"), "FINAL(rooms[1])"])
+    assert result.answer == "589"
+
+
+@pytest.mark.parametrize("reply", ["The output shows the answer, so FINAL(answer) in a code block.",
+                                   "I will reply with FINAL(your answer)."])
+def test_a_placeholder_in_prose_final_is_no_answer(reply: str) -> None:
+    """It denies a FINAL(...) that copies the instructions' placeholder: the run goes on."""
+    result, _ = run([code("x = 1"), reply, code("FINAL('real')")])
+    assert result.answer == "real"
+    assert result.iterations == 3
+
+
 def test_an_unclosed_fence_still_runs() -> None:
     """It runs a trailing code block whose closing fence never came (generation stopped)."""
     result, _ = run(["Let me answer.\n```python\nFINAL('unclosed')"])
@@ -180,6 +201,22 @@ def test_a_second_reply_without_code_in_a_row_counts_as_a_failure() -> None:
     assert result.error_type == "TooManyErrors"
     assert result.iterations == 2
     assert last_messages(client)[1] == prompt_text("reprompt")
+
+
+def test_the_same_prose_after_a_reprompt_is_taken_as_the_answer() -> None:
+    """It takes a short reply without code, repeated after the re-prompt, as the model's answer."""
+    said = "Casey reports to Quinn, who works in room 589."
+    result, client = run([code("x = 1"), said, said, code("FINAL('never reached')")])
+    assert result.answer == said
+    assert result.iterations == 3
+    assert any(m["content"] == prompt_text("reprompt") for m in client.prompts[-1])
+
+
+def test_a_long_repeated_prose_reply_is_not_an_answer() -> None:
+    """It denies a long repeated reply without code the status of an answer (it is rambling)."""
+    ramble = "I am still thinking about where to look. " * 20
+    result, _ = run([ramble, ramble, code("FINAL('then answered')")])
+    assert result.answer == "then answered"
 
 
 def test_a_syntax_error_is_shown_and_the_run_goes_on() -> None:
