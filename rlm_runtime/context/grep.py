@@ -57,12 +57,14 @@ class GrepResult(list[GrepMatch]):
     """The matches, in order. ``complete`` is False when ``max_matches`` stopped the scan."""
 
     def __init__(self, matches: list[GrepMatch], pattern: str, complete: bool,
-                 counter: Callable[[], int] | None = None, caseless: Callable[[], int] | None = None) -> None:
+                 counter: Callable[[], int] | None = None, prober: Callable[[str], int] | None = None,
+                 ignore_case: bool = False) -> None:
         super().__init__(matches)
         self.pattern = pattern
         self.complete = complete
         self._counter = counter
-        self._caseless = caseless  # counts matches ignoring case, for the hint of an empty result
+        self._prober = prober  # counts the lines a pattern matches ignoring case: hints for an empty result
+        self._ignore_case = ignore_case
 
     def count(self, *value: object) -> int:  # type: ignore[override]
         """With no argument: how many lines of the whole context match (not only those
@@ -75,18 +77,45 @@ class GrepResult(list[GrepMatch]):
 
     def __repr__(self) -> str:
         if not self:
-            # A nudge for small models, which tend to grep for a whole sentence, case and all.
-            if self._caseless is not None:
-                n = self._caseless()
-                if n:
-                    return (f"(no lines match /{self.pattern}/ as written, but {n} lines match it ignoring case: "
-                            f"use grep({self.pattern!r}, ignore_case=True))")
-            return f"(no lines match /{self.pattern}/; try fewer or other words, or ignore_case=True)"
+            return self._empty_hint()
         body = "\n".join(repr(m) for m in self)
         more = "" if self.complete else f"\n... (stopped after {len(self)} matching lines; raise max_matches or narrow the pattern)"
         return body + more
 
     __str__ = __repr__
+
+    def _empty_hint(self) -> str:
+        """Why nothing matched, and what would: a nudge for small models, which tend to grep
+        for a whole phrase from the question, case and all. Computed only when shown."""
+        if self._prober is None:
+            return f"(no lines match /{self.pattern}/; try fewer or other words, or ignore_case=True)"
+        if not self._ignore_case:
+            n = self._prober(self.pattern)
+            if n:
+                return (f"(no lines match /{self.pattern}/ as written, but {n} line{'s' if n != 1 else ''} match it ignoring case: "
+                        f"use grep({self.pattern!r}, ignore_case=True))")
+        found = [(n, w) for w in _hint_words(self.pattern) if (n := self._prober(re2_escape(w)))]
+        if not found:
+            return f"(no lines match /{self.pattern}/; try fewer or other words)"
+        rarest = min(found)[1]
+        counts = ", ".join(f"{w!r} {n} line{'s' if n != 1 else ''}" for n, w in found)
+        return (f"(no lines match /{self.pattern}/; single words of it do, ignoring case: {counts}. "
+                f"Try grep({rarest!r}, ignore_case=True))")
+
+
+_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def _hint_words(pattern: str, most: int = 3) -> list[str]:
+    """Up to ``most`` words of a plain multi-word pattern worth grepping alone: names first
+    (capitalised), then the longest. None for a pattern that is not plain words."""
+    if re.search(r"[\\\[\](){}|*+?^$]", pattern):
+        return []
+    words = list(dict.fromkeys(_WORD.findall(pattern)))
+    if len(words) < 2:
+        return []
+    words.sort(key=lambda w: (not w[0].isupper(), -len(w)))
+    return words[:most]
 
 
 def compile_pattern(pattern: str, ignore_case: bool = False) -> re2._Regexp:
@@ -305,8 +334,8 @@ def grep_buffer(buf: TextBuffer, pattern: str, *, context_lines: int = 0, max_ma
         before = buf.lines(line_no - context_lines, line_no - 1) if context_lines else []
         after = buf.lines(line_no + 1, line_no + context_lines) if context_lines else []
         matches.append(GrepMatch(line_no, buf.decode(start, end).rstrip("\r"), before, after, doc))
-    caseless = None if ignore_case or matches else (lambda: count_matching_lines(buf, pattern, True))
-    return GrepResult(matches, pattern, True, caseless=caseless)
+    prober = None if matches else (lambda p: count_matching_lines(buf, p, True))
+    return GrepResult(matches, pattern, True, prober=prober, ignore_case=ignore_case)
 
 
 def count_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = False) -> int:

@@ -83,7 +83,8 @@ class LocalServer:
     def start(self) -> None:
         self.stop()
         self.port = _free_port()
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--model_alias", self.name,
+        launcher = Path(__file__).with_name("serve_local.py")  # ends the server if this process dies
+        cmd = [sys.executable, str(launcher), str(os.getpid()), "llama_cpp.server", "--model", str(self.model_path), "--model_alias", self.name,
                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.settings["n_ctx"]),
                "--n_threads", str(self.settings["n_threads"]), "--n_threads_batch", str(self.settings["n_threads"]),
                "--logits_all", "False", "--verbose", "False"]

@@ -247,3 +247,37 @@ def test_dollar_anchor_on_crlf_lines(write_file: Callable[..., Path]) -> None:
     """It matches 'bar$' on CRLF lines ending in bar, as on the lines the handle returns."""
     h = FileHandle(write_file("crlf.txt", "foo bar\r\nbar none\r\nbar\r\n"))
     assert [m.line for m in h.grep("bar$")] == ["foo bar", "bar"]
+
+
+# ---------------------------------------------------------------- hints for an empty result
+
+HINT_TEXT = "Staff note: Casey reports to Quinn.\nFacilities note: Quinn works in room 589.\nwork, work, work\n"
+
+
+def test_an_empty_result_says_when_ignoring_case_would_match() -> None:
+    """It shows how many lines match ignoring case, and the call that finds them."""
+    hint = repr(TextHandle(HINT_TEXT).grep("casey reports"))
+    assert "but 1 line match it ignoring case" in hint and "grep('casey reports', ignore_case=True)" in hint
+
+
+def test_an_empty_phrase_result_names_the_words_that_match_alone() -> None:
+    """It counts the phrase's words alone (names first) and suggests the rarest."""
+    hint = repr(TextHandle(HINT_TEXT).grep("Casey reports to work"))
+    assert "'Casey' 1 line, 'reports' 1 line, 'work' 2 lines" in hint
+    assert "Try grep('Casey', ignore_case=True)" in hint
+
+
+@pytest.mark.parametrize("pattern", ["zebra", "zebra unicorn", r"Casey.*work", "Quinn (works|sits) nowhere"])
+def test_an_empty_result_suggests_nothing_that_would_not_match(pattern: str) -> None:
+    """It denies suggestions for one-word or regex patterns, and words that match nothing."""
+    hint = repr(TextHandle(HINT_TEXT).grep(pattern))
+    assert hint == f"(no lines match /{pattern}/; try fewer or other words)"
+
+
+def test_a_hint_is_computed_only_when_shown() -> None:
+    """It denies scanning again for a hint until the empty result is printed."""
+    calls: list[str] = []
+    result = GrepResult([], "Casey reports", True, prober=lambda p: calls.append(p) or 0)
+    assert calls == []
+    repr(result)
+    assert calls == ["Casey reports", "Casey", "reports"]

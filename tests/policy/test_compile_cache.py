@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from rlm_runtime.sandbox.policy import Policy, check
 
 

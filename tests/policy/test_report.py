@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from rlm_runtime.sandbox.policy import Finding, Policy, check
 
 
