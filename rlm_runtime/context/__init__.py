@@ -32,7 +32,7 @@ def open_context(source: Any, *, name: str | None = None, as_text: bool = False)
     if isinstance(source, (ContextHandle, CorpusHandle)):
         return source
     if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
-        return LazyHandle(source, name=name or getattr(source, "__name__", "lazy"))
+        return LazyHandle(source, name=name or str(getattr(source, "__name__", "lazy")))
     if isinstance(source, (list, tuple)):
         return CorpusHandle.from_items(list(source))
     if isinstance(source, bytes):

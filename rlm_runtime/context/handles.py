@@ -71,7 +71,7 @@ class AccessStats:
 class Chunk(str):
     """A chunk's text (it is a str) plus where it sits: ``index``, ``total``, ``prev``, ``next``."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows str.index on purpose: the chunk number
     total: int
     unit: str
     size: int

@@ -83,12 +83,16 @@ class ScriptedClient:
         with self._lock:
             self.prompts.append([dict(m) for m in messages])
             responder = self._responder
-            text = None if responder is not None else self._answer(last)
+            scripted = None if responder is not None else self._answer(last)
         if responder is not None:
             # Outside the lock, so concurrent sub-calls overlap (responders must be thread-safe).
-            text = responder(messages)
-            if not isinstance(text, str):
-                raise LLMCallError(f"scripted responder returned {type(text).__name__}, not str")
+            reply = responder(messages)
+            if not isinstance(reply, str):
+                raise LLMCallError(f"scripted responder returned {type(reply).__name__}, not str")
+            text = reply
+        else:
+            assert scripted is not None
+            text = scripted
         if max_tokens is not None:
             text = self._cut(text, max_tokens)
         usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)

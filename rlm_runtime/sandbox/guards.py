@@ -115,6 +115,7 @@ class _ItemsOnly:
     """What ``_write_`` hands back for objects the user does not own: items yes, attributes no."""
 
     __slots__ = ("_ob",)
+    _ob: Any
 
     def __init__(self, ob: Any) -> None:
         object.__setattr__(self, "_ob", ob)
