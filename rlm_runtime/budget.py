@@ -65,6 +65,14 @@ class Limits(BaseModel):
                                    "feedback_chars": 3000, "sub_call_max_chars": 6000, "max_concurrency": 1}
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})  # type: ignore[arg-type]
 
+    @classmethod
+    def for_model(cls, model: str, **overrides: object) -> Limits:
+        """The defaults that suit ``model`` (a model name), with ``overrides`` (None ignored):
+        the small-model ones for an embedded ``local:`` model, the general ones otherwise."""
+        if model.startswith("local:"):
+            return cls.for_small_model(**overrides)
+        return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
 
 @dataclass
 class Budget:

@@ -190,10 +190,7 @@ def _ask(args: argparse.Namespace) -> int:
         if note and not args.quiet:
             print(f"rlm: {note}", file=sys.stderr)
     try:
-        if name.startswith("local:"):
-            limits = Limits.for_small_model(**overrides)
-        else:
-            limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
+        limits = Limits.for_model(name, **overrides)
     except ValueError as e:
         raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
     options = {"api_base": args.api_base} if args.api_base else {}

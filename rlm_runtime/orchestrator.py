@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime import brain
+from rlm_runtime import brain, errors
 from rlm_runtime.budget import Budget, Governor, Limits, Slots
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context import ContextHandle, CorpusHandle, open_context
@@ -160,7 +160,8 @@ class RLM:
         model: the root model (a model name string, see ``rlm_runtime.llm.make_client``, or
             a client).
         sub_model: the model of ``llm_query`` and of child RLMs (default: ``model``).
-        limits: the budget of a whole run (``rlm_runtime.Limits``).
+        limits: the budget of a whole run (``rlm_runtime.Limits``; default: ``Limits.for_model``
+            of the model, the small-model defaults for ``local:`` models).
         policy: the sandbox policy (name, path or Policy).
         cell_limits: per-cell sandbox limits (default: the policy's).
         trace: a JSONL path for trajectories, or a folder (one file per run); default
@@ -176,7 +177,7 @@ class RLM:
                  paths: Paths | None = None) -> None:
         self.client = make_client(model)
         self.sub_client = make_client(sub_model) if sub_model is not None else self.client
-        self.limits = limits or Limits()
+        self.limits = limits or Limits.for_model(self.client.model)
         self.policy = load_policy(policy)
         self.cell_limits = cell_limits
         self.on_event = on_event
@@ -370,7 +371,6 @@ class _Run:
                 failed = True
                 if result.error_type == "PolicyViolation" and "SyntaxError" in result.error:
                     text += '\nnote: a code block must be Python. To give your answer, write FINAL("your answer").'
-
             for warning in result.warnings:
                 text += f"\nnote: {warning}"
             shown.append(text.strip() or "(no output)")
@@ -575,8 +575,6 @@ def retrieve(query: str, context: Any = None, *, model: str | LLMClient | None =
     if result.answer is None:
         if result.error_type == "BudgetExceeded":
             raise BudgetExceeded(result.error or "budget exhausted", limit="run", partial=result.partial)
-        from rlm_runtime import errors
-
         kind = getattr(errors, result.error_type or "", None)
         if isinstance(kind, type) and issubclass(kind, RLMError) and kind is not BudgetExceeded:
             raise kind(result.error or "no answer")

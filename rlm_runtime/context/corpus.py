@@ -204,7 +204,9 @@ class CorpusHandle:
         complete = len(found) <= max_matches
         found = found[:max_matches]
         self.stats.record("greps", pattern, sum(len(m.line) for m in found))
-        return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case))
+        prober = None if found else (lambda p: self.count(p, True))
+        return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case),
+                                prober=prober, ignore_case=ignore_case)
 
     def _readable(self) -> Iterator[tuple[ContextHandle, Document]]:
         """Documents that open as text (binary or vanished files are skipped everywhere)."""

@@ -241,3 +241,12 @@ def test_empty_folder_corpus(tmp_path: Path) -> None:
     """It opens an empty folder as an empty corpus."""
     corpus = open_context(tmp_path)
     assert len(corpus) == 0 and corpus.n_bytes == 0 and list(corpus.grep("x")) == [] and corpus.n_chunks() == 0
+
+
+def test_corpus_empty_phrase_grep_names_the_words_that_match_alone() -> None:
+    """It gives a corpus grep the same hint as a single text: the phrase's words that match."""
+    corpus = CorpusHandle.from_items([TextHandle("Staff note: Casey reports to Quinn.\n", name="a"),
+                                      TextHandle("Quinn works in room 589.\n", name="b")])
+    hint = repr(corpus.grep("Casey works in"))
+    assert "'Casey' 1 line" in hint and "'works' 1 line" in hint
+    assert "Try grep('Casey', ignore_case=True)" in hint

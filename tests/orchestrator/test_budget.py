@@ -239,3 +239,23 @@ def test_concurrent_sub_calls_never_overrun_the_call_limit(tmp_path: Path, monke
     result = rlm.run("q", "text")
     assert result.error_type == "BudgetExceeded"
     assert len(root.prompts) + len(sub.prompts) <= 5
+
+
+def test_a_local_model_gets_the_small_model_defaults() -> None:
+    """It gives an RLM over a local: model the small-model limits when none are passed."""
+    rlm = RLM(ScriptedClient([code("FINAL(1)")], model="local:tiny"), trace=False)
+    try:
+        assert rlm.limits == Limits.for_small_model()
+        assert rlm.limits.max_output_tokens_per_call < Limits().max_output_tokens_per_call
+    finally:
+        rlm.close()
+
+
+@pytest.mark.parametrize(("model", "small"), [("local:qwen2.5-coder-1.5b", True), ("openai/gpt-4o-mini", False),
+                                              ("scripted:replies.jsonl", False)])
+def test_limits_for_a_model_name_keep_the_overrides(model: str, small: bool) -> None:
+    """It picks the defaults by model name and applies the overrides on top (None is ignored)."""
+    limits = Limits.for_model(model, max_iterations=3, max_depth=None)
+    assert limits.max_iterations == 3
+    assert (limits.feedback_chars == Limits.for_small_model().feedback_chars) is small
+    assert limits.max_depth == (Limits.for_small_model() if small else Limits()).max_depth
