@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -36,6 +35,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _common import machine, quantile
 
 from rlm_runtime.context import FileHandle, probe_path
 from rlm_runtime.sandbox import Sandbox
@@ -212,15 +213,6 @@ def warm_page_cache(path: str) -> float:
 # -------------------------------------------------------------------------- timing
 
 
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) with linear interpolation between order statistics."""
-    if not values:
-        return math.nan
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def run_gnu(args: list[str], lc_all: str | None) -> tuple[float, float, str]:
@@ -440,8 +432,7 @@ def bench_probe(root: str) -> dict[str, Any]:
 
 def _machine() -> dict[str, Any]:
     grep_version = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-            "load_1min_start": os.getloadavg()[0], "gnu_grep": grep_version,
+    return {**machine(), "gnu_grep": grep_version,
             "locale": {k: os.environ.get(k, "") for k in ("LC_ALL", "LC_CTYPE", "LANG")}}
 
 
@@ -455,7 +446,7 @@ def _ms(s: float) -> str:
 
 def print_table(r: dict[str, Any]) -> None:
     m, text, grep = r["machine"], r["text"], r["grep"]
-    print(f"rlm_runtime context bench: Python {m['python']}, {m['cpus']} CPUs, load {m['load_1min_start']:.2f} "
+    print(f"rlm_runtime context bench: Python {m['python']}, {m['cpus']} CPUs, load {m['load_1min']:.2f} "
           f"at start and {r['load_1min_end']:.2f} at the end, {m['gnu_grep']}")
     print(f"text: {text['bytes'] / 2**20:.0f} MiB, {text['needle_lines']} lines hold {RARE_LITERAL!r} "
           f"({'reused' if text.get('reused') else 'generated in ' + str(text['generate_s']) + ' s'}); "

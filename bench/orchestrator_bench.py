@@ -33,8 +33,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
-import platform
 import pstats
 import statistics
 import sys
@@ -46,6 +44,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from _common import machine
 
 from rlm_runtime import orchestrator
 from rlm_runtime.budget import Governor, Limits
@@ -485,13 +485,6 @@ def profile_run(n: int, paths: Paths, tmp: Path, top: int = 25) -> str:
 # ------------------------------------------------------------------------ report
 
 
-def _machine() -> dict[str, Any]:
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return {"python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform(),
-            "cpus": os.cpu_count(), "load_1min": load}
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -537,7 +530,7 @@ def run(n: int, repeat: int, long_n: int, fanout_repeat: int, profile: bool) -> 
         extra.update(fan_extra)
         if profile:
             extra["profile"] = profile_run(n, paths, tmp)
-    extra.update(iterations=n, repeat=repeat, long_iterations=long_n, machine=_machine())
+    extra.update(iterations=n, repeat=repeat, long_iterations=long_n, machine=machine())
     return rows, extra
 
 

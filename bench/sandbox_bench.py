@@ -26,7 +26,6 @@ import itertools
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from _common import machine, quantile
 
 import rlm_runtime
 from rlm_runtime.sandbox import Sandbox, check, load_policy, protocol
@@ -79,15 +79,6 @@ print(json.dumps({{'import_ns': t1 - t0, 'first_cell_ns': t2 - t1}}))
 """
 
 
-def quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile (0..1) with linear interpolation between order statistics."""
-    if not values:
-        return math.nan
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 @dataclass
@@ -327,7 +318,7 @@ def run(repeat: int) -> tuple[float, list[Figure], dict[str, Any]]:
         row.ratio = row.p50_ns / base
         if row.limit_ns is not None:
             row.passed = row.p50_ns < row.limit_ns if row.strict else row.p50_ns <= row.limit_ns
-    extra = {"machine": _machine(), "repeat": repeat}
+    extra = {"machine": machine(), "repeat": repeat}
     return base, rows, extra
 
 
@@ -339,13 +330,6 @@ def _cpu_rows(key: str, what: str, before: tuple[float, float], after: tuple[flo
     ]
 
 
-def _machine() -> dict[str, Any]:
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return {"python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform(),
-            "cpus": os.cpu_count(), "load_1min": load}
 
 
 def _fmt(ns: float | None) -> str:
