@@ -25,6 +25,8 @@ from RestrictedPython.Guards import (
     safer_getattr,
 )
 
+from rlm_runtime.sandbox import surface
+
 #: ``__name__`` of the user namespace; classes the user defines carry it in ``__module__``.
 USER_MODULE = "__rlm__"
 #: Name bound to the function that prints the value of a cell's last expression. It starts
@@ -86,8 +88,13 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
         blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(obj, kind)), None)
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
-        if isinstance(obj, types.ModuleType) and (obj.__name__, name) in denied:
-            raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
+        if isinstance(obj, types.ModuleType):
+            if (obj.__name__, name) in denied:
+                raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
+            if surface.is_reviewed(obj.__name__) and isinstance(name, str) and not name.startswith("_"):
+                reason = surface.refusal(obj.__name__, name)
+                if reason is not None:
+                    raise SandboxPermissionError(reason)
         try:
             value = safer_getattr(obj, name, *default) if default else safer_getattr(obj, name, raise_)
         except AttributeError as e:
@@ -95,9 +102,8 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
             # method's __func__, which user code must not reach by any name.
             e.obj = None
             raise
-        if isinstance(obj, types.ModuleType) and isinstance(value, types.ModuleType) and value.__name__ not in allowed_modules:
-            raise SandboxPermissionError(
-                f"'{obj.__name__}.{name}' is the module '{value.__name__}', which is not allowed")
+        if isinstance(value, types.ModuleType) and value.__name__ not in allowed_modules:
+            raise SandboxPermissionError(f"'{name}' is the module '{value.__name__}', which is not allowed")
         if _is_formatter(value):
             raise SandboxPermissionError(f"'{name}' walks attributes of its arguments and is not allowed in the sandbox")
         return value
@@ -165,28 +171,105 @@ def make_import(allowed: set[str], denied: frozenset[tuple[str, str]] = frozense
             # ``import a.b`` binds ``a``: that would hand out a package nobody allowed.
             raise SandboxPermissionError(f"import of '{name}' would bind '{top}', which is not allowed; "
                                          f"write: from {name.rpartition('.')[0]} import {name.rpartition('.')[2]}")
-        module = sys.modules.get(name) or importlib.import_module(name)
+        module = _user_module(name, denied)
         if fromlist:
             # ``from m import x`` reads x with a plain getattr (IMPORT_FROM), not through
             # _getattr_: apply the same rules here, or ``from statistics import sys`` hands
             # out a module that is not allowed.
             for item in fromlist:
+                if not isinstance(item, str):
+                    raise SandboxPermissionError("import names must be strings")
                 if (name, item) in denied:
                     raise SandboxPermissionError(f"'{name}.{item}' is not allowed by the sandbox policy")
+                if surface.is_reviewed(name):
+                    reason = surface.refusal(name, item)
+                    if reason is not None:
+                        raise SandboxPermissionError(reason)
                 value = getattr(module, item, None)
                 if isinstance(value, types.ModuleType) and value.__name__ not in allowed:
                     raise SandboxPermissionError(
                         f"'{name}.{item}' is the module '{value.__name__}', which is not allowed")
             return module
-        return sys.modules[top]
+        return _user_module(top, denied)
 
     return guarded_import
 
 
-def _guarded_type(*args: Any) -> Any:
-    if len(args) != 1:
-        raise SandboxPermissionError("type() with three arguments is not allowed; use a class statement")
-    return type(args[0])
+def _user_module(name: str, denied: frozenset[tuple[str, str]]) -> types.ModuleType:
+    """What ``import name`` binds in user code: the reviewed view, or the module itself
+    for a module the policy marks unreviewed."""
+    if surface.is_reviewed(name):
+        return surface.view(name, frozenset(d for d in denied if d[0] == name))
+    return sys.modules.get(name) or importlib.import_module(name)
+
+
+class _Metaclass:
+    """What user code gets for ``type``, and for ``type(C)`` when ``C`` is a class.
+
+    The real ``type`` (or any metaclass) builds a class from a name, bases and a namespace
+    dict, and that dict may hold keys no static check sees: ``"__annotations__"``,
+    ``"__globals__"``, ``"__init_subclass__"``... Library code later trusts such dunders
+    (``typing.get_type_hints`` evals annotations in ``__globals__``). So user code never
+    holds a metaclass: it holds this stand-in, which answers ``type(x)``, ``isinstance``
+    and ``issubclass`` like the metaclass does, compares equal to it, and refuses the
+    three-argument call and subclassing. Classes come from ``class`` statements only,
+    whose bodies RestrictedPython checks.
+    """
+
+    __slots__ = ("_meta",)
+
+    def __init__(self, meta: type) -> None:
+        object.__setattr__(self, "_meta", meta)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise SandboxPermissionError("type() with three arguments is not allowed; use a class statement")
+        return type_of(args[0])
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, self._meta)
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return issubclass(real_class(cls), self._meta)
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
+        raise SandboxPermissionError("a class cannot derive from a metaclass in the sandbox")
+
+    def __eq__(self, other: Any) -> bool:
+        return real_class(other) is self._meta
+
+    def __hash__(self) -> int:
+        return hash(self._meta)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise SandboxPermissionError("cannot set attributes of type objects in the sandbox")
+
+    def __repr__(self) -> str:
+        return repr(self._meta)
+
+
+_TYPE = _Metaclass(type)
+_metaclasses: dict[type, _Metaclass] = {type: _TYPE}
+
+
+def type_of(obj: Any) -> Any:
+    """``type(obj)``, with metaclasses replaced by their guarded stand-in."""
+    if isinstance(obj, _Metaclass):
+        return _TYPE
+    kind = type(obj)
+    if not issubclass(kind, type):
+        return kind
+    stand_in = _metaclasses.get(kind)
+    if stand_in is None:
+        stand_in = _metaclasses.setdefault(kind, _Metaclass(kind))
+    return stand_in
+
+
+def real_class(obj: Any) -> Any:
+    """The metaclass behind a stand-in; anything else as it is (for host-side checks)."""
+    if isinstance(obj, _Metaclass):
+        return object.__getattribute__(obj, "_meta")
+    return obj
 
 
 def make_builtins(getattr_guard: Any, import_guard: Any) -> dict[str, Any]:
@@ -225,7 +308,7 @@ def make_builtins(getattr_guard: Any, import_guard: Any) -> dict[str, Any]:
         setattr=guarded_setattr,
         delattr=guarded_delattr,
         dir=guarded_dir,
-        type=_guarded_type,
+        type=_TYPE,
         __import__=import_guard,
         SandboxPermissionError=SandboxPermissionError,
     )

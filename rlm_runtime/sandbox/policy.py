@@ -9,6 +9,8 @@ Policy file schema (every table and key optional; defaults are those of ``Policy
     description = "..."
     [imports]
     allow = ["re", "json", ...]          # exact module names user code may import
+    unreviewed = ["csv"]                 # allowed too, though not in the reviewed surface
+                                         # (sandbox/surface.py): every public attribute
     [attributes]
     deny = ["string.Formatter", ...]     # "module.attr" pairs user code may not reach
     [code]
@@ -35,12 +37,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.sandbox.guards import SHOW_NAME
 from rlm_runtime.sandbox.limits import Limits
+from rlm_runtime.sandbox.surface import is_reviewed, refusal
 
 _DEPRECATED_NODES = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "AugLoad",
                      "AugStore", "Param"}
@@ -67,9 +70,25 @@ class Policy(BaseModel):
     name: str = "custom"
     description: str = ""
     allowed_imports: tuple[str, ...] = ()
+    #: Allowed modules with no entry in the reviewed surface (``surface.REVIEWED``): user
+    #: code gets the real module and every public attribute. Each must also be allowed.
+    unreviewed_imports: tuple[str, ...] = ()
     denied_attributes: tuple[str, ...] = ()
     code: CodeRules = CodeRules()
     limits: Limits = Limits()
+
+    @model_validator(mode="after")
+    def _every_import_reviewed_or_marked(self) -> Policy:
+        allowed = set(self.allowed_imports)
+        stray = [m for m in self.unreviewed_imports if m not in allowed]
+        if stray:
+            raise ValueError(f"unreviewed imports {stray} are not in the allowed imports")
+        unknown = [m for m in self.allowed_imports if not is_reviewed(m) and m not in self.unreviewed_imports]
+        if unknown:
+            raise ValueError(
+                f"imports {unknown} are not in the sandbox's reviewed surface (rlm_runtime/sandbox/surface.py); "
+                "to allow them anyway, with every public attribute, list them under [imports] unreviewed")
+        return self
 
     def with_limits(self, **overrides: object) -> Policy:
         """A copy whose limits have the given fields replaced (None values are ignored)."""
@@ -85,7 +104,7 @@ class Policy(BaseModel):
     def cache_key(self) -> tuple[object, ...]:
         """What the compiled code depends on (limits do not change it). Recomputed on each
         call, never cached on the instance: ``model_copy`` would carry a stale value."""
-        return (self.allowed_imports, self.denied_attributes, self.code)
+        return (self.allowed_imports, self.unreviewed_imports, self.denied_attributes, self.code)
 
 
 def _first_error(e: ValidationError) -> str:
@@ -104,13 +123,14 @@ def parse_policy(data: dict[str, object], source: str) -> Policy:
     attributes = data.get("attributes", {})
     if not isinstance(imports, dict) or not isinstance(attributes, dict):
         raise ConfigError(f"{source}: [imports] and [attributes] must be tables")
-    for table, key, value in (("imports", "allow", imports), ("attributes", "deny", attributes)):
-        extra = set(value) - {key}
+    for table, keys, value in (("imports", ("allow", "unreviewed"), imports), ("attributes", ("deny",), attributes)):
+        extra = set(value) - set(keys)
         if extra:
-            raise ConfigError(f"{source}: unknown key(s) {sorted(extra)} in [{table}]; expected '{key}'")
-        items = value.get(key, [])
-        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-            raise ConfigError(f"{source}: [{table}] {key} must be a list of strings")
+            raise ConfigError(f"{source}: unknown key(s) {sorted(extra)} in [{table}]; expected {' or '.join(map(repr, keys))}")
+        for key in keys:
+            items = value.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+                raise ConfigError(f"{source}: [{table}] {key} must be a list of strings")
     bad_attrs = [a for a in attributes.get("deny", []) if "." not in a.strip(".")]
     if bad_attrs:
         raise ConfigError(f"{source}: [attributes] deny entries must be 'module.attribute', not {bad_attrs}")
@@ -118,7 +138,9 @@ def parse_policy(data: dict[str, object], source: str) -> Policy:
         policy = Policy(
             name=data.get("name", Path(source).stem),
             description=data.get("description", ""),
-            allowed_imports=tuple(imports.get("allow", ())),
+            # An unreviewed module is allowed by being listed there: naming it twice is not required.
+            allowed_imports=tuple(dict.fromkeys([*imports.get("allow", ()), *imports.get("unreviewed", ())])),
+            unreviewed_imports=tuple(imports.get("unreviewed", ())),
             denied_attributes=tuple(attributes.get("deny", ())),
             code=CodeRules(**data.get("code", {})),  # type: ignore[arg-type]
             limits=Limits(**data.get("limits", {})),  # type: ignore[arg-type]
@@ -402,6 +424,8 @@ def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: 
                 for alias in node.names:
                     if (node.module, alias.name) in denied_attrs:
                         errors.append(Finding(f"{node.module}.{alias.name} is not allowed", line))
+                    elif is_reviewed(node.module) and not alias.name.startswith(("_", "*")) and refusal(node.module, alias.name):
+                        errors.append(Finding(refusal(node.module, alias.name) or "", line))
         elif isinstance(node, ast.ExceptHandler):
             caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
             if node.type is None or any(isinstance(t, ast.Name) and t.id == "BaseException" for t in caught):

@@ -15,7 +15,7 @@ OS_POLICY = """
 name = "os-reachable"
 description = "Test-only: lets user code import os, threading and subprocess to probe the OS layers."
 [imports]
-allow = ["os", "threading", "subprocess"]
+unreviewed = ["os", "threading", "subprocess"]
 """
 
 

@@ -20,7 +20,7 @@ ESCAPED_POLICY = """\
 name = "escaped"
 description = "Test only: simulates code that got past the Python guards."
 [imports]
-allow = ["os", "socket", "subprocess", "ctypes", "signal", "threading", "pathlib", "io"]
+unreviewed = ["os", "socket", "subprocess", "ctypes", "signal", "threading", "pathlib", "io"]
 """
 
 
