@@ -3,24 +3,36 @@
 Exit codes: 0 success; 1 the checked or run code failed or was refused, grep found nothing,
 or ``ask`` found no answer (budget, iterations, errors); 2 bad usage (unknown option,
 missing file, invalid policy or pattern, unknown model, missing API key); 3 the model's
-server is unreachable. Errors are one line on stderr, never a traceback.
+server is unreachable; 130 interrupted. Errors are one line on stderr, never a traceback (an
+unexpected exception is reported as an internal error, exit 1; ``RLM_DEBUG=1`` adds the
+traceback); with ``--json`` the error is also the one JSON object on stdout.
+
+Text a cell, a model or a context file wrote reaches the terminal through ``termsafe``:
+its control characters are shown escaped, never obeyed. JSON output needs no such step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.errors import ModelUnavailable, RLMError
+from rlm_runtime.errors import ConfigError, ContextError, MissingAPIKey, ModelUnavailable, RLMError, UnknownModel
+from rlm_runtime.termsafe import one_line, printable
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class _Usage(Exception):
     """Bad usage found after argument parsing (a missing file, say)."""
+
+
+class _OutputClosed(Exception):
+    """The reader of our stdout went away (``rlm grep ... | head``): not an error of ours."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -122,6 +134,25 @@ def _version() -> str:
     return __version__
 
 
+def _write(text: str, stream: Any) -> None:
+    try:
+        print(text, file=stream)
+    except BrokenPipeError as e:
+        raise _OutputClosed() from e
+
+
+def _say(text: object, *, err: bool = False) -> None:
+    """Print text for a person: someone else may have written it (a cell, a model, a file),
+    so its terminal controls are shown escaped."""
+    _write(printable(str(text)), sys.stderr if err else sys.stdout)
+
+
+def _print_json(args: argparse.Namespace, value: object) -> None:
+    """Print the command's one JSON object (json.dumps escapes every control character)."""
+    _write(json.dumps(value, default=str), sys.stdout)
+    args.json_printed = True  # the error handler must not add a second object
+
+
 def _read_source(name: str) -> bytes:
     if name == "-":
         return sys.stdin.buffer.read()
@@ -142,9 +173,9 @@ def _policy_check(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     report = check(_read_source(args.file), policy)
     if args.json:
-        print(json.dumps(report.to_dict()))
+        _print_json(args, report.to_dict())
     else:
-        print(report.text())
+        _say(report.text())
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -160,16 +191,16 @@ def _sandbox_run(args: argparse.Namespace) -> int:
     with Sandbox(policy, contexts=[Path(p) for p in args.context]) as sandbox:
         result = sandbox.execute(source)
     if args.json:
-        print(json.dumps(result.to_dict(), default=str))
+        _print_json(args, result.to_dict())
     else:
-        if result.stdout:
-            sys.stdout.write(result.stdout if result.stdout.endswith("\n") else result.stdout + "\n")
+        if result.stdout:  # print ends the last line (a CR of a CRLF left alone would show escaped)
+            _say(result.stdout[:-2] if result.stdout.endswith("\r\n") else result.stdout.removesuffix("\n"))
         for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+            _say(f"warning: {warning}", err=True)
         if result.error:
-            print(result.error, file=sys.stderr)
+            _say(result.error, err=True)
         if result.has_final:
-            print(f"FINAL: {result.final}")
+            _say(f"FINAL: {result.final}")
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -188,7 +219,7 @@ def _ask(args: argparse.Namespace) -> int:
     if not name:
         name, note = default_model()
         if note and not args.quiet:
-            print(f"rlm: {note}", file=sys.stderr)
+            _say(f"rlm: {note}", err=True)
     try:
         limits = Limits.for_model(name, **overrides)
     except ValueError as e:
@@ -203,14 +234,14 @@ def _ask(args: argparse.Namespace) -> int:
     finally:
         rlm.close()
     if args.json:
-        print(json.dumps(result.to_dict(), default=str))
+        _print_json(args, result.to_dict())
     elif result.answer is not None:
-        print(result.answer)
+        _say(result.answer)
     if result.answer is None:
         if not args.json:
-            print(f"rlm: no answer: {result.error}", file=sys.stderr)
+            _say(f"rlm: no answer: {one_line(str(result.error))}", err=True)
             if result.partial:
-                print(f"rlm: partial output: {result.partial[:500]}", file=sys.stderr)
+                _say(f"rlm: partial output: {result.partial[:500]}", err=True)
         if result.error_type in ("ModelUnavailable",):
             return EXIT_UNAVAILABLE
         if result.error_type in ("UnknownModel", "MissingAPIKey"):
@@ -219,29 +250,38 @@ def _ask(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _lines(text: object) -> list[str]:
+    """The lines of ``text``, escaped first and split second: ``str.splitlines`` would also
+    split on a bare ``\\r`` or ``\\x1c``, hiding the very characters a forged line is made of."""
+    shown = printable(str(text)).strip()
+    return [line.removesuffix("\r") for line in shown.split("\n")] if shown else []
+
+
 class _LiveView:
-    """Prints each iteration to stderr as it happens: the code, then the head of its output."""
+    """Prints each iteration to stderr as it happens: the code, then the head of its output.
+
+    Everything shown was written by the model or its cells, so every line is escaped."""
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         pad = "  " * int(event.get("depth") or 0)
         if kind == "run_start" and event.get("depth"):
-            print(f"{pad}-> rlm_query (depth {event['depth']}): {str(event.get('query'))[:80]}", file=sys.stderr)
+            _say(f"{pad}-> rlm_query (depth {event['depth']}): {one_line(str(event.get('query')))[:80]}", err=True)
         elif kind == "iteration":
             tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
-            print(f"{pad}--- {tag} ({event.get('duration_s', 0):.1f}s)", file=sys.stderr)
+            _say(f"{pad}--- {tag} ({event.get('duration_s', 0):.1f}s)", err=True)
             for code, out in zip(event.get("code_blocks", []), event.get("outputs", []), strict=False):
-                for line in code.splitlines()[:15]:
-                    print(f"{pad}  > {line}", file=sys.stderr)
+                for line in _lines(code)[:15]:
+                    _say(f"{pad}  > {line}", err=True)
                 text = (out.get("stdout") or "") + (out.get("error") or "")
-                for line in text.strip().splitlines()[:8]:
-                    print(f"{pad}    {line[:160]}", file=sys.stderr)
+                for line in _lines(text)[:8]:
+                    _say(f"{pad}    {line[:160]}", err=True)
             if not event.get("code_blocks"):
-                print(f"{pad}  (no code) {str(event.get('response', ''))[:160]}", file=sys.stderr)
+                _say(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:160]}", err=True)
         elif kind == "sub_call":
-            print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s", file=sys.stderr)
+            _say(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s", err=True)
         elif kind == "run_end" and not event.get("depth"):
-            print(f"--- done: {event.get('iterations')} iterations", file=sys.stderr)
+            _say(f"--- done: {event.get('iterations')} iterations", err=True)
 
 
 def _model_install(args: argparse.Namespace) -> int:
@@ -250,9 +290,9 @@ def _model_install(args: argparse.Namespace) -> int:
 
     models.spec(args.name)  # unknown names are a usage error before anything is fetched
     try:
-        models.install(args.name, paths_from_env().models, progress=lambda m: print(m, file=sys.stderr))
+        models.install(args.name, paths_from_env().models, progress=lambda m: _say(m, err=True))
     except models.ModelError as e:
-        print(f"rlm: error: {e}", file=sys.stderr)
+        _say(f"rlm: error: {one_line(str(e))}", err=True)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -265,8 +305,8 @@ def _model_list(args: argparse.Namespace) -> int:
     have = {s.name: size for s, _, size in models.installed(folder)}
     for s in models.MODELS.values():
         state = f"installed, {have[s.name] / 1e9:.2f} GB" if s.name in have else "not installed"
-        print(f"{s.name:22} {state:26} licence: {s.licence}; {s.note}")
-    print(f"(folder: {folder})")
+        _say(f"{s.name:22} {state:26} licence: {s.licence}; {s.note}")
+    _say(f"(folder: {folder})")
     return EXIT_OK
 
 
@@ -275,16 +315,16 @@ def _model_remove(args: argparse.Namespace) -> int:
     from rlm_runtime.llm import models
 
     if models.remove(args.name, paths_from_env().models):
-        print(f"removed {args.name}")
+        _say(f"removed {args.name}")
         return EXIT_OK
-    print(f"{args.name} is not installed")
+    _say(f"{args.name} is not installed")
     return EXIT_FAILED
 
 
 def _trace_show(args: argparse.Namespace) -> int:
     from rlm_runtime.trajectory import read_events, render_tree
 
-    print(render_tree(read_events(args.file)))
+    _say(render_tree(read_events(args.file)))  # already escaped; escaping twice changes nothing
     return EXIT_OK
 
 
@@ -296,7 +336,7 @@ def _trace_html(args: argparse.Namespace) -> int:
         Path(args.output).write_text(page, encoding="utf-8")
     except OSError as e:
         raise _Usage(f"cannot write {args.output}: {e.strerror or e}") from e
-    print(f"wrote {args.output}")
+    _say(f"wrote {args.output}")
     return EXIT_OK
 
 
@@ -327,30 +367,33 @@ def _probe(args: argparse.Namespace) -> int:
         raise _Usage(f"no such file or folder: {args.path}")
     result = probe_path(args.path, config)
     if args.json:
-        print(json.dumps(result.to_dict(), default=str))
+        _print_json(args, result.to_dict())
     else:
-        print(result.summary())
+        _say(result.summary())
     return EXIT_OK
 
 
+# A context file is as untrusted as a model's output: what peek, grep and chunk show is escaped.
+
+
 def _peek(args: argparse.Namespace) -> int:
-    print(_open(args.path).peek(args.n))
+    _say(_open(args.path).peek(args.n))
     return EXIT_OK
 
 
 def _grep(args: argparse.Namespace) -> int:
     handle = _open(args.path)
     if args.count:
-        print(handle.count(args.pattern, ignore_case=args.ignore_case))
+        _say(handle.count(args.pattern, ignore_case=args.ignore_case))
         return EXIT_OK
     result = handle.grep(args.pattern, context_lines=args.context_lines, max_matches=args.max_matches,
                          ignore_case=args.ignore_case)
-    print(repr(result))
+    _say(repr(result))
     return EXIT_OK if result else EXIT_FAILED
 
 
 def _chunk(args: argparse.Namespace) -> int:
-    print(repr(_open(args.path).chunk(args.index, args.size, args.unit)))
+    _say(repr(_open(args.path).chunk(args.index, args.size, args.unit)))
     return EXIT_OK
 
 
@@ -359,35 +402,87 @@ def _sandbox_doctor(args: argparse.Namespace) -> int:
 
     layers = diagnose(args.policy)
     if args.json:
-        print(json.dumps([{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose} for x in layers]))
+        _print_json(args, [{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose} for x in layers])
     else:
-        print(render(layers))
+        _say(render(layers))
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    for stream in (sys.stdout, sys.stderr):
-        # Sandboxed code can print lone surrogates; show them escaped rather than crash.
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        code: int = args.run(args)
-        return code
-    except _Usage as e:
-        print(f"rlm: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ModelUnavailable as e:
-        print(f"rlm: error: {e}", file=sys.stderr)
+def _exit_code(error: BaseException) -> int:
+    """The documented exit code of an error (see the module docstring)."""
+    if isinstance(error, ModelUnavailable):
         return EXIT_UNAVAILABLE
-    except RLMError as e:
-        print(f"rlm: error: {e}", file=sys.stderr)
+    if isinstance(error, (_Usage, ConfigError, ContextError, UnknownModel, MissingAPIKey)):
         return EXIT_USAGE
+    return EXIT_FAILED  # the run failed: the sandbox broke, a budget ran out, a model call was refused
+
+
+def _report(args: argparse.Namespace | None, line: str, message: str, error_type: str, code: int) -> int:
+    """``rlm: LINE`` on stderr, and with ``--json`` one JSON object on stdout whose ``error``
+    is ``message`` (unescaped: JSON escapes it, and a program gets the original text)."""
+    try:
+        if args is not None and getattr(args, "json", False) and not getattr(args, "json_printed", False):
+            _print_json(args, {"error": message, "error_type": error_type})
+        print(f"rlm: {one_line(line)}", file=sys.stderr)
+    except (OSError, _OutputClosed):  # the streams themselves are gone: the exit status still tells
+        pass
+    return code
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """Warnings name context files and quote their text: one escaped line each, without the
+    source line of rlm_runtime that Python would print under it."""
+    try:
+        _say(f"rlm: warning: {one_line(str(message))}", err=True)
+    except _OutputClosed:
+        pass
+
+
+def _quiet_broken_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every exception ends here as one line and an exit code."""
+    args: argparse.Namespace | None = None
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            # Sandboxed code can print lone surrogates; show them escaped rather than crash.
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
+        args = _parser().parse_args(argv)
+        with warnings.catch_warnings():  # restores the default display when main returns
+            warnings.showwarning = _show_warning
+            code: int = args.run(args)
+        try:
+            sys.stdout.flush()  # here, not at exit, so a closed pipe is caught below
+        except BrokenPipeError as e:
+            raise _OutputClosed() from e
+        return code
+    except _OutputClosed:
+        _quiet_broken_stdout()
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        print("rlm: interrupted", file=sys.stderr)
-        return 130
+        return _report(args, "interrupted", "interrupted", "KeyboardInterrupt", EXIT_INTERRUPTED)
+    except (_Usage, RLMError) as e:
+        kind = "UsageError" if isinstance(e, _Usage) else type(e).__name__
+        return _report(args, f"error: {e}", str(e), kind, _exit_code(e))
+    except Exception as e:
+        from rlm_runtime.config import debug_enabled
+
+        if debug_enabled():
+            import traceback
+
+            traceback.print_exc()
+        message = f"internal error: {type(e).__name__}: {e}"
+        return _report(args, f"{message} (please report; RLM_DEBUG=1 shows the traceback)", message, type(e).__name__, EXIT_FAILED)
 
 
 def entry() -> Any:

@@ -45,6 +45,11 @@ class Paths:
         return self.home / "traces"
 
     @property
+    def logs(self) -> Path:
+        """Logs of helper processes (the local model server)."""
+        return self.home / "logs"
+
+    @property
     def models(self) -> Path:
         """Local model files: ``RLM_MODELS_DIR``, else ``$RLM_HOME/models``."""
         return self.models_dir or self.home / "models"
@@ -134,3 +139,9 @@ def default_model(environ: dict[str, str] | None = None) -> tuple[str, str | Non
             return model, f"no model configured: using {model} because {key} is set (set RLM_MODEL or pass --model)"
     return DEFAULT_LOCAL_MODEL, (f"no model configured and no provider key set: using {DEFAULT_LOCAL_MODEL}, "
                                  "which runs offline (set RLM_MODEL or pass --model to change)")
+
+
+def debug_enabled(environ: dict[str, str] | None = None) -> bool:
+    """``RLM_DEBUG`` set to anything but empty, 0, false or no: the CLI then shows tracebacks."""
+    env = os.environ if environ is None else environ
+    return env.get("RLM_DEBUG", "").strip().lower() not in ("", "0", "false", "no")

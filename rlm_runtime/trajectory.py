@@ -5,12 +5,17 @@ Events (each has ``type``, ``run_id``, ``parent_id``, ``depth``, ``t``): ``run_s
 durations, usage), ``sub_call`` (llm_query and friends, nested under their run),
 ``run_end`` (answer, error, usage). ``render_tree`` prints a readable tree;
 ``render_html`` writes one self-contained page that opens offline.
+
+Both readers show model and cell text with its control characters escaped (``termsafe``):
+a trace replays what a model wrote, so it must not drive the terminal, or hide or reorder
+text on the page, when it is read.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import threading
 import time
 from collections import defaultdict
@@ -18,6 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.errors import ConfigError
+from rlm_runtime.termsafe import printable
+
+#: What json.dumps(ensure_ascii=False) leaves raw but a trace must not hold: DEL and C1
+#: controls and bidi overrides act on a terminal that cats the file; U+2028, U+2029 and NEL
+#: end a line for ``str.splitlines``; a lone surrogate (a cell can print one) cannot be
+#: encoded as UTF-8 at all. Each is only ever inside a JSON string, where a ``\uXXXX``
+#: escape means the same character.
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _json_line(event: dict[str, Any]) -> str:
+    line = json.dumps(event, default=str, ensure_ascii=False)
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 class TraceWriter:
@@ -35,7 +53,7 @@ class TraceWriter:
         if self._file is None:
             return
         event.setdefault("t", time.time())
-        line = json.dumps(event, default=str, ensure_ascii=False)
+        line = _json_line(event)
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()
@@ -116,12 +134,14 @@ def render_tree(events: list[dict[str, Any]], width: int = 100) -> str:
         for child in children.get(rid, []):
             run(child, indent + "  ")
         if end:
-            what = f"answer={_clip(end.get('answer'), 80)!r}" if end.get("answer") is not None else f"error={end.get('error')}"
+            what = (f"answer={_clip(end.get('answer'), 80)!r}" if end.get("answer") is not None
+                    else f"error={_clip(str(end.get('error')), 200).replace(chr(10), ' | ')}")
             out.append(f"{indent}  end: {what}, {end.get('iterations')} iterations, usage={json.dumps(end.get('usage', {}))}")
 
     for rid in roots:
         run(rid, "")
-    return "\n".join(out) if out else "(no runs in this trace)"
+    # Most fields are shown with repr (escaped already), but code, outputs and errors are not.
+    return printable("\n".join(out)) if out else "(no runs in this trace)"
 
 
 _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}details{margin:.3em 0 .3em 1em}
@@ -132,7 +152,10 @@ summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-hei
 def render_html(events: list[dict[str, Any]], title: str = "rlm trajectory") -> str:
     """One self-contained HTML page (no scripts, no network): call tree, code, outputs, usage."""
     roots, by_run, children = _runs(events)
-    e_ = html.escape
+
+    def e_(text: str) -> str:
+        # Controls are invisible on a page and bidi overrides reorder it: show them escaped too.
+        return html.escape(printable(text))
 
     def run(rid: str) -> str:
         evs = by_run[rid]

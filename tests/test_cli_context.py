@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,68 @@ def test_chunk_missing_file_and_bad_arguments(files: Path, capsys: pytest.Captur
             main(argv)
         assert info.value.code == 2
     capsys.readouterr()
+
+
+# ------------------------------------------------------- terminal escapes in files
+
+#: Raw controls that would act on a terminal (C0 but newline and tab, DEL, C1, bidi controls).
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+FORGED = "FAILED 3 tests\x1b[1A\x1b[2K\rall tests passed \x1b]0;pwned\x07 \x9b31m \u202eevil"
+FORGED_SHOWN = "FAILED 3 tests\\x1b[1A\\x1b[2K\\x0dall tests passed \\x1b]0;pwned\\x07 \\x9b31m \\u202eevil"
+
+
+@pytest.fixture
+def hostile(files: Path) -> Path:
+    """A text file (and a folder with a hostile file name) whose content drives a terminal."""
+    body = "".join(f"plain line {i}\n" for i in range(1, 40)) + f"needle {FORGED}\n" + "tail line\n"
+    (files / "hostile.txt").write_text(body)
+    (files / "head.txt").write_text(f"title\n{FORGED}\nend\n")
+    folder = files / "hkb"
+    folder.mkdir()
+    (folder / "name\x1b]0;pwned\x07.txt").write_text(f"needle {FORGED}\n")
+    return files
+
+
+HOSTILE_NAME_SHOWN = "name\\x1b]0;pwned\\x07.txt"
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["peek", "hostile.txt", "-n", "5000"], FORGED_SHOWN),
+    (["grep", "needle", "hostile.txt"], FORGED_SHOWN),
+    (["grep", "-C", "1", "needle", "hkb"], f"{HOSTILE_NAME_SHOWN}:1: needle {FORGED_SHOWN}"),
+    (["chunk", "hostile.txt", "0"], FORGED_SHOWN),
+    (["peek", "hkb"], HOSTILE_NAME_SHOWN),
+    (["probe", "head.txt"], "\\x1b]0;pwned\\x07 \\x9b31m \\u202eevil"),
+    (["probe", "hkb"], HOSTILE_NAME_SHOWN),
+], ids=["peek", "grep", "grep-folder", "chunk", "peek-folder", "probe", "probe-folder"])
+def test_file_content_reaches_the_terminal_escaped(argv: list[str], shown: str, hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It shows a file's terminal controls escaped (content and file names), never raw."""
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert not RAW_CONTROL.search(out + err), out
+    assert shown in out
+
+
+def test_probe_json_keeps_the_original_text(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It leaves --json output to JSON's own escapes: no raw control, and parsing gives the original name back."""
+    assert main(["probe", "hkb", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not RAW_CONTROL.search(out)
+    assert json.loads(out)["documents"][0]["name"] == "name\x1b]0;pwned\x07.txt"
+
+
+def test_an_error_naming_a_hostile_path_is_escaped(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It escapes the controls of a path quoted in an error message, on one line."""
+    assert main(["peek", "missing\x1b]0;pwned\x07\n.txt"]) == 2
+    err = capsys.readouterr().err
+    _one_line_error(err)
+    assert not RAW_CONTROL.search(err)
+    assert "missing\\x1b]0;pwned\\x07" in err
+
+
+def test_a_warning_is_one_escaped_line(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It shows a warning about a hostile file as one escaped "rlm: warning:" line, without Python's source line."""
+    (files / "bad\x1b]0;pwned\x07.txt").write_bytes(b"caf\xe9 needle\n")
+    assert main(["grep", "needle", "bad\x1b]0;pwned\x07.txt"]) == 0
+    err = capsys.readouterr().err
+    assert err == "rlm: warning: bad\\x1b]0;pwned\\x07.txt: invalid UTF-8 was decoded with replacement characters\n"

@@ -127,10 +127,11 @@ def test_denies_invalid_utf8_with_its_line(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_denies_a_missing_file_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """It denies a missing file: exit 2, one error line on stderr, nothing on stdout."""
+    """It denies a missing file: exit 2, one error line on stderr, the error as the one JSON object on stdout."""
     assert main(["policy", "check", str(tmp_path / "nope.py"), "--json"]) == 2
     out, err = capsys.readouterr()
-    assert out == ""
+    assert json.loads(out) == {"error": f"no such file: {tmp_path / 'nope.py'}", "error_type": "UsageError"}
+    assert out.count("\n") == 1
     assert err == f"rlm: error: no such file: {tmp_path / 'nope.py'}\n"
 
 

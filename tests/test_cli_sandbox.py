@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -115,11 +116,12 @@ def test_code_from_stdin() -> None:
 
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:
-    """It exits 2 with a one-line error on stderr for a missing file."""
+    """It exits 2 with a one-line error on stderr for a missing file, and the error as the JSON object."""
     missing = tmp_path / "nope.py"
     done = rlm("sandbox", "run", str(missing), "--json")
     assert done.returncode == 2, done
-    assert done.stdout == ""
+    assert json.loads(done.stdout) == {"error": f"no such file: {missing}", "error_type": "UsageError"}
+    assert done.stdout.count("\n") == 1
     assert done.stderr.strip().splitlines() == [f"rlm: error: no such file: {missing}"]
 
 
@@ -182,3 +184,51 @@ def test_doctor_json() -> None:
     if sys.platform.startswith("linux"):
         for name in ("seccomp", "landlock", "rlimits", "process_group", "empty_environment"):
             assert by_name[name]["active"] is True, by_name[name]
+
+
+# ------------------------------------------------------- terminal escapes in output
+
+#: Raw controls that would act on a terminal (C0 but newline and tab, DEL, C1, bidi controls).
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: A cell's text that sets the title (OSC 0/2), writes the clipboard (OSC 52), draws a hyperlink
+#: (OSC 8), forges a line (cursor up, erase line, carriage return), uses the C1 CSI and a bidi override.
+ATTACK = ("FAILED 3 tests\x1b[1A\x1b[2K\rall tests passed \x1b]0;t0\x07\x1b]2;t2\x07\x1b]52;c;ZXZpbA==\x07"
+          "\x1b]8;;https://evil.example/\x1b\\docs\x1b]8;;\x1b\\ \x9b31mred\x07 \u202eevil")
+ATTACK_SHOWN = ("FAILED 3 tests\\x1b[1A\\x1b[2K\\x0dall tests passed \\x1b]0;t0\\x07\\x1b]2;t2\\x07\\x1b]52;c;ZXZpbA==\\x07"
+                "\\x1b]8;;https://evil.example/\\x1b\\docs\\x1b]8;;\\x1b\\ \\x9b31mred\\x07 \\u202eevil")
+ATTACK_CELL = f"ATTACK = {ATTACK!r}\nprint(ATTACK)\n"
+
+
+def test_plain_output_escapes_terminal_controls(cell: Callable[[str], str]) -> None:
+    """It shows a cell's output and FINAL with their terminal controls escaped, never raw."""
+    done = rlm("sandbox", "run", cell(ATTACK_CELL + "FINAL(ATTACK)\n"))
+    assert done.returncode == 0, done
+    assert not RAW_CONTROL.search(done.stdout + done.stderr), done.stdout
+    assert done.stdout == f"{ATTACK_SHOWN}\nFINAL: {ATTACK_SHOWN}\n"
+
+
+def test_plain_error_escapes_terminal_controls(cell: Callable[[str], str]) -> None:
+    """It shows a cell's error message with its terminal controls escaped."""
+    done = rlm("sandbox", "run", cell(ATTACK_CELL + "raise ValueError(ATTACK)\n"))
+    assert done.returncode == 1, done
+    assert not RAW_CONTROL.search(done.stdout + done.stderr), done.stderr
+    assert done.stdout == f"{ATTACK_SHOWN}\n"
+    assert f"ValueError: {ATTACK_SHOWN}" in done.stderr
+
+
+def test_json_output_round_trips_terminal_controls(cell: Callable[[str], str]) -> None:
+    """It keeps --json output raw-control free through JSON's own escapes, and parsing gives the exact text back."""
+    done = rlm("sandbox", "run", cell(ATTACK_CELL + "FINAL(ATTACK)\n"), "--json")
+    assert done.returncode == 0, done
+    assert not RAW_CONTROL.search(done.stdout)
+    result = one_json_object(done)
+    assert result["stdout"] == ATTACK + "\n" and result["final"] == ATTACK
+
+
+def test_plain_output_keeps_crlf_line_ends(cell: Callable[[str], str]) -> None:
+    """It passes CRLF line ends through (they cannot overwrite text) but escapes a bare carriage return."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "sandbox", "run", cell("print('a\\r\\nb\\rc', end='\\r\\n')")],
+                          capture_output=True, env=env, cwd=ROOT, timeout=60)  # bytes: text mode would turn CRLF into LF
+    assert done.returncode == 0, done
+    assert done.stdout == b"a\r\nb\\x0dc\n"

@@ -6,6 +6,10 @@ the machine; later calls and later runs in the same process reuse it, and it is 
 exit. A server that crashed or stopped answering is restarted once; if that fails the error
 says why (with the end of the server's log).
 
+The server's log goes to ``$RLM_HOME/logs`` (a 0700 folder), not to a predictable name in the
+shared temp folder, where another user could plant a symlink to redirect the write; the file
+is created fresh, never opened through a link (``open_log``).
+
 Root and sub-calls share one server. llama.cpp serves one request at a time here, and a
 sub-call's prompt would evict the root conversation's cached prefix, so the server keeps a
 RAM prompt cache (``--cache``): after a sub-call the root's prefix is restored from it
@@ -17,22 +21,26 @@ from __future__ import annotations
 import atexit
 import os
 import socket
+import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from rlm_runtime.config import paths_from_env
 from rlm_runtime.errors import ConfigError, ModelUnavailable
 from rlm_runtime.llm.base import Completion, Message
 from rlm_runtime.llm.models import ModelError, spec, verify
 
 START_TIMEOUT_S = 180.0
 _MIB = 1024 * 1024
+#: How much of the end of a server log an error message reads, and how much of each line it shows.
+_TAIL_BYTES = 64 * 1024
+_TAIL_LINE_CHARS = 300
 
 
 def engine_available() -> bool:
@@ -55,6 +63,52 @@ def server_settings(available_bytes: int, cpu_count: int, context_window: int) -
     return {"n_threads": max(1, cpu_count), "n_ctx": n_ctx, "cache_size": cache_mb * _MIB}
 
 
+def open_log(path: Path) -> IO[bytes]:
+    """Create ``path`` afresh for writing (mode 0600) in a folder made 0700 if missing.
+
+    Whatever is at ``path`` is removed first, a symlink or a hard link to someone's file
+    included (unlinking removes the name, never the target), and the file is then created
+    with ``O_EXCL | O_NOFOLLOW``: if anything reappears there in between, the open fails
+    instead of writing through it.
+    """
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o600)
+    except OSError as e:
+        raise ConfigError(f"cannot create the local model server's log {path}: {e.strerror or e}") from e
+    return os.fdopen(fd, "wb")
+
+
+def read_log_tail(path: Path, lines: int = 5) -> str:
+    """The last ``lines`` lines of a log, joined by " / ", for an error message.
+
+    Reads at most the last 64 KB, only of a regular file reached without a symlink (a FIFO or
+    a device there would block or never end), and never raises.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return "(no server log)"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "(no server log)"
+        os.lseek(fd, max(0, info.st_size - _TAIL_BYTES), os.SEEK_SET)
+        data = os.read(fd, _TAIL_BYTES)
+    except OSError:
+        return "(no server log)"
+    finally:
+        os.close(fd)
+    rows = [row.strip() for row in data.decode("utf-8", errors="replace").splitlines() if row.strip()]
+    rows = [row if len(row) <= _TAIL_LINE_CHARS else row[:_TAIL_LINE_CHARS] + "..." for row in rows[-max(1, lines):]]
+    return " / ".join(rows) or "(empty server log)"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -64,13 +118,13 @@ def _free_port() -> int:
 class LocalServer:
     """One llama.cpp server process for one model file."""
 
-    def __init__(self, name: str, model_path: Path, settings: dict[str, int]) -> None:
+    def __init__(self, name: str, model_path: Path, settings: dict[str, int], *, log_dir: Path | None = None) -> None:
         self.name = name
         self.model_path = model_path
         self.settings = settings
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(tempfile.gettempdir()) / f"rlm-local-{name}-{os.getpid()}.log"
+        self.log_path = (log_dir or paths_from_env().logs) / f"local-{name}-{os.getpid()}.log"
         self.starts = 0
 
     @property
@@ -90,7 +144,7 @@ class LocalServer:
                "--logits_all", "False", "--verbose", "False"]
         if self.settings["cache_size"] > 0:  # 0 turns the prompt cache off (bench/local_sharing.py)
             cmd += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(self.settings["cache_size"])]
-        log = self.log_path.open("wb")
+        log = open_log(self.log_path)
         try:
             self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
@@ -117,11 +171,7 @@ class LocalServer:
             return False
 
     def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        except OSError:
-            return "(no server log)"
-        return " / ".join(text[-lines:]) or "(empty server log)"
+        return read_log_tail(self.log_path, lines)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -171,8 +221,6 @@ class LocalModelClient:
     """A client for ``local:NAME``; requests are serialised (the server has one slot)."""
 
     def __init__(self, name: str, *, models_dir: Path | None = None, timeout_s: float = 600.0, **_: Any) -> None:
-        from rlm_runtime.config import paths_from_env
-
         s = spec(name)  # unknown names fail here, before anything starts
         self.name = name
         self.model = f"local:{name}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -277,3 +278,66 @@ def test_the_installed_command_in_a_real_process(write_script: Script, hay: Path
     assert json.loads(proc.stdout)["answer"] == "TANGERINE-4471"
     assert proc.stdout.count("\n") == 1
     assert "--- iteration 1" in proc.stderr
+
+
+# ------------------------------------------------------- terminal escapes in output
+
+#: Raw controls that would act on a terminal (C0 but newline and tab, DEL, C1, bidi controls).
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Sets the title (OSC 0/2), writes the clipboard (OSC 52), draws a hyperlink (OSC 8), forges a
+#: line (cursor up, erase line, carriage return), uses the C1 CSI and a bidi override.
+ATTACK = ("FAILED 3 tests\x1b[1A\x1b[2K\rall tests passed \x1b]0;t0\x07\x1b]2;t2\x07\x1b]52;c;ZXZpbA==\x07"
+          "\x1b]8;;https://evil.example/\x1b\\docs\x1b]8;;\x1b\\ \x9b31mred \u202eevil")
+ATTACK_SHOWN = ("FAILED 3 tests\\x1b[1A\\x1b[2K\\x0dall tests passed \\x1b]0;t0\\x07\\x1b]2;t2\\x07\\x1b]52;c;ZXZpbA==\\x07"
+                "\\x1b]8;;https://evil.example/\\x1b\\docs\\x1b]8;;\\x1b\\ \\x9b31mred \\u202eevil")
+#: A cell that prints the attack; its comment holds a raw ESC, as a model's code can.
+ATTACK_CELL = code(f"ATTACK = {ATTACK!r}  # \x1b]0;code-title\x07\nprint(ATTACK)")
+
+
+def test_ask_escapes_terminal_controls(write_script: Script, hay: Path, rlm_cli: CLI) -> None:
+    """It shows the live view (code, output, prose) and the answer with their terminal controls escaped."""
+    script = write_script(ATTACK_CELL, "Thinking\x1b]0;pwned\x07 FAILED\rall ok \u202e", code("FINAL(ATTACK)"))
+    res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{script}")
+    assert res.code == 0, res.err
+    assert not RAW_CONTROL.search(res.out + res.err), res.err
+    assert res.out == ATTACK_SHOWN + "\n"
+    assert "# \\x1b]0;code-title\\x07" in res.err
+    assert f"    {ATTACK_SHOWN[:100]}" in res.err
+    assert "(no code) Thinking\\x1b]0;pwned\\x07 FAILED\\x0dall ok \\u202e" in res.err
+
+
+def test_ask_json_round_trips_terminal_controls(write_script: Script, hay: Path, rlm_cli: CLI) -> None:
+    """It keeps the --json answer free of raw controls through JSON's escapes, and parsing gives the exact answer."""
+    script = write_script(ATTACK_CELL, code("FINAL(ATTACK)"))
+    res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{script}", "--json", "-q")
+    assert res.code == 0, res.err
+    assert not RAW_CONTROL.search(res.out)
+    assert res.json()["answer"] == ATTACK
+
+
+def test_ask_escapes_the_partial_answer(write_script: Script, hay: Path, rlm_cli: CLI) -> None:
+    """It shows the partial output of a run without an answer with its terminal controls escaped."""
+    res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{write_script(ATTACK_CELL)}", "--max-iterations", "2", "-q")
+    assert res.code == 1
+    assert not RAW_CONTROL.search(res.out + res.err), res.err
+    assert f"rlm: partial output: {ATTACK_SHOWN}\n" in res.err
+    assert res.err.startswith("rlm: no answer: ")
+
+
+def test_ask_escapes_a_child_query(write_script: Script, hay: Path, rlm_cli: CLI) -> None:
+    """It shows an rlm_query question in the live view escaped and on one line."""
+    root = write_script(code(f"a = rlm_query({ATTACK + chr(10) + 'second line'!r}, context='x')"), code("FINAL(a)"))
+    sub = write_script(code("FINAL('ok')"))
+    res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{root}", "--sub-model", f"scripted:{sub}", "--max-depth", "1")
+    assert (res.code, res.out) == (0, "ok\n"), res.err
+    assert not RAW_CONTROL.search(res.err), res.err
+    assert f"-> rlm_query (depth 1): {ATTACK_SHOWN[:80]}\n" in res.err
+
+
+def test_a_lone_surrogate_in_cell_output(write_script: Script, hay: Path, rlm_cli: CLI, tmp_path: Path) -> None:
+    """It runs on when a cell prints a lone surrogate: the trace keeps it as a JSON escape, the live view shows it escaped."""
+    trace = tmp_path / "t.jsonl"
+    script = write_script(code("print('x' + chr(0xd800))"), code("FINAL('done')"))
+    res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{script}", "--trace", trace)
+    assert (res.code, res.out) == (0, "done\n"), res.err
+    assert of_type(read_trace(trace), "iteration")[0]["outputs"][0]["stdout"] == "x\ud800\n"

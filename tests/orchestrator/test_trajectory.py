@@ -202,3 +202,74 @@ def test_rlm_trace_html_to_an_unwritable_place_is_a_usage_error(trace_file: Path
     res = rlm_cli("trace", "html", trace_file, "-o", tmp_path / "no" / "such" / "dir" / "p.html")
     assert res.code == 2
     assert "cannot write" in res.err
+
+
+# ------------------------------------------------------- terminal escapes in traces
+
+#: Raw controls that would act on a terminal (C0 but newline and tab, DEL, C1, bidi controls).
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Title (OSC 0/2), clipboard (OSC 52), hyperlink (OSC 8), a forged line, the C1 CSI, a bidi override.
+ATTACK = ("FAILED\x1b[1A\x1b[2K\rall tests passed \x1b]0;t0\x07\x1b]2;t2\x07\x1b]52;c;ZXZpbA==\x07"
+          "\x1b]8;;https://evil.example/\x1b\\docs\x1b]8;;\x1b\\ \x9b31m \u202eevil")
+ATTACK_SHOWN = ("FAILED\\x1b[1A\\x1b[2K\\x0dall tests passed \\x1b]0;t0\\x07\\x1b]2;t2\\x07\\x1b]52;c;ZXZpbA==\\x07"
+                "\\x1b]8;;https://evil.example/\\x1b\\docs\\x1b]8;;\\x1b\\ \\x9b31m \\u202eevil")
+
+
+@pytest.fixture
+def hostile_trace(tmp_path: Path) -> Path:
+    """A trace whose query, code, output, error, sub-call, model name and answer all drive a terminal."""
+    path = tmp_path / "hostile.jsonl"
+    writer = TraceWriter(path)
+    base = {"run_id": "r1", "parent_id": None, "depth": 0}
+    writer.emit({**base, "type": "run_start", "model": f"m{ATTACK}", "query": ATTACK})
+    writer.emit({**base, "type": "iteration", "iteration": 1, "response": ATTACK, "code_blocks": [f"x = 1  # {ATTACK}"],
+                 "outputs": [{"stdout": ATTACK + "\n"}, {"error": f"ValueError: {ATTACK}"}], "usage": {}})
+    writer.emit({**base, "type": "sub_call", "kind": f"llm_query{ATTACK}", "model": "m", "prompt": ATTACK, "response": ATTACK})
+    writer.emit({**base, "type": "run_end", "answer": None, "error": f"{ATTACK}\nsecond line", "iterations": 1, "usage": {}})
+    writer.close()
+    return path
+
+
+def test_rlm_trace_show_escapes_terminal_controls(hostile_trace: Path, rlm_cli: Callable[..., CLIResult]) -> None:
+    """It prints a trace of hostile text with every terminal control escaped and the text still visible."""
+    res = rlm_cli("trace", "show", hostile_trace)
+    assert res.code == 0, res.err
+    assert not RAW_CONTROL.search(res.out + res.err), res.out
+    assert "code[0]: x = 1  # FAILED\\x1b[1A\\x1b[2K\\x0dall tests passed" in res.out
+    assert "out[0]: FAILED\\x1b[1A\\x1b[2K\\x0dall tests passed" in res.out
+    assert f"query={ATTACK!r}"[:40] in res.out  # shown with repr, escaped already
+    assert f"error={ATTACK_SHOWN} | second line" in res.out
+
+
+def test_render_html_escapes_controls_on_the_page(hostile_trace: Path) -> None:
+    """It shows controls on the HTML page as visible escapes too: invisible there, and bidi overrides reorder text."""
+    page = render_html(read_events(hostile_trace))
+    assert not RAW_CONTROL.search(page)
+    assert "FAILED\\x1b[1A\\x1b[2K\\x0dall tests passed" in page and "\\u202eevil" in page
+
+
+def test_the_trace_file_keeps_the_original_text(hostile_trace: Path) -> None:
+    """It writes the trace with every control escaped (safe to cat), and reads the original text back."""
+    assert not RAW_CONTROL.search(hostile_trace.read_text(encoding="utf-8"))
+    assert read_events(hostile_trace)[0]["query"] == ATTACK
+
+
+def test_line_separators_do_not_split_a_trace_line(tmp_path: Path) -> None:
+    """It escapes U+2028, U+2029 and NEL in the JSONL, so a reader splitting lines keeps each event whole."""
+    path = tmp_path / "seps.jsonl"
+    writer = TraceWriter(path)
+    writer.emit({"type": "run_end", "run_id": "r", "answer": "a\u2028b\u2029c\x85d ünï"})
+    writer.close()
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 1 and "ünï" in text
+    assert read_events(path)[0]["answer"] == "a\u2028b\u2029c\x85d ünï"
+
+
+def test_a_lone_surrogate_is_written_and_read_back(tmp_path: Path) -> None:
+    """It writes a lone surrogate a cell printed as a JSON escape (UTF-8 cannot hold it) and reads it back."""
+    path = tmp_path / "surrogate.jsonl"
+    writer = TraceWriter(path)
+    writer.emit({"type": "iteration", "run_id": "r", "outputs": [{"stdout": "x\ud800y"}]})
+    writer.close()
+    assert "\\ud800" in path.read_text(encoding="utf-8")
+    assert read_events(path)[0]["outputs"][0]["stdout"] == "x\ud800y"

@@ -1,0 +1,146 @@
+"""The CLI never prints a traceback: every exception, expected or not, becomes one line on
+stderr (and the one JSON object with ``--json``) and a documented exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rlm_runtime.context
+import rlm_runtime.sandbox
+from rlm_runtime.cli import main
+from rlm_runtime.errors import ConfigError, ContextError, HostCallError, ModelUnavailable, ProtocolError, SandboxError
+
+ROOT = Path(__file__).resolve().parents[1]
+INTERNAL = "(please report; RLM_DEBUG=1 shows the traceback)"
+
+
+@pytest.fixture
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("some text\n")
+    return path
+
+
+def _raise(error: BaseException) -> object:
+    def fail(*args: object, **kwargs: object) -> object:
+        raise error
+
+    return fail
+
+
+def test_an_unexpected_exception_is_one_line_exit_1(text_file: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reports an unexpected exception as one "internal error" line and exits 1."""
+    monkeypatch.setattr(rlm_runtime.context, "open_context", _raise(RuntimeError("boom")))
+    assert main(["peek", str(text_file)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"rlm: internal error: RuntimeError: boom {INTERNAL}\n"
+
+
+def test_an_unexpected_exception_with_json_is_one_object(text_file: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """It prints exactly one JSON object with an "error" field for an unexpected exception under --json."""
+    monkeypatch.setattr(rlm_runtime.context, "probe_path", _raise(KeyError("gone")))
+    assert main(["probe", str(text_file), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("\n") == 1
+    assert json.loads(out) == {"error": "internal error: KeyError: 'gone'", "error_type": "KeyError"}
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_rlm_debug_shows_the_traceback(text_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """It adds the traceback when RLM_DEBUG=1, still ending with the one line."""
+    monkeypatch.setattr(rlm_runtime.context, "open_context", _raise(RuntimeError("boom")))
+    monkeypatch.setenv("RLM_DEBUG", "1")
+    assert main(["peek", str(text_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)")
+    assert err.endswith(f"rlm: internal error: RuntimeError: boom {INTERNAL}\n")
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
+def test_an_interrupt_exits_130(json_flag: list[str], text_file: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reports Ctrl-C as "rlm: interrupted" and exits 130 (with --json, as the one JSON object too)."""
+    monkeypatch.setattr(rlm_runtime.context, "probe_path", _raise(KeyboardInterrupt()))
+    assert main(["probe", str(text_file), *json_flag]) == 130
+    out, err = capsys.readouterr()
+    assert err == "rlm: interrupted\n"
+    if json_flag:
+        assert json.loads(out) == {"error": "interrupted", "error_type": "KeyboardInterrupt"}
+    else:
+        assert out == ""
+
+
+@pytest.mark.parametrize(("error", "code"), [
+    (SandboxError("the sandbox worker died"), 1),
+    (ProtocolError("forged frame"), 1),
+    (HostCallError("bad call"), 1),
+    (ConfigError("bad policy"), 2),
+    (ContextError("bad pattern"), 2),
+    (ModelUnavailable("server gone"), 3),
+], ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v))
+def test_rlm_errors_get_their_documented_exit_code(error: Exception, code: int, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reports an RLMError as "rlm: error: MESSAGE" with the documented exit code (1 failed, 2 usage, 3 unavailable)."""
+    cell = tmp_path / "cell.py"
+    cell.write_text("print(1)\n")
+    monkeypatch.setattr(rlm_runtime.sandbox, "Sandbox", _raise(error))
+    assert main(["sandbox", "run", str(cell)]) == code
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"rlm: error: {error}\n")
+    assert main(["sandbox", "run", str(cell), "--json"]) == code
+    assert json.loads(capsys.readouterr().out) == {"error": str(error), "error_type": type(error).__name__}
+
+
+def test_an_error_quoting_cell_text_is_one_escaped_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """It puts an error message that quotes cell text on one line with its terminal controls escaped."""
+    cell = tmp_path / "cell.py"
+    cell.write_text("print(1)\n")
+    monkeypatch.setattr(rlm_runtime.sandbox, "Sandbox", _raise(ProtocolError("bad frame: \x1b]0;pwned\x07\nall tests passed\r")))
+    assert main(["sandbox", "run", str(cell)]) == 1
+    assert capsys.readouterr().err == "rlm: error: bad frame: \\x1b]0;pwned\\x07 / all tests passed\\x0d\n"
+    assert main(["sandbox", "run", str(cell), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == "bad frame: \x1b]0;pwned\x07\nall tests passed\r"
+
+
+def _run(code: str, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE ARGS`` where CODE ends by calling the console script's entry point."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60,
+                          **kwargs)  # type: ignore[call-overload]
+
+
+def test_the_real_entry_point_prints_no_traceback(text_file: Path) -> None:
+    """It exits 1 with one line and no traceback in a real process whose command raised unexpectedly."""
+    code = ("import rlm_runtime.context as c\n"
+            "def boom(*a, **k):\n    raise ZeroDivisionError('division by zero')\n"
+            "c.open_context = boom\n"
+            "from rlm_runtime.cli import entry\nentry()\n")
+    done = _run(code, "grep", "x", str(text_file))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == f"rlm: internal error: ZeroDivisionError: division by zero {INTERNAL}\n"
+
+
+def test_a_closed_stdout_is_not_an_error(tmp_path: Path) -> None:
+    """It ends quietly, without a traceback or an "Exception ignored" message, when its reader closes the pipe."""
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"line {i} of a long file\n" for i in range(200_000)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "peek", str(big), "-n", "4000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(100)
+    proc.stdout.close()  # like `| head`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert err == ""
