@@ -49,6 +49,22 @@ _WRAPPER_ATTRS = {
     functools.partial: {"func", "args", "keywords"},
     functools.partialmethod: {"func", "args", "keywords"},
 }
+# Methods of the context handles that change the handle itself, for every later cell:
+# refused on the handle and on its class, whatever the route (getattr, setattr, delattr).
+_HANDLE_MUTATORS = frozenset({"close", "record"})
+
+
+def _check_handle_attr(obj: Any, name: Any) -> None:
+    if name not in _HANDLE_MUTATORS:
+        return
+    from rlm_runtime.context.corpus import CorpusHandle
+    from rlm_runtime.context.handles import AccessStats, ContextHandle
+
+    kinds = (ContextHandle, CorpusHandle, AccessStats)
+    if isinstance(obj, kinds) or (isinstance(obj, type) and issubclass(obj, kinds)):
+        raise SandboxPermissionError(f"'{name}' of a context handle is not available in the sandbox")
+
+
 _EXTRA_BUILTINS = (
     "dict list set frozenset enumerate map filter zip reversed sorted sum min max any all "
     "iter next tuple bytes bytearray object super property staticmethod classmethod format "
@@ -88,6 +104,7 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
         blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(obj, kind)), None)
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
+        _check_handle_attr(obj, name)
         if isinstance(obj, types.ModuleType):
             if (obj.__name__, name) in denied:
                 raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")
@@ -288,13 +305,16 @@ def make_builtins(getattr_guard: Any, import_guard: Any) -> dict[str, Any]:
         return True
 
     def guarded_setattr(obj: Any, name: str, value: Any) -> None:
-        if not isinstance(name, str) or name.startswith("_"):
-            raise SandboxPermissionError("setattr() with a name starting with '_' is not allowed")
+        # type() is str, not isinstance: a str subclass could answer startswith() as it likes.
+        if type(name) is not str or name.startswith("_"):
+            raise SandboxPermissionError("setattr() takes a plain str name that does not start with '_'")
+        _check_handle_attr(obj, name)
         setattr(guarded_write(obj), name, value)
 
     def guarded_delattr(obj: Any, name: str) -> None:
-        if not isinstance(name, str) or name.startswith("_"):
-            raise SandboxPermissionError("delattr() with a name starting with '_' is not allowed")
+        if type(name) is not str or name.startswith("_"):
+            raise SandboxPermissionError("delattr() takes a plain str name that does not start with '_'")
+        _check_handle_attr(obj, name)
         delattr(guarded_write(obj), name)
 
     def guarded_dir(obj: Any = None) -> list[str]:

@@ -249,19 +249,29 @@ _CACHE: OrderedDict[tuple[object, ...], PolicyReport] = OrderedDict()
 _CACHE_SIZE = 256
 
 
-def check(source: str | bytes, policy: Policy, filename: str = "<cell>") -> PolicyReport:
+#: Names the runtime binds in every namespace that has them (the worker restores them after
+#: each cell). Code may shadow one for the rest of a cell, but no function may rebind one
+#: in the namespace for later: see ``_reserved_rebinding``.
+RUNTIME_NAMES = frozenset({
+    "FINAL", "FINAL_VAR", "SHOW_VARS", "context", "contexts", "peek", "grep", "chunk", "chunks",
+    "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "remember",
+})
+
+
+def check(source: str | bytes, policy: Policy, filename: str = "<cell>", reserved: frozenset[str] = frozenset()) -> PolicyReport:
     """Check a cell against ``policy`` and compile it if allowed. Never raises on bad code.
 
     Cheap refusals come first (size, encoding, NUL bytes, nesting) so that hostile input is
     turned away before the parser spends time on it. Results are cached by content.
     """
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
-    key = (hashlib.sha256(raw).hexdigest(), policy.cache_key(), filename)
+    reserved = RUNTIME_NAMES | reserved
+    key = (hashlib.sha256(raw).hexdigest(), policy.cache_key(), filename, reserved)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    report = _check(raw, policy, filename)
+    report = _check(raw, policy, filename, reserved)
     _CACHE[key] = report
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -272,7 +282,7 @@ def _refuse(policy: Policy, message: str, line: int | None = None) -> PolicyRepo
     return PolicyReport(errors=(Finding(message, line),), policy=policy.name)
 
 
-def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
+def _check(raw: bytes, policy: Policy, filename: str, reserved: frozenset[str]) -> PolicyReport:
     rules = policy.code
     if len(raw) > rules.max_source_bytes:
         return _refuse(policy, f"source is {len(raw)} bytes; the limit is {rules.max_source_bytes}")
@@ -298,6 +308,7 @@ def _check(raw: bytes, policy: Policy, filename: str) -> PolicyReport:
     errors: list[Finding] = []
     warnings: list[Finding] = []
     _walk_rules(tree, policy, errors, warnings)
+    errors += _reserved_rebinding(tree, reserved)
     if errors:
         return PolicyReport(errors=tuple(sorted(errors, key=_by_line)), warnings=tuple(sorted(warnings, key=_by_line)),
                             policy=policy.name)
@@ -433,6 +444,32 @@ def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: 
                     "catching BaseException does not stop the cell timeout: the worker is killed "
                     "and its variables are lost; catch Exception instead", line))
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _reserved_rebinding(tree: ast.AST, reserved: frozenset[str]) -> list[Finding]:
+    """Code that could rebind a runtime name *after* its cell ends.
+
+    A cell's own top-level statements may shadow ``FINAL`` or ``context`` until the cell
+    ends, when the worker restores them. Code that runs later must not: a function with
+    ``global FINAL`` called by a finalizer, a callback or a later cell, or a walrus in a
+    comprehension (which binds in the enclosing scope, here the namespace) iterated
+    lazily, would replace the runtime's function for every later cell.
+    """
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            for name in node.names:
+                if name in reserved:
+                    found.append(Finding(f"'global {name}' is not allowed: {name} is a runtime name", node.lineno))
+        elif isinstance(node, _COMPREHENSIONS):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.NamedExpr) and isinstance(inner.target, ast.Name) and inner.target.id in reserved:
+                    found.append(Finding(f"assigning the runtime name {inner.target.id} inside a comprehension is not allowed",
+                                         inner.lineno))
+    return found
 
 
 def _import_message(name: str, allowed: set[str]) -> str:

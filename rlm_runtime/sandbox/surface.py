@@ -160,12 +160,14 @@ def _dispatch_class(cls: Any) -> Any:
     from rlm_runtime.sandbox.guards import SandboxPermissionError, real_class
 
     cls = real_class(cls)
-    if isinstance(cls, type):
-        return cls
-    if isinstance(cls, types.UnionType) and all(isinstance(a, type) for a in cls.__args__):
-        return cls
-    raise SandboxPermissionError(
-        "register() takes a class in the sandbox: write @f.register(int) (annotations are not read)")
+    members = cls.__args__ if isinstance(cls, types.UnionType) else (cls,)
+    if not all(isinstance(c, type) for c in members):
+        raise SandboxPermissionError(
+            "register() takes a class in the sandbox: write @f.register(int) (annotations are not read)")
+    if any(issubclass(c, type) for c in members):
+        # The registry's keys are readable: a metaclass there hands out the real one.
+        raise SandboxPermissionError("register() does not take a metaclass in the sandbox")
+    return cls
 
 
 def singledispatch(func: Callable[..., Any]) -> Callable[..., Any]:
