@@ -307,13 +307,13 @@ def make_builtins(getattr_guard: Any, import_guard: Any) -> dict[str, Any]:
     def guarded_setattr(obj: Any, name: str, value: Any) -> None:
         # type() is str, not isinstance: a str subclass could answer startswith() as it likes.
         if type(name) is not str or name.startswith("_"):
-            raise SandboxPermissionError("setattr() takes a plain str name that does not start with '_'")
+            raise SandboxPermissionError("setattr() takes a plain str name, not one starting with '_'")
         _check_handle_attr(obj, name)
         setattr(guarded_write(obj), name, value)
 
     def guarded_delattr(obj: Any, name: str) -> None:
         if type(name) is not str or name.startswith("_"):
-            raise SandboxPermissionError("delattr() takes a plain str name that does not start with '_'")
+            raise SandboxPermissionError("delattr() takes a plain str name, not one starting with '_'")
         _check_handle_attr(obj, name)
         delattr(guarded_write(obj), name)
 
