@@ -11,11 +11,13 @@ import ctypes
 import json
 import mmap
 import os
+import re
 import select
 import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from rlm_runtime.sandbox import oslayers
+from rlm_runtime.sandbox import oslayers, seccomp
 
 ON_LINUX = sys.platform.startswith("linux")
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -173,22 +175,35 @@ def test_parent_death_signal_is_set():
 
 # --- seccomp
 
+F_SETOWN, F_SETSIG, F_GETFL = 8, 10, 3
+FIOSETOWN, FIONREAD = 0x8901, 0x541B
+PRIO_PGRP = 1
+
+
+def cpu_clock_of(pid: int) -> int:
+    """The clock id of another process's CPU time (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED))."""
+    return (~pid << 3) | 2
+
 
 @pytest.fixture(scope="module")
 def seccomp_outcomes() -> dict[str, Any]:
     """What a child can still do after apply_seccomp (one child for all checks)."""
     if not ON_LINUX:
         pytest.skip("Linux only")
+    import resource
 
     def body():
         me, parent = os.getpid(), os.getppid()
         signal.signal(signal.SIGUSR1, lambda *_: None)
-        oslayers.apply_seccomp(me)
+        description = oslayers.apply_seccomp(me)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
         kill_nr = KILL_NR[os.uname().machine]
         wide_self = ctypes.c_long((1 << 32) | me)
+        read_fd, write_fd = os.pipe()
+        callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lambda x: x + 1)
         return {
+            "description": description,
             "fork": outcome(os.fork),
             "socket_inet": outcome(lambda: socket.socket(socket.AF_INET)),
             "socket_unix": outcome(lambda: socket.socket(socket.AF_UNIX)),
@@ -202,11 +217,51 @@ def seccomp_outcomes() -> dict[str, Any]:
             "thread": outcome(lambda: threading.Thread(target=lambda: None).start()),
             "setuid": outcome(lambda: os.setuid(os.getuid())),
             "unshare": libc.unshare(0x40000000),
+            "prctl": libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0),
             "read_file": outcome(lambda: read_file(os.__file__)),
             "pipe": outcome(os.pipe),
+            "prlimit_self": outcome(lambda: resource.prlimit(me, resource.RLIMIT_CPU)),
+            "prlimit_zero": outcome(lambda: resource.getrlimit(resource.RLIMIT_NOFILE)),
+            "prlimit_parent": outcome(lambda: resource.prlimit(parent, resource.RLIMIT_CPU)),
+            "setpriority_self": outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0))),
+            "setpriority_parent": outcome(lambda: os.setpriority(os.PRIO_PROCESS, parent, 19)),
+            "setpriority_group": outcome(lambda: os.setpriority(PRIO_PGRP, 0, 19)),
+            "affinity_self": outcome(lambda: os.sched_getaffinity(0)),
+            "affinity_parent": outcome(lambda: os.sched_setaffinity(parent, {0})),
+            "getpgid_parent": outcome(lambda: os.getpgid(parent)),
+            "fcntl_getfl": outcome(lambda: fcntl_call(read_fd, F_GETFL, 0)),
+            "fcntl_setown": outcome(lambda: fcntl_call(read_fd, F_SETOWN, parent)),
+            "fcntl_setsig": outcome(lambda: fcntl_call(read_fd, F_SETSIG, signal.SIGKILL)),
+            "ioctl_fionread": outcome(lambda: ioctl_int(read_fd, FIONREAD, 0)),
+            "ioctl_fiosetown": outcome(lambda: ioctl_int(read_fd, FIOSETOWN, parent)),
+            "clock_own_cpu": outcome(time.process_time),
+            "clock_parent_cpu": outcome(lambda: time.clock_gettime(cpu_clock_of(parent))),
+            "sleep": outcome(lambda: time.sleep(0.001)),
+            "urandom": outcome(lambda: os.urandom(16)),
+            "cpu_count": os.cpu_count(),
+            "ctypes_callback": callback(41),
+            "write_pipe": os.write(write_fd, b"x"),
         }
 
     return in_child(body)
+
+
+def fcntl_call(fd: int, command: int, arg: int) -> int:
+    import fcntl
+
+    return fcntl.fcntl(fd, command, arg)
+
+
+def ioctl_int(fd: int, request: int, value: int) -> int:
+    import fcntl
+
+    return fcntl.ioctl(fd, request, ctypes.c_int(value))
+
+
+def test_seccomp_reports_an_allow_list(seccomp_outcomes):
+    """It describes itself as an allow-list with pid-scoped calls."""
+    assert seccomp_outcomes["description"].startswith("allow-list of ")
+    assert seccomp_outcomes["description"].endswith(" syscalls, pid-scoped calls only on self")
 
 
 @pytest.mark.parametrize(
@@ -235,20 +290,48 @@ def test_seccomp_compares_the_whole_64_bit_kill_target(seccomp_outcomes):
     assert seccomp_outcomes["kill_wide_self"] == -1
 
 
+@pytest.mark.parametrize(
+    "action",
+    ["prlimit_parent", "setpriority_parent", "setpriority_group", "affinity_parent", "getpgid_parent", "clock_parent_cpu"],
+)
+def test_seccomp_denies_pid_scoped_calls_on_others(seccomp_outcomes, action):
+    """It denies prlimit, setpriority, sched_setaffinity, getpgid and CPU clocks aimed at another process."""
+    assert seccomp_outcomes[action] == "PermissionError"
+
+
+@pytest.mark.parametrize("action", ["prlimit_self", "prlimit_zero", "setpriority_self", "affinity_self", "clock_own_cpu"])
+def test_seccomp_allows_pid_scoped_calls_on_self(seccomp_outcomes, action):
+    """It allows the same calls on the process itself (by pid or as 0)."""
+    assert seccomp_outcomes[action] == "ok"
+
+
+def test_seccomp_denies_descriptor_owners(seccomp_outcomes):
+    """It denies F_SETOWN, F_SETSIG and FIOSETOWN, which would aim SIGIO at another pid."""
+    assert seccomp_outcomes["fcntl_setown"] == "PermissionError"
+    assert seccomp_outcomes["fcntl_setsig"] == "PermissionError"
+    assert seccomp_outcomes["ioctl_fiosetown"] == "PermissionError"
+    assert seccomp_outcomes["fcntl_getfl"] == "ok"
+    assert seccomp_outcomes["ioctl_fionread"] == "ok"
+
+
 def test_seccomp_denies_threads(seccomp_outcomes):
     """It denies starting a thread (clone3 gets EPERM, so glibc does not fall back)."""
     assert seccomp_outcomes["thread"] == "RuntimeError"
 
 
-def test_seccomp_denies_unshare(seccomp_outcomes):
-    """It denies unshare, even to root."""
+def test_seccomp_denies_unshare_and_prctl(seccomp_outcomes):
+    """It denies unshare, even to root, and prctl."""
     assert seccomp_outcomes["unshare"] == -1
+    assert seccomp_outcomes["prctl"] == -1
 
 
 def test_seccomp_allows_ordinary_work(seccomp_outcomes):
-    """It allows reading files and making pipes."""
-    assert seccomp_outcomes["read_file"] == "ok"
-    assert seccomp_outcomes["pipe"] == "ok"
+    """It allows reading files, pipes, sleeping, randomness, cpu_count and ctypes callbacks."""
+    for action in ("read_file", "pipe", "sleep", "urandom"):
+        assert seccomp_outcomes[action] == "ok", action
+    assert seccomp_outcomes["cpu_count"] >= 1
+    assert seccomp_outcomes["ctypes_callback"] == 42
+    assert seccomp_outcomes["write_pipe"] == 1
 
 
 @linux_only
@@ -296,23 +379,186 @@ def test_seccomp_kills_i386_syscalls():
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS
 
 
-@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
-def test_seccomp_program_fits_bpf_limits(machine):
+# --- the seccomp program, run by a classic-BPF interpreter (both architectures, any host)
+
+SELF_PID = 4242
+MACHINES = ["x86_64", "aarch64"]
+
+
+def run_filter(program: list[seccomp.Insn], machine: str, nr: int, *args: int) -> int:
+    """What the kernel would decide: the filter run on one struct seccomp_data."""
+    full = [a & 0xFFFFFFFFFFFFFFFF for a in (*args, 0, 0, 0, 0, 0, 0)[:6]]
+    data = struct.pack("<iIQ6Q", nr, seccomp.AUDIT_ARCH[machine], 0, *full)
+    acc, pc = 0, 0
+    for _ in range(len(program)):  # jumps go forward only: never more steps than instructions
+        insn = program[pc]
+        pc += 1
+        if insn.code == seccomp.BPF_LD_W_ABS:
+            acc = struct.unpack_from("<I", data, insn.k)[0]
+        elif insn.code == seccomp.BPF_JA:
+            pc += insn.k
+        elif insn.code == seccomp.BPF_JEQ_K:
+            pc += insn.jt if acc == insn.k else insn.jf
+        elif insn.code == seccomp.BPF_JGE_K:
+            pc += insn.jt if acc >= insn.k else insn.jf
+        elif insn.code == seccomp.BPF_RET_K:
+            return insn.k
+        else:
+            raise AssertionError(f"unknown opcode {insn.code:#x}")
+    raise AssertionError("ran off the program")
+
+
+@pytest.fixture(scope="module", params=MACHINES)
+def program(request) -> tuple[str, list[seccomp.Insn]]:
+    return request.param, seccomp.build_filter(request.param, SELF_PID)
+
+
+def test_seccomp_program_fits_bpf_limits(program):
     """It builds a program for both architectures within BPF's size and jump limits."""
-    arch = oslayers._ARCHES[machine]
-    program = oslayers._build_filter(arch, 4242)
-    assert len(program) < 4096
-    for i, insn in enumerate(program):
-        if insn.code & 0x07 == 0x05:  # a jump lands inside the program
-            assert i + 1 + max(insn.jt, insn.jf) < len(program)
-    assert program[-1].k == oslayers.SECCOMP_RET_ALLOW
+    machine, insns = program
+    assert len(insns) < 4096
+    for i, insn in enumerate(insns):
+        if insn.code == seccomp.BPF_JA:
+            assert i + 1 + insn.k < len(insns)
+        elif insn.code & 0x07 == 0x05:  # a conditional jump lands inside the program
+            assert i + 1 + max(insn.jt, insn.jf) < len(insns)
+    assert insns[-1].code == seccomp.BPF_RET_K
+
+
+def test_seccomp_program_allows_exactly_the_allow_list(program):
+    """It allows every listed syscall without argument rules, and denies every other number up to 1023."""
+    machine, insns = program
+    table = seccomp._TABLES[machine]
+    plain = {table[name] for name in seccomp.allowed_names(machine) if name not in seccomp._ARG_RULES}
+    for nr in range(1024):
+        expected = seccomp.SECCOMP_RET_ALLOW if nr in plain else seccomp.RET_EPERM
+        if nr in {table[name] for name in seccomp._ARG_RULES if name in table}:
+            continue  # the argument rules are checked below
+        assert run_filter(insns, machine, nr) == expected, nr
+    # A negative number is in the x32 range's test on x86_64 (killed), a plain unknown on aarch64.
+    beyond = seccomp.SECCOMP_RET_KILL_PROCESS if machine == "x86_64" else seccomp.RET_EPERM
+    assert run_filter(insns, machine, -1) == beyond
+
+
+def test_seccomp_program_kills_other_architectures(program):
+    """It kills a syscall made under another audit arch, and x32 numbers on x86_64."""
+    machine, insns = program
+    data_nr = seccomp._TABLES[machine]["getpid"]
+    other = next(a for m, a in seccomp.AUDIT_ARCH.items() if m != machine)
+    packed = struct.pack("<iIQ6Q", data_nr, other, 0, 0, 0, 0, 0, 0, 0)
+    assert insns[0] == seccomp.Insn(seccomp.BPF_LD_W_ABS, 0, 0, 4)
+    assert struct.unpack_from("<I", packed, 4)[0] != insns[1].k
+    assert insns[2] == seccomp.Insn(seccomp.BPF_RET_K, 0, 0, seccomp.SECCOMP_RET_KILL_PROCESS)
+    if machine == "x86_64":
+        assert run_filter(insns, machine, seccomp.X32_SYSCALL_BIT | data_nr) == seccomp.SECCOMP_RET_KILL_PROCESS
+
+
+OTHER = 31337
+DENY_HIGH = (1 << 32) | SELF_PID
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed", "denied"),
+    [
+        ("kill", [(SELF_PID, 9)], [(OTHER, 9), (0, 9), (-1, 9), (-SELF_PID, 9), (DENY_HIGH, 9)]),
+        ("tkill", [(SELF_PID, 9)], [(OTHER, 9), (DENY_HIGH, 9)]),
+        ("tgkill", [(SELF_PID, SELF_PID, 6)], [(OTHER, OTHER, 9), (SELF_PID, OTHER, 9), (OTHER, SELF_PID, 9)]),
+        ("rt_sigqueueinfo", [(SELF_PID, 10, 0)], [(OTHER, 10, 0), (0, 10, 0)]),
+        ("rt_tgsigqueueinfo", [(SELF_PID, SELF_PID, 10, 0)], [(OTHER, OTHER, 10, 0), (SELF_PID, OTHER, 10, 0)]),
+        ("prlimit64", [(0, 0), (SELF_PID, 0)], [(OTHER, 0), (1, 0), (DENY_HIGH, 0), (1 << 32, 0)]),
+        ("sched_setaffinity", [(0, 8), (SELF_PID, 8)], [(OTHER, 8), (1, 8)]),
+        ("sched_getaffinity", [(0, 128), (SELF_PID, 128)], [(OTHER, 128)]),
+        ("sched_getparam", [(0,), (SELF_PID,)], [(OTHER,)]),
+        ("sched_getscheduler", [(0,), (SELF_PID,)], [(OTHER,)]),
+        ("getpgid", [(0,), (SELF_PID,)], [(OTHER,)]),
+        ("getsid", [(0,), (SELF_PID,)], [(OTHER,)]),
+        ("setpriority", [(0, 0, 19), (0, SELF_PID, 19)], [(0, OTHER, 19), (1, 0, 19), (2, 0, 19), (1 << 32, 0, 19)]),
+        ("getpriority", [(0, 0), (0, SELF_PID)], [(0, OTHER), (1, 0), (2, 1000)]),
+        ("fcntl", [(3, 1, 1), (3, 3, 0), (3, 4, 0x800), (3, 1030, 3)], [(3, 8, OTHER), (3, 10, 9), (3, 15, 0), (3, 1024, 1)]),
+        ("ioctl", [(0, 0x5401, 0), (3, 0x5451, 0)], [(3, 0x8901, 0), (3, 0x8902, 0), (0, 0x5412, 0)]),
+        ("clock_gettime", [(0, 0), (2, 0), (3, 0), (11, 0)], [(12, 0), (cpu_clock_of(OTHER), 0), (-1, 0)]),
+        ("clock_getres", [(1, 0)], [(cpu_clock_of(OTHER), 0)]),
+    ],
+)
+def test_seccomp_program_scopes_arguments(program, name, allowed, denied):
+    """It allows pid-taking calls only on the worker itself (or 0 for the caller), fcntl/ioctl only on the descriptor."""
+    machine, insns = program
+    nr = seccomp._TABLES[machine][name]
+    for args in allowed:
+        assert run_filter(insns, machine, nr, *args) == seccomp.SECCOMP_RET_ALLOW, (name, args)
+    for args in denied:
+        assert run_filter(insns, machine, nr, *args) == seccomp.RET_EPERM, (name, args)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "kcmp",
+     "process_madvise", "ioprio_set", "ioprio_get", "sched_setscheduler", "sched_setparam", "clone", "clone3",
+     "execve", "socket", "unshare", "setuid", "prctl", "shmget", "msgget", "semget", "memfd_create", "sendmsg"],
+)
+def test_seccomp_program_denies_calls_that_reach_other_processes(name):
+    """It leaves out ptrace, process_vm_*, pidfd_*, kcmp, ioprio, scheduler setters, SysV IPC and process creation."""
+    assert all(name not in seccomp.allowed_names(machine) for machine in MACHINES)
+
+
+@linux_only
+def test_seccomp_prepared_ahead_is_the_same_program():
+    """It installs, after prepare_seccomp, exactly the program build_filter makes for that pid."""
+    machine = os.uname().machine
+    if machine not in ("x86_64", "aarch64"):
+        pytest.skip(f"no table for {machine}")
+    seccomp.prepare_seccomp(SELF_PID)
+    packed = seccomp._prepared[SELF_PID]
+    assert packed == b"".join(struct.pack("=HBBI", *insn) for insn in seccomp.build_filter(machine, SELF_PID))
+
+    def body():
+        seccomp.prepare_seccomp(os.getpid())
+        oslayers.apply_seccomp(os.getpid())
+        return {"kill_self": outcome(lambda: os.kill(os.getpid(), 0)), "kill_parent": outcome(lambda: os.kill(os.getppid(), 0)),
+                "left": len(seccomp._prepared)}
+
+    assert in_child(body) == {"kill_self": "ok", "kill_parent": "PermissionError", "left": 0}
+    seccomp._prepared.clear()
+
+
+# --- the syscall tables, against the kernel headers when they are installed
+
+X86_HEADER = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+GENERIC_HEADER = Path("/usr/include/asm-generic/unistd.h")
+
+
+def header_numbers(path: Path) -> dict[str, int]:
+    """__NR_ numbers of a unistd header, with asm-generic's 64-bit __NR3264_ aliases resolved."""
+    text = path.read_text()
+    numbers = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", text)}
+    for m in re.finditer(r"#define __NR_(\w+)\s+__NR3264_(\w+)", text):
+        if m[2] in numbers and not m[1].endswith("64"):  # fcntl64 and friends are the 32-bit names
+            numbers[m[1]] = numbers[m[2]]
+    return numbers
+
+
+@pytest.mark.skipif(not X86_HEADER.is_file(), reason="no x86_64 kernel headers")
+def test_x86_64_table_matches_the_kernel_headers():
+    """It numbers every x86_64 syscall as asm/unistd_64.h does."""
+    numbers = header_numbers(X86_HEADER)
+    assert {name: numbers.get(name) for name in seccomp._X86_64} == seccomp._X86_64
+
+
+@pytest.mark.skipif(not GENERIC_HEADER.is_file(), reason="no asm-generic kernel headers")
+def test_aarch64_table_matches_asm_generic():
+    """It numbers every aarch64 syscall as asm-generic/unistd.h does (the table arm64 uses)."""
+    numbers = header_numbers(GENERIC_HEADER)
+    assert {name: numbers.get(name) for name in seccomp._AARCH64} == seccomp._AARCH64
 
 
 def test_syscall_tables_differ_only_by_x86_only_syscalls():
-    """It lists the same syscalls on aarch64 except those x86_64 alone has."""
-    only_x86 = set(oslayers._X86_64) - set(oslayers._AARCH64)
-    assert only_x86 == {"fork", "vfork", "mknod", "ioperm", "iopl"}
-    assert set(oslayers._AARCH64) <= set(oslayers._X86_64)
+    """It lists the same syscalls on aarch64 except the legacy ones only x86_64 has."""
+    only_x86 = set(seccomp._X86_64) - set(seccomp._AARCH64)
+    assert only_x86 == {"open", "stat", "lstat", "access", "pipe", "poll", "select", "dup2", "pause", "alarm", "time",
+                        "getpgrp", "readlink", "mkdir", "rmdir", "unlink", "rename"}
+    assert set(seccomp._AARCH64) <= set(seccomp._X86_64)
+    named = {name for group in seccomp._ALLOWED.values() for name in group} | set(seccomp._ARG_RULES)
+    assert named == set(seccomp._X86_64)
 
 
 # --- Landlock
@@ -373,15 +619,17 @@ def test_unshare_network_leaves_only_loopback(tcp_server):
 
     def body():
         before = outcome(lambda: connect(tcp_server))
-        oslayers.unshare_network()
+        with_user = oslayers.unshare_network()
         return {
             "before": before,
+            "with_user": with_user,
             "interfaces": [name for _, name in socket.if_nameindex()],
             "after": outcome(lambda: connect(tcp_server)),
         }
 
     report = in_child(body)
     assert report["before"] == "ok"
+    assert report["with_user"] is not IS_ROOT  # root needs no user namespace
     assert report["interfaces"] == ["lo"]
     assert report["after"] != "ok"
 
@@ -396,10 +644,11 @@ def test_unshare_network_falls_back_to_a_user_namespace_without_root(tcp_server)
         os.setresgid(1000, 1000, 1000)
         os.setresuid(1000, 1000, 1000)
         try:
-            oslayers.unshare_network()
+            with_user = oslayers.unshare_network()
         except oslayers.LayerUnavailable as e:
             return {"unavailable": str(e)}
         return {
+            "with_user": with_user,
             "uid": os.getuid(),
             "uid_map": read_file("/proc/self/uid_map").decode().split(),
             "after": outcome(lambda: connect(tcp_server)),
@@ -408,6 +657,7 @@ def test_unshare_network_falls_back_to_a_user_namespace_without_root(tcp_server)
     report = in_child(body)
     if "unavailable" in report:
         pytest.skip(report["unavailable"])
+    assert report["with_user"] is True
     assert report["uid"] == 1000
     assert report["uid_map"] == ["1000", "1000", "1"]
     assert report["after"] != "ok"
@@ -471,6 +721,35 @@ def test_drop_privileges_without_root_does_nothing():
     assert in_child(body) == {"dropped": False, "euid": expected_euid}
 
 
+@linux_only
+@root_only
+def test_drop_privileges_to_a_worker_uid_leaves_other_workers_unreachable():
+    """It gives two workers different uids, so one cannot even kill(pid, 0) the other by uid."""
+
+    def body():
+        me = os.getpid()
+        uid = oslayers.worker_uid(me)
+        oslayers.drop_privileges(uid, uid)
+        return {"ids": list(os.getresuid()) + list(os.getresgid()), "kill_parent": outcome(lambda: os.kill(os.getppid(), 0))}
+
+    report = in_child(body)
+    uid = report["ids"][0]
+    assert oslayers.WORKER_UID_BASE < uid <= oslayers.WORKER_UID_BASE + (1 << 22)
+    assert report["ids"] == [uid] * 6
+    assert report["kill_parent"] == "PermissionError"  # the parent is root: a different uid
+
+
+def test_worker_uid_is_one_per_pid_in_a_reserved_range():
+    """It maps every possible pid to its own uid above the normal and container ranges, below 2**31."""
+    assert oslayers.worker_uid(1) == oslayers.WORKER_UID_BASE + 1
+    assert oslayers.worker_uid(1 << 22) < 2147352576 < 2**31  # below systemd's foreign-uid range
+    assert oslayers.WORKER_UID_BASE > 1879048191  # above systemd's container uid ranges
+    assert oslayers.worker_uid(4242) != oslayers.worker_uid(4243)
+    for bad in (0, -1, (1 << 22) + 1):
+        with pytest.raises(ValueError):
+            oslayers.worker_uid(bad)
+
+
 # --- probe
 
 
@@ -481,9 +760,12 @@ def test_probe_reports_every_layer():
         "no_new_privs",
         "dumpable",
         "network_namespace",
+        "user_namespace",
         "landlock",
+        "landlock_signal_scope",
         "seccomp",
         "drop_privileges",
+        "uid_separation",
     }
     for name, status in statuses.items():
         assert isinstance(status, oslayers.LayerStatus)
@@ -506,12 +788,18 @@ def test_probe_finds_the_layers_this_kernel_offers():
     assert statuses["landlock"].active == (abi >= 1), statuses["landlock"].detail
     if abi >= 1:
         assert statuses["landlock"].detail == f"Landlock ABI {abi}"
+    assert statuses["landlock_signal_scope"].active == (abi >= 6), statuses["landlock_signal_scope"].detail
+    assert "pid-scoped calls only on self" in statuses["seccomp"].detail
     if IS_ROOT:
         netns = statuses["network_namespace"]
         assert netns.active, netns.detail
         assert statuses["drop_privileges"].active
+        assert "per-worker uid 19" in statuses["drop_privileges"].detail
+        assert statuses["uid_separation"].active
+        assert not statuses["user_namespace"].active
     else:
         assert statuses["drop_privileges"].detail == "not root: nothing to drop"
+        assert not statuses["uid_separation"].active
 
 
 def test_other_operating_systems_get_no_layers(monkeypatch):

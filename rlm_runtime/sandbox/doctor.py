@@ -1,11 +1,15 @@
 """``rlm sandbox doctor``: which isolation layers are active here, and why not when not.
 
 The report comes from a real worker (the layers it applied to itself), plus what the host
-does for it. Nothing is claimed that was not observed.
+does for it. Nothing is claimed that was not observed. A layer that does not apply to this
+host (a user namespace when the host is root: each worker gets its own uid instead; a
+privilege drop when it is not root; sandbox-exec off macOS) is shown as ``[ - ]`` and not
+counted as inactive.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -27,13 +31,16 @@ LAYER_HELP = {
     "rss_watchdog": "the host kills a worker whose resident memory passes the cap",
     "wall_clock_kill": "the host kills the worker's process group after timeout + grace",
     "network_namespace": "the worker has no network interfaces",
+    "user_namespace": "without root, a user namespace is how the worker gets its own network namespace (its uid is still the host's)",
     "landlock": "the worker can read only the Python stdlib and write only its temp dir",
-    "drop_privileges": "the worker runs as nobody instead of root",
+    "landlock_signal_scope": "the worker can signal only itself (and reach no abstract unix socket outside)",
+    "drop_privileges": "the worker runs as its own unprivileged uid instead of root",
+    "uid_separation": "no other process shares the worker's uid, so the kernel's same-user checks refuse it too",
     "rlimit_nproc": "the worker cannot create processes (RLIMIT_NPROC)",
     "parent_death_signal": "the worker dies with its zygote",
     "dumpable": "the worker cannot be ptraced or have its memory read",
     "no_new_privs": "the worker cannot gain privileges through exec",
-    "seccomp": "fork, exec, sockets, ptrace, mounts and signals to others are refused by the kernel",
+    "seccomp": "only the system calls a worker needs; calls that take a pid (kill, prlimit, setpriority, ...) work only on itself",
     "macos_sandbox_exec": "the zygote and its workers run under a deny-by-default sandbox-exec profile",
 }
 
@@ -43,6 +50,7 @@ class Layer:
     name: str
     active: bool
     detail: str
+    applies: bool = True
 
     @property
     def purpose(self) -> str:
@@ -64,23 +72,34 @@ def diagnose(policy: str = "default") -> list[Layer]:
                                     "Linux enforces RLIMIT_AS" if linux else "macOS does not enforce RLIMIT_AS; the RSS watchdog is the cap"),
     }
     for name, info in {**host, **worker_layers}.items():
-        found[name] = Layer(name, bool(info.get("active")), str(info.get("detail", "")))
+        found[name] = Layer(name, bool(info.get("active")), str(info.get("detail", "")), _applies(name))
     if sys.platform == "darwin":
         on = shutil.which("sandbox-exec") is not None
         found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", on, "sandbox-exec found" if on else "sandbox-exec not found")
     else:
-        found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", False, "not macOS (Linux uses Landlock and seccomp instead)")
+        found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", False, "not macOS (Linux uses Landlock and seccomp instead)",
+                                            applies=False)
     order = list(LAYER_HELP)
     return sorted(found.values(), key=lambda layer: order.index(layer.name) if layer.name in order else len(order))
+
+
+def _applies(name: str) -> bool:
+    """Whether a layer is meant to be on for a host like this one."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if name == "user_namespace":
+        return not root
+    if name == "drop_privileges":
+        return root
+    return True
 
 
 def render(layers: list[Layer]) -> str:
     width = max(len(layer.name) for layer in layers)
     rows = [f"Sandbox isolation layers on {sys.platform}:"]
     for layer in layers:
-        mark = "on " if layer.active else "off"
+        mark = "on " if layer.active else "off" if layer.applies else " - "
         rows.append(f"  [{mark}] {layer.name.ljust(width)}  {layer.detail}")
-    off = [layer.name for layer in layers if not layer.active]
+    off = [layer.name for layer in layers if not layer.active and layer.applies]
     rows.append("")
     rows.append("All layers active." if not off else f"Inactive: {', '.join(off)}.")
     return "\n".join(rows)

@@ -14,10 +14,10 @@ import signal
 import sys
 from typing import Any
 
-from rlm_runtime.sandbox import oslayers
+from rlm_runtime.sandbox import oslayers, seccomp
 
 _MIB = 1024 * 1024
-_NOBODY = 65534
+_LANDLOCK_SCOPE_ABI = 6  # the first Landlock ABI that scopes signals and abstract unix sockets
 _layers: dict[str, dict[str, Any]] = {}
 #: The address-space limit set for this worker (0 until lock_down), reported to the host.
 AS_LIMIT = 0
@@ -54,9 +54,30 @@ def detach(keep_fd: int) -> None:
     os.closerange(keep_fd + 1, maxfd)
     _record("closed_fds", True, "only stdio (/dev/null) and the channel are open")
     if sys.platform.startswith("linux"):
-        _try("network_namespace", oslayers.unshare_network, ok="empty network namespace (loopback down)")
+        _network_namespace()
+        try:
+            seccomp.prepare_seccomp(os.getpid())  # lock_down installs it; building it costs ~1 ms
+        except (OSError, ValueError):
+            pass  # apply_seccomp tries again, and reports why not
     else:
         _record("network_namespace", False, "not Linux")
+        _record("user_namespace", False, "not Linux")
+
+
+def _network_namespace() -> None:
+    root = os.geteuid() == 0
+    try:
+        with_user = oslayers.unshare_network()
+    except OSError as e:
+        _record("network_namespace", False, str(e) or type(e).__name__)
+        _record("user_namespace", False, "not needed as root" if root else f"unavailable: {e}")
+        return
+    _record("network_namespace", True, "empty network namespace (loopback down)")
+    if with_user:
+        uid = os.geteuid()
+        _record("user_namespace", True, f"own user namespace; uid {uid} maps to itself, so it is still the host's user")
+    else:
+        _record("user_namespace", False, "not needed as root: the worker gets its own uid")
 
 
 def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -77,10 +98,13 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
     _record("rlimits", bool(applied), ", ".join(applied) or "none could be set")
     linux = sys.platform.startswith("linux")
     if linux:
-        _try("landlock", _landlock, list(msg.get("read_paths", [])), [tmpdir])
-        dropped = _try("drop_privileges", oslayers.drop_privileges, _NOBODY, _NOBODY, ok=f"running as uid {_NOBODY}")
+        abi = _try("landlock", _landlock, list(msg.get("read_paths", [])), [tmpdir])
+        _record_signal_scope(abi)
+        uid = oslayers.worker_uid(os.getpid())
+        dropped = _try("drop_privileges", oslayers.drop_privileges, uid, uid, ok=f"running as per-worker uid and gid {uid}")
         if dropped is False:
             _record("drop_privileges", False, "not root: already unprivileged")
+        _record_uid_separation(bool(dropped))
         if dropped or os.geteuid() != 0:
             # Counts processes per real uid, so only meaningful once we are not root.
             try:
@@ -89,14 +113,15 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
             except (ValueError, OSError) as e:
                 _record("rlimit_nproc", False, str(e))
         else:
-            _record("rlimit_nproc", False, "ignored for root")
+            _record("rlimit_nproc", False, "ignored for root (the privilege drop failed)")
         # Changing credentials clears the parent-death signal, so it is set after the drop.
         _try("parent_death_signal", oslayers.set_parent_death_signal, signal.SIGKILL, ok="SIGKILL when the zygote dies")
         _try("dumpable", oslayers.set_dumpable, False, ok="PR_SET_DUMPABLE=0")
         _try("no_new_privs", oslayers.set_no_new_privs, ok="PR_SET_NO_NEW_PRIVS=1")
-        _try("seccomp", oslayers.apply_seccomp, os.getpid(), ok="deny-list filter: no fork, exec, sockets, ptrace, kill of others")
+        _try("seccomp", seccomp.apply_seccomp, os.getpid())
     else:
-        for name in ("landlock", "seccomp", "drop_privileges", "dumpable", "no_new_privs"):
+        for name in ("landlock", "landlock_signal_scope", "seccomp", "drop_privileges", "uid_separation", "dumpable",
+                     "no_new_privs"):
             _record(name, False, "not Linux")
     return dict(_layers)
 
@@ -104,6 +129,27 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _landlock(read_only: list[str], read_write: list[str]) -> str:
     abi = oslayers.apply_landlock(read_only, read_write)
     return f"ABI {abi}"
+
+
+def _record_signal_scope(landlock: str | None) -> None:
+    if landlock is None:
+        _record("landlock_signal_scope", False, "no Landlock")
+        return
+    abi = int(landlock.split()[-1])
+    if abi >= _LANDLOCK_SCOPE_ABI:
+        _record("landlock_signal_scope", True, f"signals and abstract unix sockets reach only the worker itself (ABI {abi})")
+    else:
+        _record("landlock_signal_scope", False, f"Landlock ABI {abi}: signal scoping needs ABI 6 (Linux 6.12)")
+
+
+def _record_uid_separation(dropped: bool) -> None:
+    uid = os.geteuid()
+    if dropped:
+        _record("uid_separation", True, f"per-worker uid {uid}: no other live process has it")
+        return
+    how = "its user namespace maps it to itself" if _layers.get("user_namespace", {}).get("active") else "no user namespace"
+    _record("uid_separation", False, f"none: the worker keeps the host's uid {uid} ({how}); seccomp and Landlock keep it off "
+            "other processes of that user")
 
 
 def _vm_size() -> int:

@@ -9,14 +9,41 @@ The order matters, because later layers take away what earlier ones need:
 1. ``set_parent_death_signal`` first, to shrink the window where the parent may die
    unnoticed (``drop_privileges`` keeps it, although the kernel clears it on a uid change),
 2. ``unshare_network`` (needs root, or unprivileged user namespaces),
-3. ``drop_privileges`` (root only; before seccomp, which denies ``setuid``),
+3. ``drop_privileges`` to ``worker_uid(pid)`` (root only; before seccomp, which denies ``setuid``),
 4. ``set_dumpable(False)`` (a uid change resets it to the ``suid_dumpable`` sysctl),
 5. ``apply_landlock`` (file system, TCP and signal scoping),
-6. ``apply_seccomp`` last (it denies ``unshare``, ``setuid``, ``fork`` ...).
+6. ``apply_seccomp`` last (it denies ``unshare``, ``setuid``, ``fork`` ...; the allow-list
+   itself lives in ``seccomp.py``).
 
 ``probe`` tries every layer in a throwaway child and reports what this machine offers.
 On other operating systems the module imports cleanly; the layers raise
 ``LayerUnavailable`` and ``probe`` reports every layer inactive.
+
+What keeps one worker off other processes of the same user (the host, other workers):
+
+* seccomp (x86_64 and aarch64): calls that take a pid work only on the worker itself, and
+  the calls that reach other processes without a pid (ptrace, process_vm_*, pidfd_*,
+  kcmp, F_SETOWN, SysV IPC, sockets) are not allowed at all. This is the layer that holds
+  everywhere; the others are defence in depth behind it.
+* a per-worker uid (host running as root): ``worker_uid(pid)`` is unique among live
+  processes, so even a call seccomp let through would fail the kernel's same-user checks.
+* a user namespace (host not root): it gives the worker its own empty network namespace,
+  but it maps the host's uid to itself, so the kernel still sees the same user: kill,
+  prlimit, setpriority and sched_setaffinity from it would be allowed by uid alone.
+* Landlock: from ABI 1, ptrace-style access (ptrace, process_vm_*, kcmp, pidfd_getfd)
+  to processes outside the worker's own domain is refused; from ABI 6 (Linux 6.12),
+  signals (kill, tgkill, sigqueue, SIGIO) and abstract unix sockets too. It does not
+  cover prlimit, setpriority, sched_setaffinity or ioprio_set.
+
+What a worker can still do to other processes of the same user, with every layer on:
+compete for CPU, memory and disk bandwidth within its rlimits; no signal, rlimit,
+priority, affinity or memory access reaches them, and Landlock keeps their files and
+/proc entries out of reach. Where a layer is missing the gap is specific: without
+seccomp (an architecture with no table here, a 32-bit Python) a same-uid worker could
+prlimit, renice or re-pin the host and its siblings (Landlock still stops ptrace, and
+from ABI 6 signals); without Landlock (Linux < 5.13, or disabled) it could open any file that
+user can, /proc/<pid>/ of the user's dumpable processes included. ``rlm sandbox doctor``
+shows which layers hold on a machine.
 """
 
 from __future__ import annotations
@@ -31,13 +58,15 @@ import select
 import signal
 import socket
 import stat
-import struct
 import sys
 import time
 from collections.abc import Callable
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
+
+from rlm_runtime.sandbox.seccomp import apply_seccomp
 
 __all__ = [
+    "WORKER_UID_BASE",
     "LayerStatus",
     "LayerUnavailable",
     "apply_landlock",
@@ -48,6 +77,7 @@ __all__ = [
     "set_no_new_privs",
     "set_parent_death_signal",
     "unshare_network",
+    "worker_uid",
 ]
 
 
@@ -70,10 +100,8 @@ PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
-PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39
-SECCOMP_MODE_FILTER = 2
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -112,118 +140,6 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneathAttr(ctypes.Structure):
     _pack_ = 1  # the kernel struct is __attribute__((packed)): 12 bytes
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-# --- seccomp: syscall tables, BPF opcodes and the deny-list
-
-# Numbers from arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h
-# (the table aarch64 uses). Only the syscalls the filter names are listed.
-_X86_64 = {
-    "socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288,
-    "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone3": 435,
-    "kill": 62, "tkill": 200, "tgkill": 234,
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-    "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438,
-    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-    "unshare": 272, "setns": 308,
-    "keyctl": 250, "add_key": 248, "request_key": 249,
-    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
-    "init_module": 175, "finit_module": 313, "delete_module": 176,
-    "kexec_load": 246, "kexec_file_load": 320, "reboot": 169, "swapon": 167, "swapoff": 168,
-    "setuid": 105, "setgid": 106, "setreuid": 113, "setregid": 114, "setresuid": 117,
-    "setresgid": 119, "setgroups": 116, "setfsuid": 122, "setfsgid": 123, "capset": 126,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    "personality": 135, "open_by_handle_at": 304, "name_to_handle_at": 303,
-    "mknod": 133, "mknodat": 259, "quotactl": 179, "acct": 163,
-    "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305, "adjtimex": 159,
-    "syslog": 103, "ioperm": 173, "iopl": 172, "vhangup": 153, "lookup_dcookie": 212,
-    "move_pages": 279, "mbind": 237, "migrate_pages": 256, "fanotify_init": 300,
-    "memfd_secret": 447,
-}  # fmt: skip
-
-# aarch64 has no fork, vfork, mknod, ioperm or iopl (glibc uses clone and mknodat).
-_AARCH64 = {
-    "socket": 198, "connect": 203, "accept": 202, "bind": 200, "listen": 201, "accept4": 242,
-    "clone": 220, "execve": 221, "execveat": 281, "clone3": 435,
-    "kill": 129, "tkill": 130, "tgkill": 131,
-    "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-    "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438,
-    "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
-    "unshare": 97, "setns": 268,
-    "keyctl": 219, "add_key": 217, "request_key": 218,
-    "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-    "init_module": 105, "finit_module": 273, "delete_module": 106,
-    "kexec_load": 104, "kexec_file_load": 294, "reboot": 142, "swapon": 224, "swapoff": 225,
-    "setuid": 146, "setgid": 144, "setreuid": 145, "setregid": 143, "setresuid": 147,
-    "setresgid": 149, "setgroups": 159, "setfsuid": 151, "setfsgid": 152, "capset": 91,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    "personality": 92, "open_by_handle_at": 265, "name_to_handle_at": 264,
-    "mknodat": 33, "quotactl": 60, "acct": 89,
-    "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266, "adjtimex": 171,
-    "syslog": 116, "vhangup": 58, "lookup_dcookie": 18,
-    "move_pages": 239, "mbind": 235, "migrate_pages": 238, "fanotify_init": 262,
-    "memfd_secret": 447,
-}  # fmt: skip
-
-# Syscalls that may only target the worker itself (arg0 == its pid); all others are denied.
-_SIGNAL_SYSCALLS = ("kill", "tkill", "tgkill")
-_DENIED = tuple(name for name in _X86_64 if name not in _SIGNAL_SYSCALLS)
-
-AUDIT_ARCH_X86_64 = 0xC000003E  # EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
-AUDIT_ARCH_AARCH64 = 0xC00000B7  # EM_AARCH64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
-X32_SYSCALL_BIT = 0x40000000
-
-BPF_LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
-BPF_JEQ_K = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
-BPF_JGE_K = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
-BPF_RET_K = 0x06 | 0x00
-SECCOMP_RET_KILL_PROCESS = 0x80000000
-SECCOMP_RET_ERRNO = 0x00050000
-SECCOMP_RET_ALLOW = 0x7FFF0000
-RET_EPERM = SECCOMP_RET_ERRNO | errno.EPERM
-
-# Offsets in struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}, little-endian.
-_OFF_NR, _OFF_ARCH, _OFF_ARG0_LO, _OFF_ARG0_HI = 0, 4, 16, 20
-
-
-@dataclasses.dataclass(frozen=True)
-class _Arch:
-    audit_arch: int
-    syscalls: dict[str, int]
-    has_x32: bool
-
-
-_ARCHES = {
-    "x86_64": _Arch(AUDIT_ARCH_X86_64, _X86_64, has_x32=True),
-    "aarch64": _Arch(AUDIT_ARCH_AARCH64, _AARCH64, has_x32=False),
-    "arm64": _Arch(AUDIT_ARCH_AARCH64, _AARCH64, has_x32=False),
-}
-
-
-class _Insn(NamedTuple):
-    """One classic BPF instruction (struct sock_filter)."""
-
-    code: int
-    jt: int
-    jf: int
-    k: int
-
-
-# struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}: packed with struct, because building
-# ~170 ctypes structures costs a few hundred microseconds in a freshly forked child.
-_SOCK_FILTER = struct.Struct("=HBBI")
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.c_void_p)]
-
-
-def _stmt(code: int, k: int) -> _Insn:
-    return _Insn(code, 0, 0, k)
-
-
-def _jump(code: int, k: int, jt: int, jf: int) -> _Insn:
-    return _Insn(code, jt, jf, k)
 
 
 # --- calling the kernel
@@ -299,7 +215,7 @@ def set_parent_death_signal(sig: int) -> None:
 # --- network namespace
 
 
-def unshare_network() -> None:
+def unshare_network() -> bool:
     """Move this process into a new, empty network namespace.
 
     Only a loopback interface exists there, and it is down, so nothing (not even
@@ -308,6 +224,13 @@ def unshare_network() -> None:
     themselves. Root does not take that path: its uid would map to 0 in the new user
     namespace and a later ``drop_privileges`` could not switch to an unmapped uid.
 
+    The user namespace separates nothing by uid: the kernel compares the same uid for kill,
+    prlimit, setpriority and the like, so other processes of the user stay reachable as
+    far as uids go (seccomp and Landlock are what keep the worker off them).
+
+    Returns:
+        True if a new user namespace was created as well, False for a plain network one.
+
     Raises:
         LayerUnavailable: neither way works here; the message says why.
         OSError: the user namespace was created but its id maps could not be written.
@@ -315,7 +238,7 @@ def unshare_network() -> None:
     _require_linux()
     try:
         _unshare(CLONE_NEWNET)
-        return
+        return False
     except OSError as e:
         if e.errno != errno.EPERM or os.geteuid() == 0:
             raise LayerUnavailable(f"unshare(CLONE_NEWNET) failed: {e.strerror}") from e
@@ -337,6 +260,7 @@ def unshare_network() -> None:
         _write_proc("/proc/self/gid_map", f"{gid} {gid} 1")
     finally:
         set_dumpable(bool(dumpable))
+    return True
 
 
 def _write_proc(path: str, text: str) -> None:
@@ -445,90 +369,29 @@ def apply_landlock(read_only: list[str], read_write: list[str]) -> int:
     return abi
 
 
-# --- seccomp
-
-
-def _current_arch() -> _Arch:
-    machine = os.uname().machine
-    if machine not in _ARCHES:
-        raise LayerUnavailable(f"no syscall table for {machine}")
-    # A 32-bit Python on a 64-bit kernel makes i386/arm syscalls: the arch check would kill it.
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        raise LayerUnavailable(f"32-bit process on {machine}: no syscall table")
-    return _ARCHES[machine]
-
-
-def _build_filter(arch: _Arch, self_pid: int) -> list[_Insn]:
-    """The BPF program: right arch or die, deny-listed syscalls get EPERM, rest allowed."""
-    prog = [
-        _stmt(BPF_LD_W_ABS, _OFF_ARCH),
-        _jump(BPF_JEQ_K, arch.audit_arch, 1, 0),
-        _stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
-        _stmt(BPF_LD_W_ABS, _OFF_NR),
-    ]
-    if arch.has_x32:
-        # x32 syscalls reach the same kernel with other numbers: refuse the whole ABI.
-        prog += [
-            _jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1),
-            _stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
-        ]
-    for name in _DENIED:
-        if name in arch.syscalls:  # x86-only syscalls are absent on aarch64
-            prog += [
-                _jump(BPF_JEQ_K, arch.syscalls[name], 0, 1),
-                _stmt(BPF_RET_K, RET_EPERM),
-            ]
-    pid_lo, pid_hi = self_pid & 0xFFFFFFFF, self_pid >> 32
-    for name in _SIGNAL_SYSCALLS:
-        # Each block returns, so nr need not be reloaded after it loads arg0.
-        prog += [
-            _jump(BPF_JEQ_K, arch.syscalls[name], 0, 6),
-            _stmt(BPF_LD_W_ABS, _OFF_ARG0_LO),
-            _jump(BPF_JEQ_K, pid_lo, 0, 3),
-            _stmt(BPF_LD_W_ABS, _OFF_ARG0_HI),
-            _jump(BPF_JEQ_K, pid_hi, 0, 1),
-            _stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
-            _stmt(BPF_RET_K, RET_EPERM),
-        ]
-    prog.append(_stmt(BPF_RET_K, SECCOMP_RET_ALLOW))
-    return prog
-
-
-def apply_seccomp(self_pid: int) -> None:
-    """Install the seccomp-BPF deny-list for good (it is inherited and cannot be removed).
-
-    Denied syscalls fail with EPERM: new sockets, connect/bind/listen/accept, exec, every
-    way to create a process or thread (``clone3`` too, so glibc does not fall back),
-    ptrace and cross-process memory access, pidfd tricks, mounts and namespaces, keyrings,
-    bpf, perf, userfaultfd, io_uring, modules, kexec, reboot, swap, uid/gid/capability
-    changes, clock setting and a few more. ``kill``/``tkill``/``tgkill`` work only on
-    ``self_pid``. A syscall from another ABI (i386, x32) kills the process. The rest is
-    allowed: CPython needs a lot. This sets no_new_privs, irrevocably.
-
-    Args:
-        self_pid: this process's pid, the only target signals may go to.
-
-    Raises:
-        LayerUnavailable: not Linux, or an architecture without a table here.
-        OSError: the kernel refused the filter.
-    """
-    _require_linux()
-    if self_pid <= 0:
-        raise ValueError(f"self_pid must be a real pid, got {self_pid}")
-    instructions = _build_filter(_current_arch(), self_pid)
-    code = b"".join(_SOCK_FILTER.pack(*insn) for insn in instructions)
-    buffer = ctypes.create_string_buffer(code, len(code))
-    prog = _SockFprog(len(instructions), ctypes.addressof(buffer))
-    set_no_new_privs()
-    try:
-        _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
-    except OSError as e:
-        if e.errno == errno.EINVAL:
-            raise LayerUnavailable("kernel has no seccomp filter mode (EINVAL)") from e
-        raise
-
-
 # --- credentials
+
+#: First uid (and gid) of the range workers get when the host runs as root: worker pid p runs
+#: as WORKER_UID_BASE + p. pid_max is at most 4194304 (2**22), so the range ends below
+#: 1_904_194_305, inside 1879048192..2147352575, which systemd's UID/GID table leaves unused
+#: (above its container ranges, below its "foreign" range and 2**31). No /etc/passwd entry
+#: is needed: the kernel only compares numbers.
+WORKER_UID_BASE = 1_900_000_000
+_PID_MAX_LIMIT = 1 << 22
+
+
+def worker_uid(pid: int) -> int:
+    """The uid and gid a worker with ``pid`` runs as when the host is root.
+
+    Pids are unique among live processes of a pid namespace, so no two live workers share
+    a uid and no coordination between hosts is needed. Both the worker (dropping to it)
+    and the host (handing it the worker's temp dir) call this. Across pid namespaces (two
+    containers sharing the host's uids) numbers can repeat: seccomp still keeps workers
+    apart there.
+    """
+    if not 0 < pid <= _PID_MAX_LIMIT:
+        raise ValueError(f"not a pid: {pid}")
+    return WORKER_UID_BASE + pid
 
 
 def drop_privileges(uid: int = 65534, gid: int = 65534) -> bool:
@@ -536,7 +399,7 @@ def drop_privileges(uid: int = 65534, gid: int = 65534) -> bool:
 
     Call it before ``apply_seccomp``, which denies the setuid family. The kernel clears
     the parent death signal on a uid change; this sets it again, so the worker still dies
-    with its parent.
+    with its parent. Workers pass ``worker_uid(os.getpid())``: a uid no other process has.
 
     Args:
         uid: the user to become (default: nobody).
@@ -661,10 +524,23 @@ def _check_dumpable() -> tuple[bool, str]:
 
 def _check_network_namespace() -> tuple[bool, str]:
     before = os.readlink("/proc/self/ns/net")
-    unshare_network()
+    with_user = unshare_network()
     names = sorted(name for _, name in socket.if_nameindex())
     moved = os.readlink("/proc/self/ns/net") != before
-    return moved and names == ["lo"], f"new network namespace; interfaces: {', '.join(names)}"
+    how = " inside a new user namespace" if with_user else ""
+    return moved and names == ["lo"], f"new network namespace{how}; interfaces: {', '.join(names)}"
+
+
+def _check_user_namespace() -> tuple[bool, str]:
+    if os.geteuid() == 0:
+        return False, "not needed as root: each worker gets its own uid instead"
+    before = os.readlink("/proc/self/ns/user")
+    try:
+        _unshare(CLONE_NEWUSER)
+    except OSError as e:
+        raise LayerUnavailable(f"unprivileged user namespaces refused ({e.strerror})") from e
+    moved = os.readlink("/proc/self/ns/user") != before
+    return moved, f"unprivileged user namespaces work; the worker's uid {os.geteuid()} maps to itself (no uid separation)"
 
 
 def _check_landlock() -> tuple[bool, str]:
@@ -676,37 +552,63 @@ def _check_landlock() -> tuple[bool, str]:
     return False, f"Landlock ABI {abi} applied but / is still readable"
 
 
+def _check_landlock_signal_scope() -> tuple[bool, str]:
+    abi = apply_landlock(read_only=[], read_write=[])
+    if abi < 6:
+        return False, f"Landlock ABI {abi}: signal scoping needs ABI 6 (Linux 6.12)"
+    try:
+        os.kill(os.getppid(), 0)
+    except PermissionError:
+        return True, f"signals only within the worker's own domain (ABI {abi})"
+    return False, f"Landlock ABI {abi} applied but the parent can still be signalled"
+
+
 def _check_seccomp() -> tuple[bool, str]:
-    apply_seccomp(os.getpid())
+    import resource
+
+    description = apply_seccomp(os.getpid())
+    resource.prlimit(0, resource.RLIMIT_CPU)  # on itself: allowed
+    try:
+        resource.prlimit(os.getppid(), resource.RLIMIT_CPU)
+        return False, f"{description}, but prlimit on the parent still works"
+    except PermissionError:
+        pass
     try:
         pid = os.fork()
     except PermissionError:
-        return True, "filter installed; fork denied (EPERM)"
+        return True, f"{description}; fork and prlimit of the parent refused (EPERM)"
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-    return False, "filter installed but fork still works"
+    return False, f"{description}, but fork still works"
 
 
 def _check_drop_privileges() -> tuple[bool, str]:
     if os.geteuid() != 0:
         return False, "not root: nothing to drop"
-    drop_privileges()
+    uid = worker_uid(os.getpid())
+    drop_privileges(uid, uid)
     try:
         os.setuid(0)
     except PermissionError:
-        return (
-            True,
-            f"dropped to uid {os.geteuid()}, gid {os.getegid()}; cannot regain root",
-        )
+        return True, f"dropped to per-worker uid {os.geteuid()}, gid {os.getegid()}; cannot regain root"
     return False, "dropped, but setuid(0) still works"
+
+
+def _check_uid_separation() -> tuple[bool, str]:
+    if os.geteuid() == 0:
+        return True, f"per-worker uid: {WORKER_UID_BASE} + the worker's pid, unique among live processes"
+    return False, f"none: workers keep uid {os.geteuid()}, like every other process of this user"
 
 
 _CHECKS: dict[str, _Check] = {
     "no_new_privs": _check_no_new_privs,
     "dumpable": _check_dumpable,
     "network_namespace": _check_network_namespace,
+    "user_namespace": _check_user_namespace,
     "landlock": _check_landlock,
+    "landlock_signal_scope": _check_landlock_signal_scope,
     "seccomp": _check_seccomp,
     "drop_privileges": _check_drop_privileges,
+    "uid_separation": _check_uid_separation,
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hostile import Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox, protocol
+from rlm_runtime.sandbox import Limits, Sandbox, oslayers, protocol
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux layers (Landlock, seccomp)")
 
@@ -137,11 +137,13 @@ def test_killing_the_host(escaped: Attacker, code: str) -> None:
 
 
 def test_privileges(escaped: Attacker) -> None:
-    """It denies setuid(0), and the worker does not run as root even when the host does."""
-    r = escaped.run("import os\nprint(os.getuid(), os.geteuid(), os.getgid())")
-    uid, euid, gid = (int(x) for x in r.stdout.split())
+    """It denies setuid(0), and a root host's worker runs as its own uid (worker_uid of its pid), not root or nobody."""
+    r = escaped.run("import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getpid())")
+    uid, euid, gid, pid = (int(x) for x in r.stdout.split())
     if os.geteuid() == 0:
-        assert uid != 0 and euid != 0 and gid != 0, r.stdout
+        assert uid == euid == gid == oslayers.worker_uid(pid), r.stdout
+    else:
+        assert uid == euid == os.geteuid(), r.stdout
     escaped.refused("import os\nos.setuid(0)", "PermissionError")
     escaped.refused("import os\nos.setresuid(0, 0, 0)", "PermissionError")
 
