@@ -6,7 +6,9 @@ to an in-memory buffer, so printed text can never be taken for a frame.
 
 Values crossing the boundary are *plain data*: None, bool, int, float, str, list and dict
 with str keys. ``check_plain`` enforces that (and bounds size and depth) on the host, where
-the worker's word is not trusted.
+the worker's word is not trusted; ``frames`` checks the rest of each frame the worker sends.
+Decoding refuses msgpack extension types outright, so no frame can carry anything but
+msgpack's own types.
 """
 
 from __future__ import annotations
@@ -60,14 +62,19 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+def _refuse_ext(code: int, data: bytes) -> Any:
+    # No side sends extension types; one on the channel is forged. ValueError ends the decode.
+    raise ValueError(f"msgpack extension type {code} is not allowed")
+
+
 def _decode(header: bytes, sock: socket.socket) -> dict[str, Any]:
     (length,) = HEADER.unpack(header)
     if length > MAX_FRAME:
         raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
     body = _recv_exact(sock, length)
     try:
-        message = msgpack.unpackb(body, raw=False, strict_map_key=True, unicode_errors="surrogatepass")
-    except (ValueError, msgpack.UnpackException) as e:
+        message = msgpack.unpackb(body, raw=False, strict_map_key=True, unicode_errors="surrogatepass", ext_hook=_refuse_ext)
+    except (ValueError, TypeError, msgpack.UnpackException) as e:
         raise ProtocolError(f"undecodable frame: {e}") from e
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         raise ProtocolError("frame is not a map with an 'op' field")
@@ -92,32 +99,41 @@ def recv_with_fds(sock: socket.socket, max_fds: int = 8) -> tuple[dict[str, Any]
 def check_plain(value: Any, what: str = "value") -> Any:
     """Return ``value`` if it is plain data, else raise HostCallError naming the problem.
 
-    Tuples are accepted and become lists (msgpack does the same). The walk is iterative so a
-    deeply nested value cannot exhaust the host's stack.
+    Tuples are accepted and become lists (msgpack does the same).
+    """
+    problem = plain_problem(value, what)
+    if problem:
+        raise HostCallError(problem)
+    return value
+
+
+def plain_problem(value: Any, what: str = "value", max_depth: int = PLAIN_MAX_DEPTH, max_items: int = PLAIN_MAX_ITEMS) -> str | None:
+    """What makes ``value`` not plain data (a sentence naming ``what``), or None if it is.
+
+    The walk is iterative so a deeply nested value cannot exhaust the caller's stack.
     """
     items = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         v, depth = stack.pop()
         items += 1
-        if items > PLAIN_MAX_ITEMS:
-            raise HostCallError(f"{what} has more than {PLAIN_MAX_ITEMS} items")
-        if depth > PLAIN_MAX_DEPTH:
-            raise HostCallError(f"{what} is nested deeper than {PLAIN_MAX_DEPTH} levels")
-        if type(v) is int and not -(2**63) <= v < 2**64:
-            raise HostCallError(f"{what} has an int too large to cross the sandbox boundary (64 bits at most)")
-        if v is None or type(v) in (bool, int, float, str):
+        if items > max_items:
+            return f"{what} has more than {max_items} items"
+        if depth > max_depth:
+            return f"{what} is nested deeper than {max_depth} levels"
+        t = type(v)
+        if t is int and not -(2**63) <= v < 2**64:
+            return f"{what} has an int too large to cross the sandbox boundary (64 bits at most)"
+        if v is None or t is str or t is int or t is float or t is bool:
             continue
-        if type(v) in (list, tuple):
+        if t is list or t is tuple:
             stack.extend((x, depth + 1) for x in v)
-        elif type(v) is dict:
+        elif t is dict:
             for k, x in v.items():
                 if type(k) is not str:
-                    raise HostCallError(f"{what} has a dict key of type {type(k).__name__}; keys must be str")
+                    return f"{what} has a dict key of type {type(k).__name__}; keys must be str"
                 stack.append((x, depth + 1))
         else:
-            raise HostCallError(
-                f"{what} contains a {type(v).__name__}; only None, bool, int, float, str, "
-                "list and dict cross the sandbox boundary"
-            )
-    return value
+            return (f"{what} contains a {t.__name__}; only None, bool, int, float, str, "
+                    "list and dict cross the sandbox boundary")
+    return None

@@ -3,7 +3,8 @@
 The host checks each cell against the policy, sends it to the worker, serves the worker's
 host-function calls, enforces the wall-clock limit (killing the worker's whole process group
 and starting a fresh worker) and watches the worker's memory with psutil, which is the only
-memory cap macOS honours.
+memory cap macOS honours. Every frame the worker sends is checked (``frames``) before it is
+used: a worker is untrusted, and a broken frame costs the worker its life, never the host.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from __future__ import annotations
 import atexit
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +28,17 @@ import psutil
 
 from rlm_runtime.config import tiktoken_cache_dir
 from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
-from rlm_runtime.sandbox import contexts, protocol
+from rlm_runtime.sandbox import cleanup, contexts, frames, protocol
 from rlm_runtime.sandbox.limits import Limits
+from rlm_runtime.sandbox.oslayers import worker_uid
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
 from rlm_runtime.sandbox.worker import RESERVED_BASE, stdlib_paths
-from rlm_runtime.sandbox.zygote import Zygote, current_shared, shared_zygote
+from rlm_runtime.sandbox.zygote import Zygote, shared_zygote
 
 _WATCH_INTERVAL_S = 0.05
-_NOBODY = 65534
 _RESTART_NOTE = "The worker was restarted: every variable of this session was lost."
+_CLOSED = "this sandbox is closed"
+_CLOSED_WHILE_RUNNING = "the sandbox was closed while this cell was running; its worker was killed"
 
 
 @dataclass(frozen=True)
@@ -64,16 +67,52 @@ HostFunction = Callable[..., Any]
 
 
 class _WorkerHandle:
-    def __init__(self, pid: int, sock: socket.socket, tmpdir: str) -> None:
+    """One worker: its process, channel and temp dir."""
+
+    def __init__(self, pid: int, sock: socket.socket, zygote: Zygote) -> None:
         self.pid = pid
         self.sock = sock
-        self.tmpdir = tmpdir
+        self.zygote = zygote
+        self.tmpdir = ""
         self.layers: dict[str, dict[str, Any]] = {}
         self.as_limit = 0
+        self._killed = False
+        self._kill_lock = threading.Lock()
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
         try:
             self.proc: psutil.Process | None = psutil.Process(pid)
         except psutil.Error:
             self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group, once, and wake whoever waits on the channel."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            # shutdown, not close: another thread may be polling this fd, and a closed
+            # number can be reused by an unrelated file before that thread looks again.
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def pending(self) -> str | None:
+        """What waits on the channel between cells: None, "data" (a frame) or "eof"."""
+        if not self.poller.poll(0):
+            return None
+        try:
+            data = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return "eof"
+        return "data" if data else "eof"
 
     def near_memory_limit(self) -> bool:
         """Whether the address space is within 8 MB of the worker's RLIMIT_AS (Linux)."""
@@ -120,10 +159,23 @@ class Sandbox:
         contexts: context sources or handles (see ``rlm_runtime.context.open_context``),
             mapped read-only into the worker before it locks down.
         zygote: the zygote to fork workers from (default: the process-wide one).
+        protect_host: make the whole host process non-dumpable (Linux ``PR_SET_DUMPABLE=0``)
+            so that a worker that escaped cannot read the host's memory or
+            ``/proc/<pid>/environ``. This is a side effect on the calling program: debuggers,
+            profilers (py-spy, perf) and core dumps stop working for it, for good. ``False``
+            leaves the host as it is; ``host_layers`` (and ``rlm sandbox doctor``) report it.
 
     Use as a context manager, or call ``start()`` and ``close()``. ``execute`` returns a
-    ``CellResult`` for anything user code does; it raises ``SandboxError`` only when no
-    worker can be started at all.
+    ``CellResult`` for anything user code does, a worker that breaks the protocol included;
+    it raises ``SandboxError`` only when no worker can be started at all or the sandbox is
+    (or gets) closed.
+
+    Threads: a Sandbox may be shared by threads. ``execute`` runs one cell at a time (a lock
+    serialises callers, and each gets its own cell's result); a host function must not call
+    ``execute`` on its own sandbox (SandboxError). ``close`` may be called from any thread at
+    any time: a running cell's worker is killed and that ``execute`` raises SandboxError.
+    ``Zygote`` is thread-safe too. After ``close`` returns, no worker process and no temp
+    dir of this sandbox remain, whatever was interrupted.
     """
 
     def __init__(
@@ -134,6 +186,7 @@ class Sandbox:
         host_functions: dict[str, HostFunction] | None = None,
         contexts: Sequence[Any] | None = None,
         zygote: Zygote | None = None,
+        protect_host: bool = True,
     ) -> None:
         from rlm_runtime.context import open_context
 
@@ -146,10 +199,21 @@ class Sandbox:
         self._functions: dict[str, HostFunction] = {}
         self._unbound: list[str] = []
         self._zygote = zygote
+        self._protect_host = protect_host
         self._worker: _WorkerHandle | None = None
         self._had_worker = False  # a worker existed, so a missing one means variables were lost
         self._cells = 0
+        self._seq = 0  # numbers exec frames; the worker echoes it in every frame of that cell
         self._closed = False
+        #: One caller at a time. Re-entrant so ``start``/``layers``/``close`` work from a host
+        #: function. Whoever holds it may be polling a worker's channel, so only the holder
+        #: closes channels: a closed fd number can be handed to an unrelated file at once.
+        self._lock = threading.RLock()
+        self._owner: int | None = None  # the thread running a cell
+        #: Guards ``_worker``, ``_owned`` and ``_closed``; held for a few lines, never a cell.
+        self._state = threading.Lock()
+        #: Every worker from the moment it exists until it is fully discarded.
+        self._owned: set[_WorkerHandle] = set()
         for name, fn in (host_functions or {}).items():
             self.register(name, fn)
 
@@ -164,33 +228,63 @@ class Sandbox:
 
     def start(self) -> None:
         """Get a worker ready. Idempotent."""
+        with self._lock:
+            try:
+                self._ensure_worker()
+            finally:
+                self._release_if_closed()
+
+    def _release_if_closed(self) -> None:
+        """Close what close() could not (it found the lock held); called by the lock's holder."""
         if self._closed:
-            raise SandboxError("this sandbox is closed")
-        _protect_host()
-        if self._worker is None:
-            self._worker = self._new_worker()
-            self._had_worker = True
-            _open_sandboxes.add(self)
+            for worker in list(self._owned):
+                self._discard(worker)
+
+    def _ensure_worker(self) -> _WorkerHandle:
+        if self._closed:
+            raise SandboxError(_CLOSED)
+        if self._protect_host:
+            _protect_host()
+        return self._worker or self._new_worker()
 
     @property
     def host_layers(self) -> dict[str, dict[str, Any]]:
         """What the host does for isolation (see ``layers`` for the worker's own)."""
-        return dict(_host_layers)
+        if self._protect_host:
+            return dict(_host_layers)
+        other = _host_layers.get("host_not_dumpable", {}).get("active", False)
+        detail = ("protect_host=False, but another Sandbox of this process already made it non-dumpable" if other
+                  else "off by request (Sandbox(protect_host=False)): debuggers and profilers can attach to the host")
+        return {"host_not_dumpable": {"active": bool(other), "detail": detail}}
 
     def close(self) -> None:
-        """Kill the worker and remove its temp dir. Idempotent."""
-        self._closed = True
-        _open_sandboxes.discard(self)
-        if self._worker is not None:
-            self._discard(self._worker)
+        """Kill the worker and remove its temp dir. Idempotent; any thread, at any time.
+
+        A cell running meanwhile ends at once: its ``execute`` raises SandboxError.
+        """
+        with self._state:
+            self._closed = True
             self._worker = None
+            owned = list(self._owned)
+        _open_sandboxes.discard(self)
+        for worker in owned:  # processes and temp dirs go now, whoever holds the lock
+            self._discard(worker, release=False)
+        # A caller inside the sandbox sees the kill at once and leaves (unless a host function
+        # still runs): then the channels are closed here, else by that caller on its way out.
+        if self._lock.acquire(timeout=0.25):
+            try:
+                self._release_if_closed()
+            finally:
+                self._lock.release()
 
     @property
     def layers(self) -> dict[str, dict[str, Any]]:
         """Isolation layers of the current worker: name -> {active, detail}."""
-        self.start()
-        assert self._worker is not None
-        return dict(self._worker.layers)
+        with self._lock:
+            try:
+                return dict(self._ensure_worker().layers)
+            finally:
+                self._release_if_closed()
 
     # ------------------------------------------------------------ host functions
 
@@ -203,56 +297,83 @@ class Sandbox:
             raise ValueError(f"invalid host function name {name!r}")
         if not callable(fn):
             raise TypeError(f"host function {name!r} is not callable")
-        self._functions[name] = fn
-        self._unbound.append(name)
+        with self._state:
+            self._functions[name] = fn
+            self._unbound.append(name)
 
     # ---------------------------------------------------------------- execution
 
     def execute(self, code: str | bytes) -> CellResult:
-        """Check and run one cell in the session's namespace."""
+        """Check and run one cell in the session's namespace. Callers in several threads take turns."""
         if self._closed:
-            raise SandboxError("this sandbox is closed")
-        report = check(code, self.policy)
+            raise SandboxError(_CLOSED)
+        me = threading.get_ident()
+        if self._owner == me:
+            raise SandboxError("execute() called from a host function of the same sandbox: it runs one cell at a time")
+        with self._lock:
+            try:
+                self._owner = me
+                return self._execute(code)
+            finally:
+                self._owner = None
+                self._release_if_closed()
+
+    def _execute(self, code: str | bytes) -> CellResult:
+        if self._closed:  # closed while this caller waited for its turn
+            raise SandboxError(_CLOSED)
+        report = check(code, self.policy, reserved=frozenset(self._functions))
         warnings = [str(w) for w in report.warnings]
         if not report.ok:
             return CellResult(error=report.text(), error_type="PolicyViolation", warnings=warnings)
         restarted = self._worker is None and self._had_worker  # lost to a kill or an interrupt
-        self.start()
+        worker = self._ensure_worker()
         self._cells += 1
-        assert self._worker is not None
+        self._seq += 1
         text = code if isinstance(code, str) else code.decode("utf-8")
-        frame = {"op": "exec", "code": report.compiled, "source": text,
+        frame = {"op": "exec", "seq": self._seq, "code": report.compiled, "source": text,
                  "filename": f"<cell-{self._cells}>", "timeout": self.limits.cell_timeout_s}
-        result = self._run(self._worker, frame)
+        result = self._run(worker, frame)
         if restarted and not result.worker_restarted:
-            result = _replace(result, worker_restarted=True, warnings=[
+            result = replace(result, worker_restarted=True, warnings=[
                 "the worker was replaced after an interruption before this cell: " + _RESTART_NOTE, *result.warnings])
-        return _replace(result, warnings=warnings + result.warnings) if warnings else result
+        return replace(result, warnings=warnings + result.warnings) if warnings else result
 
     def _run(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
         try:
             return self._drive(worker, frame)
         except BaseException:
-            # Interrupted on the host (Ctrl-C) or by a host function: the worker may still be
-            # running the cell and would answer the next one with this one's result. Replace it.
-            if self._worker is worker:
-                self._discard(worker)
-                self._worker = None
+            # Interrupted on the host (Ctrl-C), by a host function, or closed: the worker may
+            # still be running the cell and would answer the next one with this one's result.
+            # Replace it (the next execute() starts a new one and says so).
+            with self._state:
+                if self._worker is worker:
+                    self._worker = None
+            self._discard(worker)
             raise
 
     def _drive(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
-        self._bind_pending(worker)
         start = time.monotonic()
         final: list[Any] = []
+        seq = frame["seq"]
+        waiting = worker.pending()
+        if waiting == "data":
+            return self._kill(worker, final, start, "ProtocolError",
+                              "ProtocolError: the worker sent a frame between cells, when nothing was asked of it, "
+                              "so it was killed and this cell was not run. " + _RESTART_NOTE)
         try:
+            if waiting == "eof":
+                raise ConnectionResetError("the worker closed its channel between cells")
+            self._bind_pending(worker)
             protocol.send(worker.sock, frame)
         except OSError:
             return self._crashed(worker, final, start)
         hard_deadline = start + self.limits.cell_timeout_s + self.limits.kill_grace_s
         memory_cap = (self.limits.memory_mb + 64) * 1024 * 1024
-        poller = select.poll()
-        poller.register(worker.sock, select.POLLIN)
+        output_chars = self.limits.output_chars
+        poller = worker.poller
         while True:
+            if self._closed:
+                raise SandboxError(_CLOSED_WHILE_RUNNING)
             now = time.monotonic()
             if now >= hard_deadline:
                 if worker.near_memory_limit():
@@ -272,22 +393,22 @@ class Sandbox:
             try:
                 worker.sock.settimeout(max(hard_deadline - time.monotonic(), 0.5))
                 msg = protocol.recv(worker.sock)
+                op = frames.cell_frame(msg, seq, output_chars)
             except (EOFError, ConnectionError):
                 return self._crashed(worker, final, start)
             except (ProtocolError, TimeoutError, OSError) as e:
                 return self._kill(worker, final, start, "ProtocolError",
-                                  f"ProtocolError: the worker broke the protocol ({e}). " + _RESTART_NOTE)
+                                  f"ProtocolError: the worker broke the protocol ({e}), so it was killed. " + _RESTART_NOTE)
             finally:
                 try:
                     worker.sock.settimeout(None)
                 except OSError:  # the channel was closed by a kill above
                     pass
-            op = msg["op"]
             if op == "done":
-                return _done(msg, final, self.limits.output_chars)
+                return _done(msg, final)
             if op == "final":
-                final[:] = [msg.get("value")]
-            elif op == "call":
+                final[:] = [msg["value"]]
+            else:  # "call"
                 began = time.monotonic()
                 reply = self._dispatch(msg)  # KeyboardInterrupt/SystemExit: see _run
                 hard_deadline += time.monotonic() - began
@@ -295,21 +416,15 @@ class Sandbox:
                     protocol.send(worker.sock, reply)
                 except OSError:
                     return self._crashed(worker, final, start)
-            else:
-                return self._kill(worker, final, start, "ProtocolError",
-                                  f"ProtocolError: unexpected frame {op!r} from the worker. " + _RESTART_NOTE)
 
     def _dispatch(self, msg: dict[str, Any]) -> dict[str, Any]:
-        name = msg.get("name")
-        fn = self._functions.get(name) if isinstance(name, str) else None
+        # frames.cell_frame checked the name, and that args and kwargs are plain data.
+        name = msg["name"]
+        fn = self._functions.get(name)
         if fn is None:
             return {"op": "error", "message": f"no host function named {name!r}"}
         try:
-            args = protocol.check_plain(msg.get("args", []), f"arguments of {name}()")
-            kwargs = protocol.check_plain(msg.get("kwargs", {}), f"keyword arguments of {name}()")
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise HostCallError("malformed call frame")
-            value = protocol.check_plain(fn(*args, **kwargs), f"value returned by {name}()")
+            value = protocol.check_plain(fn(*msg["args"], **msg["kwargs"]), f"value returned by {name}()")
         except HostCallError as e:
             return {"op": "error", "message": str(e)}
         except Exception as e:  # a host function's own failure is shown to user code, briefly
@@ -319,91 +434,129 @@ class Sandbox:
     # ------------------------------------------------------------- worker control
 
     def _new_worker(self) -> _WorkerHandle:
+        """Start a worker and make it the current one (SandboxError if none can start)."""
         zygote = self._zygote or shared_zygote(list(self.policy.allowed_imports))
         if not zygote.alive():
             zygote = shared_zygote(list(self.policy.allowed_imports))
         specs, fds, _mapped = contexts.export(self.contexts)
-        pid, sock = zygote.spawn()
-        tmpdir = tempfile.mkdtemp(prefix="rlm-worker-")
-        worker = _WorkerHandle(pid, sock, tmpdir)
-        if os.geteuid() == 0:
-            os.chown(tmpdir, _NOBODY, _NOBODY)  # the worker drops to nobody
-        cache = tiktoken_cache_dir()
-        init = {
-            "op": "init",
-            "tmpdir": tmpdir,
-            "limits": self.limits.model_dump(),
-            "allowed_imports": list(self.policy.allowed_imports),
-            "denied_attributes": list(self.policy.denied_attributes),
-            "host_functions": list(self._functions),
-            "read_paths": stdlib_paths() + ([cache] if cache else []),
-            "tiktoken_cache_dir": cache,
-            "contexts": specs,
-        }
         try:
-            try:
-                for k in range(0, len(fds), contexts.FDS_PER_FRAME):
-                    protocol.send_with_fds(sock, {"op": "attach"}, fds[k : k + contexts.FDS_PER_FRAME])
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            # From fork to record, nothing may be left unrecorded by a Ctrl-C: close() and
+            # the error paths below clean up only what _owned holds.
+            with cleanup.hold_interrupts():
+                pid, sock = zygote.spawn()
+                worker = _WorkerHandle(pid, sock, zygote)
+                self._own(worker)
+                tmpdir = worker.tmpdir = tempfile.mkdtemp(prefix="rlm-worker-", dir=zygote.scratch)
+        except BaseException:
+            _close_fds(fds)
+            raise
+        try:
+            if os.geteuid() == 0:
+                os.chown(tmpdir, worker_uid(pid), worker_uid(pid))  # the worker drops to its own uid
+            cache = tiktoken_cache_dir()
+            with self._state:  # a name registered from now on is bound by a later "bind"
+                names = list(self._functions)
+                self._unbound.clear()
+            init = {
+                "op": "init",
+                "tmpdir": tmpdir,
+                "limits": self.limits.model_dump(),
+                "allowed_imports": list(self.policy.allowed_imports),
+                "denied_attributes": list(self.policy.denied_attributes),
+                "host_functions": names,
+                "read_paths": stdlib_paths() + ([cache] if cache else []),
+                "tiktoken_cache_dir": cache,
+                "contexts": specs,
+            }
+            for k in range(0, len(fds), contexts.FDS_PER_FRAME):
+                protocol.send_with_fds(sock, {"op": "attach"}, fds[k : k + contexts.FDS_PER_FRAME])
+            _close_fds(fds)
             protocol.send(sock, init)
             sock.settimeout(10)
-            reply = protocol.recv(sock)
+            worker.layers, worker.as_limit = frames.ready_frame(protocol.recv(sock))
             sock.settimeout(None)
-        except (OSError, EOFError, ProtocolError) as e:
+            self._install(worker)
+        except BaseException as e:
+            _close_fds(fds)
             self._discard(worker)
-            raise SandboxError(f"the sandbox worker did not start: {e}") from e
-        if reply.get("op") != "ready":
-            self._discard(worker)
-            raise SandboxError(f"the sandbox worker did not start: {reply.get('message', reply.get('op'))}")
-        worker.layers = dict(reply.get("layers", {}))
-        worker.as_limit = int(reply.get("as_limit") or 0)
-        self._unbound.clear()
+            if isinstance(e, (OSError, EOFError, ProtocolError)):
+                raise SandboxError(f"the sandbox worker did not start: {e}") from e
+            raise
         return worker
+
+    def _own(self, worker: _WorkerHandle) -> None:
+        with self._state:
+            if not self._closed:
+                self._owned.add(worker)
+                _open_sandboxes.add(self)
+                return
+        self._discard(worker)
+        raise SandboxError(_CLOSED_WHILE_RUNNING if self._owner else _CLOSED)
+
+    def _install(self, worker: _WorkerHandle) -> None:
+        with self._state:
+            if not self._closed:
+                self._worker = worker
+                self._had_worker = True
+                return
+        self._discard(worker)
+        raise SandboxError(_CLOSED_WHILE_RUNNING if self._owner else _CLOSED)
 
     def _bind_pending(self, worker: _WorkerHandle) -> None:
         if self._unbound:
-            protocol.send(worker.sock, {"op": "bind", "names": list(self._unbound)})
-            self._unbound.clear()
+            with self._state:
+                names, self._unbound = self._unbound, []
+            protocol.send(worker.sock, {"op": "bind", "names": names})
 
-    def _discard(self, worker: _WorkerHandle) -> None:
-        try:
-            os.killpg(worker.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            worker.sock.close()
-        except OSError:
-            pass
-        shutil.rmtree(worker.tmpdir, ignore_errors=True)
+    def _discard(self, worker: _WorkerHandle, *, release: bool = True) -> None:
+        """Kill ``worker`` and remove its temp dir; with ``release``, close its channel too.
 
-    def _replace_worker(self) -> bool:
+        Idempotent and safe from any thread; ``release`` only by the holder of ``_lock``.
+        """
+        with cleanup.hold_interrupts():
+            worker.kill()
+            if worker.tmpdir and not cleanup.remove_tree(worker.tmpdir):
+                # It may have been writing there as SIGKILL landed: once it is gone, again.
+                cleanup.wait_gone(worker.pid, 2.0)
+                cleanup.remove_tree(worker.tmpdir)
+            if release:
+                worker.sock.close()
+                with self._state:
+                    self._owned.discard(worker)
+
+    def _replace_worker(self, old: _WorkerHandle) -> None:
+        with self._state:
+            if self._worker is old:
+                self._worker = None
+        if self._closed:
+            raise SandboxError(_CLOSED_WHILE_RUNNING)
         try:
-            self._worker = self._new_worker()
-            return True
+            self._new_worker()
         except SandboxError:
-            self._worker = None
-            return False
+            if self._closed:
+                raise
+            # None could be started now: the next execute() tries again, or says why not.
 
     def _kill(self, worker: _WorkerHandle, final: list[Any], start: float, kind: str, message: str) -> CellResult:
+        if self._closed:  # the kill was close()'s, not the cell's fault
+            raise SandboxError(_CLOSED_WHILE_RUNNING)
         self._discard(worker)
-        zygote = self._zygote or shared_zygote(list(self.policy.allowed_imports))
-        zygote.reap(worker.pid)
-        self._replace_worker()
+        worker.zygote.reap(worker.pid)
+        self._replace_worker(worker)
         return CellResult(error=message, error_type=kind, final=final[0] if final else None,
                           has_final=bool(final), duration_s=time.monotonic() - start, worker_restarted=True)
 
     def _crashed(self, worker: _WorkerHandle, final: list[Any], start: float) -> CellResult:
-        zygote = self._zygote or current_shared()
-        alive = zygote is not None and zygote.alive()
-        how = zygote.reap(worker.pid) if zygote is not None and alive else "died with the sandbox's zygote process"
+        if self._closed:
+            raise SandboxError(_CLOSED_WHILE_RUNNING)
+        zygote = worker.zygote
+        how = zygote.reap(worker.pid) if zygote.alive() else "died with the sandbox's zygote process"
         if how == "unknown":
             how = "ended for an unknown reason"
         self._discard(worker)
         hint = " (the CPU time limit)" if "SIGXCPU" in how else ""
         message = f"WorkerCrashed: the worker process {how}{hint}. " + _RESTART_NOTE
-        self._replace_worker()
+        self._replace_worker(worker)
         return CellResult(error=message, error_type="WorkerCrashed", final=final[0] if final else None,
                           has_final=bool(final), duration_s=time.monotonic() - start, worker_restarted=True)
 
@@ -415,7 +568,9 @@ def _protect_host() -> None:
     """Make the host non-dumpable (Linux), once per process.
 
     Otherwise any process of the same user, a worker that escaped included, could read the
-    host's memory and /proc/<pid>/environ, where API keys live.
+    host's memory and /proc/<pid>/environ, where API keys live. The flag stays for the life
+    of the process: debuggers, profilers and core dumps stop working for the whole program
+    (``Sandbox(protect_host=False)`` opts out).
     """
     if _host_layers:
         return
@@ -441,31 +596,24 @@ def _close_all() -> None:
         sandbox.close()
 
 
-def _done(msg: dict[str, Any], final: list[Any], cap: int) -> CellResult:
-    notes = msg.get("notes") or []
-    stdout = msg.get("stdout", "")
-    if not isinstance(stdout, str):
-        stdout = str(stdout)
-    truncated = bool(msg.get("truncated", False))
-    # The worker already capped its output; a worker that did not is not trusted.
-    limit = cap + 200
-    if len(stdout) > limit:
-        stdout = stdout[:limit] + f"\n... [output truncated by the host: {len(stdout) - limit} characters cut] ...\n"
-        truncated = True
-    error = msg.get("error")
+def _close_fds(fds: list[int]) -> None:
+    """Close the context descriptors once sent (or not to be sent), each exactly once."""
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass
+
+
+def _done(msg: dict[str, Any], final: list[Any]) -> CellResult:
+    # frames.cell_frame checked every field's type and size.
     return CellResult(
-        stdout=stdout,
-        error=error[:20_000] if isinstance(error, str) else (None if error is None else str(error)[:20_000]),
-        error_type=msg.get("error_type") if isinstance(msg.get("error_type"), str) else None,
+        stdout=msg["stdout"],
+        error=msg["error"],
+        error_type=msg["error_type"],
         final=final[0] if final else None,
         has_final=bool(final),
-        duration_s=float(msg.get("duration_s", 0.0)),
-        truncated=truncated,
-        warnings=[str(n)[:500] for n in notes[:20]] if isinstance(notes, list) else [],
+        duration_s=float(msg["duration_s"]),
+        truncated=msg["truncated"],
+        warnings=msg["notes"],
     )
-
-
-def _replace(result: CellResult, **changes: Any) -> CellResult:
-    from dataclasses import replace
-
-    return replace(result, **changes)

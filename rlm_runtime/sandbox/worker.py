@@ -9,7 +9,9 @@ Lifecycle (driven by the zygote and the host):
    dir, applies rlimits, Landlock, privilege drop and seccomp, and answers ``ready`` with
    the layers that took effect.
 3. ``exec`` frames run cells; ``call`` frames go up to the host for host functions; ``done``
-   ends each cell. EOF on the channel ends the worker.
+   ends each cell. Every frame sent for a cell echoes the ``seq`` of its ``exec``, and every
+   field stays within the sizes the host checks (``frames``). EOF on the channel ends the
+   worker.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import traceback
 from typing import Any
 
 from rlm_runtime.errors import HostCallError
-from rlm_runtime.sandbox import protocol
+from rlm_runtime.sandbox import frames, protocol
 from rlm_runtime.sandbox.guards import SHOW_NAME, USER_MODULE, make_globals
 
 RESERVED_BASE = ("FINAL", "FINAL_VAR", "SHOW_VARS")
@@ -122,6 +124,7 @@ class Worker:
         self.reserved: dict[str, Any] = {}
         self.in_user_code = False
         self.cells = 0
+        self.seq = 0  # of the cell running now, echoed in every frame sent for it
         self._reserve = _make_reserve()
 
     # ------------------------------------------------------------------ set-up
@@ -151,10 +154,24 @@ class Worker:
         self._restore_reserved()
 
     def _restore_reserved(self) -> list[str]:
-        """Put the runtime's names back; return those the cell had rebound."""
+        """Put the runtime's names back; return those the cell had rebound.
+
+        The cell's own values are held until every name is back, then released: releasing
+        one can run a finalizer of the cell's (a generator's ``finally``, say), and that code
+        must find the runtime's names already in place. The policy check refuses code that
+        could rebind them from such a finalizer (``global FINAL`` in a function); the second
+        pass is the fail-safe if anything ever does.
+        """
         ns = self.ns
-        rebound = [name for name, value in self.reserved.items() if ns.get(name) is not value]
-        ns.update(self.reserved)
+        rebound: list[str] = []
+        for _ in range(2):
+            displaced = [(name, ns.get(name)) for name, value in self.reserved.items() if ns.get(name) is not value]
+            if not displaced:
+                break
+            rebound += [name for name, _value in displaced if name not in rebound]
+            ns.update(self.reserved)
+            ns[SHOW_NAME] = self._show
+            del displaced  # finalizers of the cell's values run here
         ns[SHOW_NAME] = self._show
         return rebound
 
@@ -177,7 +194,7 @@ class Worker:
         self.in_user_code = False
         remaining = signal.setitimer(signal.ITIMER_REAL, 0)[0]
         try:
-            protocol.send(self.sock, {"op": "call", "name": name, "args": args, "kwargs": kwargs})
+            protocol.send(self.sock, {"op": "call", "seq": self.seq, "name": name, "args": args, "kwargs": kwargs})
             reply = protocol.recv(self.sock)
         finally:
             if remaining > 0:
@@ -194,7 +211,7 @@ class Worker:
             value = str(answer)
         self.in_user_code = False
         try:
-            protocol.send(self.sock, {"op": "final", "value": value})
+            protocol.send(self.sock, {"op": "final", "seq": self.seq, "value": value})
         finally:
             self.in_user_code = True
 
@@ -249,6 +266,7 @@ class Worker:
         from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
 
         self.cells += 1
+        self.seq = msg.get("seq", 0)
         filename = msg.get("filename", f"<cell-{self.cells}>")
         source = msg.get("source", "")
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -260,6 +278,7 @@ class Worker:
         failure: BaseException | None = None
         timeout = float(msg.get("timeout", self.limits["cell_timeout_s"]))
         set_cell_cpu_limit(self.limits, time.process_time())
+        self._restore_reserved()  # whatever ran between cells (a collected cycle's finalizer) is undone
         start = time.perf_counter()
         try:
             code = _retarget(marshal.loads(msg["code"]), filename)
@@ -277,11 +296,14 @@ class Worker:
             duration = time.perf_counter() - start
             rebound = self._restore_reserved()
         if failure is not None:
-            error_type = type(failure).__name__
+            error_type = type(failure).__name__[: frames.TYPE_MAX]  # a user class may have any name
             error = _user_traceback(failure, self._guarded_str(failure))
+            if len(error) > frames.ERROR_MAX:
+                error = error[: frames.ERROR_MAX] + "... [cut]"
         stdout, truncated = self.output.value()
-        notes = [f"'{name}' is a runtime name: it was restored after this cell, your value is gone" for name in rebound]
-        return {"op": "done", "stdout": stdout, "truncated": truncated, "error": error,
+        notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
+                 for name in rebound[: frames.NOTES_MAX]]
+        return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
                 "error_type": error_type, "duration_s": duration, "notes": notes}
 
     def serve(self) -> None:
@@ -297,7 +319,7 @@ class Worker:
             if op == "shutdown":
                 return
             try:
-                reply = self.run_cell(msg) if op == "exec" else {"op": "protocol_error", "message": f"unknown op {op!r}"}
+                reply = self.run_cell(msg) if op == "exec" else {"op": "protocol_error", "message": f"unknown op {op[:40]!r}"}
                 protocol.send(self.sock, reply)
             except OSError:
                 return
@@ -305,7 +327,7 @@ class Worker:
                 # The cell's data fills memory (or the reply would not fit a frame): free the
                 # reserve so a short answer can still be built and sent.
                 self._reserve = b""
-                protocol.send(self.sock, _fallback_reply(e, self.limits))
+                protocol.send(self.sock, _fallback_reply(e, self.limits, self.seq))
                 self._reserve = _make_reserve()
 
 
@@ -317,13 +339,13 @@ def _make_reserve() -> bytes:
         return b""
 
 
-def _fallback_reply(e: BaseException, limits: dict[str, Any]) -> dict[str, Any]:
+def _fallback_reply(e: BaseException, limits: dict[str, Any], seq: int) -> dict[str, Any]:
     if isinstance(e, MemoryError):
         error = (f"MemoryError: the cell ran out of memory (the worker's cap is {limits.get('memory_mb')} MB). "
                  "Variables are kept; del large ones or work on smaller pieces.")
     else:
         error = f"OutputError: the cell's result could not be sent ({e}); print less."
-    return {"op": "done", "stdout": "", "truncated": False, "error": error, "error_type": type(e).__name__,
+    return {"op": "done", "seq": seq, "stdout": "", "truncated": False, "error": error, "error_type": type(e).__name__,
             "duration_s": 0.0, "notes": []}
 
 
@@ -345,7 +367,8 @@ def _user_traceback(exc: BaseException, message: str) -> str:
         lines.append("Traceback (your code):")
         for f in frames[-8:]:
             where = "" if f.name == "<module>" else f", in {f.name}"
-            text = f": {f.line.strip()}" if f.line else ""
+            line = f.line.strip() if f.line else ""
+            text = f": {line[:300]}{'...' if len(line) > 300 else ''}" if line else ""
             lines.append(f"  line {f.lineno}{where}{text}")
     if isinstance(exc, SyntaxError) and exc.lineno:
         message = f"{exc.msg} (line {exc.lineno})"

@@ -7,7 +7,9 @@ imports everything a worker needs and keeps one spare worker forked and waiting.
 a worker hands over the spare's channel (SCM_RIGHTS) and forks the next spare.
 
 Control frames (host -> zygote): ``spawn`` -> ``spawned {pid}`` with the channel attached;
-``reap {pid}`` -> ``status {pid, exit}``. EOF on the control socket kills every worker.
+``reap {pid}`` -> ``status {pid, exit}``. EOF on the control socket (the host closed it, or
+died, even by SIGKILL) kills every worker, waits for them, and removes the zygote's scratch
+dir, where all its workers' temp dirs live (see ``cleanup``).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ import threading
 from pathlib import Path
 
 from rlm_runtime.errors import SandboxError
-from rlm_runtime.sandbox import protocol
+from rlm_runtime.sandbox import cleanup, protocol
 
 _BOOT = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from rlm_runtime.sandbox.zygote import zygote_main; zygote_main(int(sys.argv[2]), json.loads(sys.argv[3]))"
+    "from rlm_runtime.sandbox.zygote import zygote_main; zygote_main(int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4])"
 )
 _MACOS_PROFILE = Path(__file__).with_name("macos.sb")
 
@@ -35,8 +37,8 @@ _MACOS_PROFILE = Path(__file__).with_name("macos.sb")
 # ----------------------------------------------------------------------- zygote side
 
 
-def zygote_main(ctl_fd: int, preload_modules: list[str]) -> None:
-    """Run the zygote loop on ``ctl_fd`` until the host goes away."""
+def zygote_main(ctl_fd: int, preload_modules: list[str], scratch: str = "") -> None:
+    """Run the zygote loop on ``ctl_fd`` until the host goes away, then clean up ``scratch``."""
     from rlm_runtime.sandbox import guards, lockdown, worker  # noqa: F401 - warm imports
 
     guards.preload(set(preload_modules))
@@ -67,12 +69,31 @@ def zygote_main(ctl_fd: int, preload_modules: list[str]) -> None:
                 pid = int(msg["pid"])
                 protocol.send(ctl, {"op": "status", "pid": pid, "exit": _wait_for(pid, children, statuses)})
     finally:
-        for pid in children:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _end_children(children)
+        if scratch:
+            # After the workers are dead: none can write into its dir while it is removed.
+            cleanup.remove_tree(scratch)
         os._exit(0)
+
+
+def _end_children(children: set[int], timeout: float = 2.0) -> None:
+    """SIGKILL every worker (its whole process group) and reap it, for ``timeout`` at most."""
+    import time
+
+    for pid in children:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:  # a spare that has not called setsid yet is not its own group
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + timeout
+    while children and time.monotonic() < deadline:
+        _reap(children, {})
+        if children:
+            time.sleep(0.005)
 
 
 def _fork_spare(ctl: socket.socket, children: set[int]) -> tuple[int, socket.socket]:
@@ -149,65 +170,97 @@ def _macos_params() -> list[str]:
 
 
 class Zygote:
-    """Host-side handle on a zygote process. Thread-safe."""
+    """Host-side handle on a zygote process. Thread-safe.
+
+    ``scratch`` is the zygote's scratch dir: workers' temp dirs go inside it, and it goes
+    when the zygote ends (``close``, or the host's death). Starting a zygote first sweeps
+    scratch dirs left by dead hosts.
+    """
 
     def __init__(self, preload_modules: list[str]) -> None:
         self._lock = threading.Lock()
-        host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(child_end.fileno()),
-                json.dumps(sorted(preload_modules))]
-        if sys.platform == "darwin" and shutil.which("sandbox-exec") and _MACOS_PROFILE.is_file():
-            argv = ["sandbox-exec", "-f", str(_MACOS_PROFILE), *_macos_params(), *argv]
-        try:
-            self.process = subprocess.Popen(
-                argv, env={}, cwd="/", pass_fds=[child_end.fileno()], close_fds=True,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as e:
-            raise SandboxError(f"cannot start the sandbox zygote: {e}") from e
-        finally:
-            child_end.close()
-        self._ctl = host_end
+        self._abandoned = False
+        with cleanup.hold_interrupts():  # a scratch dir or a zygote must not exist unrecorded
+            cleanup.sweep_stale()
+            self.scratch = cleanup.make_scratch()
+            host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(child_end.fileno()),
+                    json.dumps(sorted(preload_modules)), self.scratch]
+            if sys.platform == "darwin" and shutil.which("sandbox-exec") and _MACOS_PROFILE.is_file():
+                argv = ["sandbox-exec", "-f", str(_MACOS_PROFILE), *_macos_params(), *argv]
+            try:
+                self.process = subprocess.Popen(
+                    argv, env={}, cwd="/", pass_fds=[child_end.fileno()], close_fds=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            except OSError as e:
+                host_end.close()
+                cleanup.remove_tree(self.scratch)
+                raise SandboxError(f"cannot start the sandbox zygote: {e}") from e
+            finally:
+                child_end.close()
+            self._ctl = host_end
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return not self._abandoned and self.process.poll() is None
 
     def spawn(self) -> tuple[int, socket.socket]:
-        """A fresh spare worker: its pid and the host end of its channel."""
-        with self._lock:
+        """A fresh spare worker: its pid and the host end of its channel.
+
+        Ctrl-C is held back during the request, so the control channel stays in step. A
+        caller that must not lose the worker to a Ctrl-C right after this returns holds
+        interrupts around the call and its own bookkeeping (``cleanup.hold_interrupts``).
+        """
+        with cleanup.hold_interrupts(), self._lock:
             try:
                 protocol.send(self._ctl, {"op": "spawn"})
                 msg, fds = protocol.recv_with_fds(self._ctl)
             except (EOFError, OSError, protocol.ProtocolError) as e:
                 raise SandboxError(f"the sandbox zygote is not answering: {e}") from e
-        if msg.get("op") != "spawned" or len(fds) != 1:
+            except BaseException:
+                self._abandon()
+                raise
+        pid = msg.get("pid")
+        if msg.get("op") != "spawned" or len(fds) != 1 or type(pid) is not int or pid <= 0:
             for fd in fds:
                 os.close(fd)
-            raise SandboxError(f"unexpected answer from the zygote: {msg.get('op')}")
-        return int(msg["pid"]), socket.socket(fileno=fds[0])
+            raise SandboxError(f"unexpected answer from the zygote: {str(msg.get('op'))[:40]}")
+        return pid, socket.socket(fileno=fds[0])
 
     def reap(self, pid: int) -> str:
         """How a worker ended ("killed by SIGKILL", "exited with code 1", ...)."""
-        with self._lock:
+        with cleanup.hold_interrupts(), self._lock:
             try:
                 protocol.send(self._ctl, {"op": "reap", "pid": pid})
                 msg = protocol.recv(self._ctl)
             except (EOFError, OSError, protocol.ProtocolError):
                 return "unknown"
-        return str(msg.get("exit", "unknown"))
+            except BaseException:
+                self._abandon()
+                raise
+        return str(msg.get("exit", "unknown"))[:200]
+
+    def _abandon(self) -> None:
+        # Something other than Ctrl-C (held back above) broke into a request: its answer may
+        # still come and would be taken for the next one's. Let this zygote go (it kills its
+        # workers and removes its scratch dir); the next worker comes from a new one.
+        self._abandoned = True
+        try:
+            self._ctl.close()
+        except OSError:
+            pass
 
     def close(self) -> None:
+        """End the zygote and every worker it forked; remove its scratch dir."""
         with self._lock:
-            try:
-                self._ctl.close()
-            except OSError:
-                pass
+            self._abandon()
         try:
-            self.process.wait(timeout=2)
+            self.process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        cleanup.remove_tree(self.scratch)  # the zygote does it too, unless it was killed
 
 
 _shared: Zygote | None = None
@@ -219,6 +272,8 @@ def shared_zygote(preload_modules: list[str]) -> Zygote:
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.alive():
+            if _shared is not None:
+                _shared.close()  # dead already: this reaps it and removes its scratch dir
             _shared = Zygote(preload_modules)
         return _shared
 

@@ -75,5 +75,6 @@ def test_os_system_cannot_run_a_shell(os_sandbox: Sandbox) -> None:
 
 def test_worker_runs_as_nobody_in_its_temp_dir(os_sandbox: Sandbox) -> None:
     """It shows the worker's uid is not root and its cwd is the private temp dir."""
-    result = os_sandbox.execute("import os\nos.getuid() != 0, os.getcwd().startswith('/tmp/rlm-worker-')")
+    # The temp dir lives in the zygote's scratch dir: /tmp/rlm-<host pid>-<random>/rlm-worker-<random>
+    result = os_sandbox.execute("import os\nos.getuid() != 0, os.getcwd().startswith('/tmp/rlm-') and '/rlm-worker-' in os.getcwd()")
     assert result.stdout == "(True, True)\n", result
