@@ -32,6 +32,7 @@ LAYER_HELP = {
     "wall_clock_kill": "the host kills the worker's process group after timeout + grace",
     "network_namespace": "the worker has no network interfaces",
     "user_namespace": "without root, a user namespace is how the worker gets its own network namespace (its uid is still the host's)",
+    "scratch_quota": "the worker's temp dir is a private tmpfs: the disk it may fill is capped in bytes and files",
     "landlock": "the worker can read only the Python stdlib and write only its temp dir",
     "landlock_signal_scope": "the worker can signal only itself (and reach no abstract unix socket outside)",
     "drop_privileges": "the worker runs as its own unprivileged uid instead of root",

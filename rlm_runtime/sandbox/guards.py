@@ -48,6 +48,9 @@ _OPAQUE_TYPES = (
 _WRAPPER_ATTRS = {
     functools.partial: {"func", "args", "keywords"},
     functools.partialmethod: {"func", "args", "keywords"},
+    # The object a failed lookup was made on: raised inside library code, that can be an
+    # internal of the worker's (a bound method's __func__).
+    AttributeError: {"obj"},
 }
 # Methods of the context handles that change the handle itself, for every later cell:
 # refused on the handle and on its class, whatever the route (getattr, setattr, delattr).
@@ -101,6 +104,11 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         if isinstance(obj, _OPAQUE_TYPES):
             raise SandboxPermissionError(f"attributes of {type(obj).__name__} objects are not accessible in the sandbox")
+        if name == "mro" and isinstance(obj, type):
+            # Base classes of library classes include factories no allowed name hands out:
+            # enum.Enum behind re.RegexFlag builds classes with any dunder methods.
+            raise SandboxPermissionError("'mro' is not available in the sandbox (it hands out library base classes); "
+                                         "use isinstance() or issubclass()")
         blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(obj, kind)), None)
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")

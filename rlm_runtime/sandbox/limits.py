@@ -24,6 +24,8 @@ class Limits(BaseModel):
         output_chars: printed output kept per cell; the rest is cut with a marker.
         open_files: RLIMIT_NOFILE of the worker.
         file_size_mb: RLIMIT_FSIZE of the worker (it can only write in its temp dir).
+        scratch_mb: the most its temp dir may hold in all, in 64 files per MB (Linux: a
+            private tmpfs mounted on it; memory, so it counts towards the machine's use).
         worker_cpu_s: total CPU seconds one worker may use over its life (RLIMIT_CPU hard).
     """
 
@@ -35,4 +37,5 @@ class Limits(BaseModel):
     output_chars: int = Field(20_000, ge=100, le=10_000_000)
     open_files: int = Field(64, ge=16, le=4096)
     file_size_mb: int = Field(16, ge=0, le=1024 * 1024)
+    scratch_mb: int = Field(16, ge=1, le=64 * 1024)
     worker_cpu_s: int = Field(3600, ge=1)

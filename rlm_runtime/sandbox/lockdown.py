@@ -98,6 +98,10 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
     _record("rlimits", bool(applied), ", ".join(applied) or "none could be set")
     linux = sys.platform.startswith("linux")
     if linux:
+        root = os.geteuid() == 0
+        owner = oslayers.worker_uid(os.getpid()) if root else os.geteuid()
+        _try("scratch_quota", oslayers.mount_scratch, tmpdir, int(limits.get("scratch_mb", 16)), owner,
+             owner if root else os.getegid())
         abi = _try("landlock", _landlock, list(msg.get("read_paths", [])), [tmpdir])
         _record_signal_scope(abi)
         uid = oslayers.worker_uid(os.getpid())
@@ -120,8 +124,8 @@ def lock_down(msg: dict[str, Any]) -> dict[str, dict[str, Any]]:
         _try("no_new_privs", oslayers.set_no_new_privs, ok="PR_SET_NO_NEW_PRIVS=1")
         _try("seccomp", seccomp.apply_seccomp, os.getpid())
     else:
-        for name in ("landlock", "landlock_signal_scope", "seccomp", "drop_privileges", "uid_separation", "dumpable",
-                     "no_new_privs"):
+        for name in ("scratch_quota", "landlock", "landlock_signal_scope", "seccomp", "drop_privileges", "uid_separation",
+                     "dumpable", "no_new_privs"):
             _record(name, False, "not Linux")
     return dict(_layers)
 

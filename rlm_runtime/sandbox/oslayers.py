@@ -105,6 +105,9 @@ PR_GET_NO_NEW_PRIVS = 39
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 
 # Landlock syscalls share one number on every architecture (they came after the unification).
 NR_LANDLOCK_CREATE_RULESET = 444
@@ -156,6 +159,8 @@ def _libc() -> ctypes.CDLL:
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
     libc.unshare.restype = ctypes.c_int
+    libc.mount.restype = ctypes.c_int
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     return libc
 
 
@@ -378,6 +383,34 @@ def apply_landlock(read_only: list[str], read_write: list[str]) -> int:
 #: is needed: the kernel only compares numbers.
 WORKER_UID_BASE = 1_900_000_000
 _PID_MAX_LIMIT = 1 << 22
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = (lambda v: v.encode() if v is not None else None)  # noqa: E731
+    if _libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)) < 0:
+        _raise_errno(f"mount({target!r})")
+
+
+def mount_scratch(path: str, size_mb: int, uid: int, gid: int) -> str:
+    """Put a private tmpfs of ``size_mb`` (and 64 files per MB) on ``path``, and enter it.
+
+    RLIMIT_FSIZE caps one file; this caps them all, so a worker cannot fill the disk with
+    many files. The mount lives in a new mount namespace of this process alone (made
+    private first, so nothing propagates to the host's), and vanishes with the worker.
+    Needs root, or the user namespace ``unshare_network`` may have created. Call it before
+    Landlock (whose rule for ``path`` must name the new mount) and before the privilege drop.
+    """
+    _require_linux()
+    try:
+        _unshare(CLONE_NEWNS)
+    except OSError as e:
+        raise LayerUnavailable(f"no private mount namespace ({e.strerror})") from e
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    files = max(64, size_mb * 64)
+    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           f"size={size_mb}m,nr_inodes={files},mode=0700,uid={uid},gid={gid}")
+    os.chdir(path)  # the old cwd is the directory now hidden under the mount
+    return f"private tmpfs of {size_mb} MB and {files} files on the temp dir"
 
 
 def worker_uid(pid: int) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 import msgpack
@@ -50,11 +51,18 @@ def send_with_fds(sock: socket.socket, message: dict[str, Any], fds: list[int]) 
         sock.sendall(data[sent:])
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
     while got < n:
+        if deadline is not None:
+            # One deadline for the whole frame: a peer that dribbles a byte at a time must
+            # not get a fresh timeout for every read.
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"frame not complete by its deadline ({got} of {n} bytes)")
+            sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise EOFError("peer closed the channel")
@@ -67,11 +75,11 @@ def _refuse_ext(code: int, data: bytes) -> Any:
     raise ValueError(f"msgpack extension type {code} is not allowed")
 
 
-def _decode(header: bytes, sock: socket.socket) -> dict[str, Any]:
+def _decode(header: bytes, sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
     (length,) = HEADER.unpack(header)
     if length > MAX_FRAME:
         raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
-    body = _recv_exact(sock, length)
+    body = _recv_exact(sock, length, deadline)
     try:
         message = msgpack.unpackb(body, raw=False, strict_map_key=True, unicode_errors="surrogatepass", ext_hook=_refuse_ext)
     except (ValueError, TypeError, msgpack.UnpackException) as e:
@@ -81,9 +89,11 @@ def _decode(header: bytes, sock: socket.socket) -> dict[str, Any]:
     return message
 
 
-def recv(sock: socket.socket) -> dict[str, Any]:
-    """Read one frame. Raises EOFError when the peer is gone, ProtocolError when malformed."""
-    return _decode(_recv_exact(sock, HEADER.size), sock)
+def recv(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
+    """Read one frame. Raises EOFError when the peer is gone, ProtocolError when malformed,
+    TimeoutError when ``deadline`` (a ``time.monotonic()`` value) passes before the whole
+    frame is in; the socket's timeout is left changed then (callers reset it)."""
+    return _decode(_recv_exact(sock, HEADER.size, deadline), sock, deadline)
 
 
 def recv_with_fds(sock: socket.socket, max_fds: int = 8) -> tuple[dict[str, Any], list[int]]:

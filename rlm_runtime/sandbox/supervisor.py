@@ -391,8 +391,7 @@ class Sandbox:
                                       "memory cap and was killed. " + _RESTART_NOTE)
                 continue
             try:
-                worker.sock.settimeout(max(hard_deadline - time.monotonic(), 0.5))
-                msg = protocol.recv(worker.sock)
+                msg = protocol.recv(worker.sock, deadline=max(hard_deadline, time.monotonic() + 0.5))
                 op = frames.cell_frame(msg, seq, output_chars)
             except (EOFError, ConnectionError):
                 return self._crashed(worker, final, start)
@@ -472,8 +471,7 @@ class Sandbox:
                 protocol.send_with_fds(sock, {"op": "attach"}, fds[k : k + contexts.FDS_PER_FRAME])
             _close_fds(fds)
             protocol.send(sock, init)
-            sock.settimeout(10)
-            worker.layers, worker.as_limit = frames.ready_frame(protocol.recv(sock))
+            worker.layers, worker.as_limit = frames.ready_frame(protocol.recv(sock, deadline=time.monotonic() + 10))
             sock.settimeout(None)
             self._install(worker)
         except BaseException as e:

@@ -179,6 +179,8 @@ class Zygote:
 
     def __init__(self, preload_modules: list[str]) -> None:
         self._lock = threading.Lock()
+        #: What workers of this zygote can import (see ``shared_zygote``).
+        self.preloaded = frozenset(preload_modules)
         self._abandoned = False
         with cleanup.hold_interrupts():  # a scratch dir or a zygote must not exist unrecorded
             cleanup.sweep_stale()
@@ -264,17 +266,34 @@ class Zygote:
 
 
 _shared: Zygote | None = None
+#: Zygotes replaced by one that preloads more modules: still serving the workers they forked.
+_retired: list[Zygote] = []
 _shared_lock = threading.Lock()
 
 
 def shared_zygote(preload_modules: list[str]) -> Zygote:
-    """The process-wide zygote, started on first use and restarted if it died."""
+    """The process-wide zygote, started on first use and restarted if it died.
+
+    Workers cannot import what their zygote did not (after lock-down they may not read the
+    files, and as another uid not even reach them), so the zygote preloads every module of
+    the reviewed surface plus the ones asked for. A later policy that needs a module the
+    running zygote lacks gets a new zygote preloading both sets; the old one keeps serving
+    the workers it forked until the process ends.
+    """
     global _shared
+    from rlm_runtime.sandbox.surface import REVIEWED
+
+    wanted = set(preload_modules) | set(REVIEWED)
     with _shared_lock:
-        if _shared is None or not _shared.alive():
-            if _shared is not None:
-                _shared.close()  # dead already: this reaps it and removes its scratch dir
-            _shared = Zygote(preload_modules)
+        if _shared is not None and not _shared.alive():
+            _shared.close()  # dead already: this reaps it and removes its scratch dir
+            _shared = None
+        if _shared is not None and not wanted <= _shared.preloaded:
+            _retired.append(_shared)
+            wanted |= _shared.preloaded
+            _shared = None
+        if _shared is None:
+            _shared = Zygote(sorted(wanted))
         return _shared
 
 
@@ -286,6 +305,7 @@ def current_shared() -> Zygote | None:
 def shutdown_shared() -> None:
     global _shared
     with _shared_lock:
-        if _shared is not None:
-            _shared.close()
-            _shared = None
+        for zygote in [*_retired, *([_shared] if _shared is not None else [])]:
+            zygote.close()
+        _retired.clear()
+        _shared = None
