@@ -60,6 +60,8 @@ _HANDLE_MUTATORS = frozenset({"close", "record"})
 def _check_handle_attr(obj: Any, name: Any) -> None:
     if name not in _HANDLE_MUTATORS:
         return
+    while isinstance(obj, types.GenericAlias):  # list[int]-style aliases forward attributes to their origin
+        obj = obj.__origin__
     from rlm_runtime.context.corpus import CorpusHandle
     from rlm_runtime.context.handles import AccessStats, ContextHandle
 
@@ -102,17 +104,24 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
     """Build the ``_getattr_`` guard: RestrictedPython's safer_getattr plus our rules."""
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+        if type(obj) is types.GenericAlias and isinstance(name, str) and not name.startswith("_"):
+            # list[int], or GenericAlias(C, ()) built from type(list[int]), forwards every
+            # public attribute to its origin: judge the lookup on the origin, by every rule.
+            return guarded_getattr(obj.__origin__, name, *default)
         if isinstance(obj, _OPAQUE_TYPES):
             raise SandboxPermissionError(f"attributes of {type(obj).__name__} objects are not accessible in the sandbox")
-        if name == "mro" and isinstance(obj, type):
+        if name == "mro":
             # Base classes of library classes include factories no allowed name hands out:
-            # enum.Enum behind re.RegexFlag builds classes with any dunder methods.
+            # enum.Enum behind re.RegexFlag builds classes with any dunder methods. Refused
+            # on every object: an alias (list[int]) or a proxy forwards it to a class.
             raise SandboxPermissionError("'mro' is not available in the sandbox (it hands out library base classes); "
                                          "use isinstance() or issubclass()")
-        blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(obj, kind)), None)
+        # super(C, x).name reads what x.name would, from further up: the rules look at x.
+        subject = obj.__self__ if type(obj) is super and obj.__self__ is not None else obj
+        blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(subject, kind)), None)
         if blocked and name in blocked:
-            raise SandboxPermissionError(f"'{type(obj).__name__}.{name}' is not accessible in the sandbox")
-        _check_handle_attr(obj, name)
+            raise SandboxPermissionError(f"'{type(subject).__name__}.{name}' is not accessible in the sandbox")
+        _check_handle_attr(subject, name)
         if isinstance(obj, types.ModuleType):
             if (obj.__name__, name) in denied:
                 raise SandboxPermissionError(f"'{obj.__name__}.{name}' is not allowed by the sandbox policy")

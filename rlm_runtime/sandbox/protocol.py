@@ -39,8 +39,23 @@ def encode(message: dict[str, Any]) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    sock.sendall(encode(message))
+def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = None) -> None:
+    """Write one frame. With ``deadline`` (a ``time.monotonic()`` value) the whole frame must
+    be taken by then, or TimeoutError: a peer that stops reading cannot hold the sender."""
+    data = encode(message)
+    if deadline is None:
+        sock.sendall(data)
+        return
+    view = memoryview(data)
+    try:
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the peer took {len(data) - len(view)} of {len(data)} bytes by the deadline")
+            sock.settimeout(left)
+            view = view[sock.send(view):]
+    finally:
+        sock.settimeout(None)
 
 
 def send_with_fds(sock: socket.socket, message: dict[str, Any], fds: list[int]) -> None:

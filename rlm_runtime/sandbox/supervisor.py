@@ -412,7 +412,11 @@ class Sandbox:
                 reply = self._dispatch(msg)  # KeyboardInterrupt/SystemExit: see _run
                 hard_deadline += time.monotonic() - began
                 try:
-                    protocol.send(worker.sock, reply)
+                    protocol.send(worker.sock, reply, deadline=max(hard_deadline, time.monotonic() + 0.5))
+                except TimeoutError:
+                    return self._kill(worker, final, start, "ProtocolError",
+                                      "ProtocolError: the worker did not read a host function's reply in time, "
+                                      "so it was killed. " + _RESTART_NOTE)
                 except OSError:
                     return self._crashed(worker, final, start)
 
