@@ -2,22 +2,25 @@
 
     python bench/local_sharing.py [--model qwen2.5-coder-1.5b] [--root-tokens 2000] [--sub-tokens 800] [--repeats 2]
 
-Root and sub-calls share one llama.cpp server with a single slot. A sub-call's prompt
-replaces the root conversation's prefix in the slot, so the root's next turn would prefill
-its whole history again. The server therefore keeps a RAM prompt cache. This bench starts the
-server twice, with the cache (as the runtime does) and without it, and times on each:
+Root and sub-calls share one llama.cpp server. A sub-call's prompt may take the root
+conversation's cells in the KV cache, and the root's next turn would then prefill its whole
+history again; the server keeps a RAM prompt cache to restore it instead. This bench starts
+the server three times and times on each:
 
   first      the root's first turn (a cold prefill of the whole prompt)
   follow-up  the root's next turn straight after (the slot still holds its prefix)
   after sub  the root's next turn after a sub-call with an unrelated prompt
 
-Every turn generates 8 tokens at temperature 0. Prints the medians and the ratio of
-"after sub" with the cache against without it (measured in the same process).
+The three servers: as the runtime starts it (slots chosen by the governor, RAM cache on);
+one slot with the RAM cache; one slot without it (every "after sub" is then a cold prefill:
+the baseline). Every turn generates 8 tokens at temperature 0. Prints the medians and the
+ratio of "after sub" on each server against the baseline, measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import sys
@@ -47,15 +50,16 @@ def _turn(client: LiteLLMClient, messages: list[dict[str, str]]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(name: str, cache_size: int, root_tokens: int, sub_tokens: int, repeats: int) -> dict[str, list[float]]:
+def measure(name: str, slots: int | None, cache: bool, root_tokens: int, sub_tokens: int, repeats: int) -> dict[str, list[float]]:
     gov = Governor.from_system()
-    settings = server_settings(gov.available_bytes, gov.cpu_count, spec(name).context_window)
-    settings["cache_size"] = cache_size
+    settings = server_settings(gov.available_bytes, gov.cpu_count, spec(name), slots=slots)
+    if not cache:
+        settings = dataclasses.replace(settings, cache_mb=0)
     server = LocalServer(name, verify(name, paths_from_env().models), settings)
     server.start()
     times: dict[str, list[float]] = {"first": [], "follow-up": [], "after sub": []}
     try:
-        client = LiteLLMClient(f"openai/{name}", api_base=server.api_base, timeout_s=600, retries=0,
+        client = LiteLLMClient(f"openai/{name}", api_base=server.api_base, api_key=server.api_key, timeout_s=600, retries=0,
                                extra={"temperature": 0.0})
         for r in range(repeats):
             rng = random.Random(r)
@@ -79,15 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sub-tokens", type=int, default=800)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
-    cached = measure(args.model, 512 * 1024 * 1024, args.root_tokens, args.sub_tokens, args.repeats)
-    plain = measure(args.model, 0, args.root_tokens, args.sub_tokens, args.repeats)
+    runs = {"runtime's server": measure(args.model, None, True, args.root_tokens, args.sub_tokens, args.repeats),
+            "1 slot, cache": measure(args.model, 1, True, args.root_tokens, args.sub_tokens, args.repeats),
+            "1 slot, no cache": measure(args.model, 1, False, args.root_tokens, args.sub_tokens, args.repeats)}
+    gov = Governor.from_system()
+    slots = server_settings(gov.available_bytes, gov.cpu_count, spec(args.model)).slots
     print(f"{args.model}: root prompt ~{args.root_tokens} tokens, sub-call prompt ~{args.sub_tokens} tokens, "
-          f"{args.repeats} repeats, medians in seconds")
-    print(f"{'turn':<12}{'with cache':>12}{'no cache':>12}")
-    for key in cached:
-        print(f"{key:<12}{statistics.median(cached[key]):>12.2f}{statistics.median(plain[key]):>12.2f}")
-    ratio = statistics.median(cached["after sub"]) / statistics.median(plain["after sub"])
-    print(f"root turn after a sub-call, with cache / without: {ratio:.2f}x")
+          f"{args.repeats} repeats, medians in seconds; the runtime's server has {slots} slots")
+    print(f"{'turn':<12}" + "".join(f"{k:>20}" for k in runs))
+    for key in ("first", "follow-up", "after sub"):
+        print(f"{key:<12}" + "".join(f"{statistics.median(t[key]):>20.2f}" for t in runs.values()))
+    base = statistics.median(runs["1 slot, no cache"]["after sub"])
+    for label, t in runs.items():
+        print(f"root turn after a sub-call, {label} / 1 slot without cache: {statistics.median(t['after sub']) / base:.2f}x")
     return 0
 
 

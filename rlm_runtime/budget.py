@@ -60,18 +60,24 @@ class Limits(BaseModel):
     def for_small_model(cls, **overrides: object) -> Limits:
         """Defaults for a small local model: short replies and short feedback keep each
         turn's prefill cheap (a 1.5B model on 2 cores reads ~55 tokens/s), and a few turns
-        are all such a model uses well."""
+        are all such a model uses well. Sub-calls still run concurrently: a local server
+        batches them in its slots (the client says how many)."""
         base: dict[str, object] = {"max_iterations": 8, "max_depth": 0, "max_output_tokens_per_call": 400,
-                                   "feedback_chars": 3000, "sub_call_max_chars": 6000, "max_concurrency": 1}
+                                   "feedback_chars": 3000, "sub_call_max_chars": 6000}
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})  # type: ignore[arg-type]
 
     @classmethod
     def for_model(cls, model: str, **overrides: object) -> Limits:
         """The defaults that suit ``model`` (a model name), with ``overrides`` (None ignored):
-        the small-model ones for an embedded ``local:`` model, the general ones otherwise."""
-        if model.startswith("local:"):
+        the small-model ones for a model served on this machine (an embedded ``local:`` one,
+        or Ollama's through litellm), the general ones otherwise."""
+        if model.startswith(SMALL_MODEL_PREFIXES):
             return cls.for_small_model(**overrides)
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
+
+#: Model names served on this machine, which get ``Limits.for_small_model``.
+SMALL_MODEL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
 
 
 @dataclass
@@ -145,6 +151,8 @@ class Budget:
 # --------------------------------------------------------------------- governor
 
 _MIB = 1024 * 1024
+#: Slots of a local llama.cpp server per CPU (see ``Governor.local_model_slots``).
+LOCAL_SLOTS_PER_CPU = 2
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,21 @@ class Governor:
         """Sub-calls in flight: mostly waiting on the network, so more than CPUs, but each
         may lead to a child worker, so never more than memory allows for those."""
         return max(1, min(self.ceiling, 4 * self.cpu_count, self.max_workers * 4))
+
+    def local_model_slots(self, *, model_bytes: int, kv_bytes_per_token: int, root_tokens: int, slot_tokens: int) -> int:
+        """Slots of a local llama.cpp server: how many requests it decodes together.
+
+        Each slot beyond the first adds ``slot_tokens`` of KV cache, which must fit in the
+        memory left beside the headroom, the model and the root conversation's window. CPUs
+        cap it too: batched decoding shares each weight read among the slots, so on a CPU
+        the throughput grows with slots until the arithmetic saturates the cores
+        (``LOCAL_SLOTS_PER_CPU``, measured in bench/LOCAL_ENGINES.md).
+        """
+        spare = self.available_bytes - self.headroom_mb * _MIB - model_bytes - root_tokens * kv_bytes_per_token
+        per_slot = max(1, slot_tokens * kv_bytes_per_token)
+        by_memory = 1 + max(0, spare) // per_slot
+        by_cpu = LOCAL_SLOTS_PER_CPU * self.cpu_count
+        return int(max(1, min(self.ceiling, by_memory, by_cpu)))
 
     def describe(self) -> str:
         return (f"{self.available_bytes // _MIB} MB available, {self.cpu_count} CPUs, {self.worker_mb} MB per worker: "

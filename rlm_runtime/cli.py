@@ -307,7 +307,19 @@ def _model_list(args: argparse.Namespace) -> int:
         state = f"installed, {have[s.name] / 1e9:.2f} GB" if s.name in have else "not installed"
         _say(f"{s.name:22} {state:26} licence: {s.licence}; {s.note}")
     _say(f"(folder: {folder})")
+    _say(f"served by: {_engine_line()}")
     return EXIT_OK
+
+
+def _engine_line() -> str:
+    """Which engine serves ``local:`` models here, with its version, or why none can."""
+    from rlm_runtime.config import local_engine_choice
+    from rlm_runtime.llm.engines import find_engine
+
+    try:
+        return find_engine(local_engine_choice()).describe()
+    except ConfigError as e:
+        return f"no engine: {e}"
 
 
 def _model_remove(args: argparse.Namespace) -> int:

@@ -141,6 +141,13 @@ def default_model(environ: dict[str, str] | None = None) -> tuple[str, str | Non
                                  "which runs offline (set RLM_MODEL or pass --model to change)")
 
 
+def local_engine_choice(environ: dict[str, str] | None = None) -> str | None:
+    """``RLM_LOCAL_ENGINE``: what serves ``local:`` models (``xllamacpp``, the default;
+    ``llama-server`` from PATH; or the path of a llama-server binary). None when unset."""
+    env = os.environ if environ is None else environ
+    return env.get("RLM_LOCAL_ENGINE", "").strip() or None
+
+
 def debug_enabled(environ: dict[str, str] | None = None) -> bool:
     """``RLM_DEBUG`` set to anything but empty, 0, false or no: the CLI then shows tracebacks."""
     env = os.environ if environ is None else environ

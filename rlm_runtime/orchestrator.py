@@ -194,7 +194,7 @@ class RLM:
         handles = [open_context(s) for s in sources]
         trace_path = self._trace_path()
         writer = TraceWriter(trace_path)
-        slots = Slots(min(self.governor.max_concurrent_calls, self.limits.max_concurrency))
+        slots = Slots(self._max_concurrent_calls())
         run = _Run(self, Budget(self.limits), writer, slots)
         start = time.monotonic()
         try:
@@ -210,6 +210,13 @@ class RLM:
     async def arun(self, query: str, context: Any = None, *, contexts: list[Any] | None = None) -> RunResult:
         """``run`` without blocking the event loop (it runs in a worker thread)."""
         return await asyncio.to_thread(self.run, query, context, contexts=contexts)
+
+    def _max_concurrent_calls(self) -> int:
+        """Sub-calls in flight: the governor's cap, the limit, and what the sub-model's server
+        serves at once when it says (a local server's slots; more would only queue there)."""
+        cap = min(self.governor.max_concurrent_calls, self.limits.max_concurrency)
+        parallel = getattr(self.sub_client, "parallel", None)
+        return max(1, min(cap, parallel)) if isinstance(parallel, int) and parallel > 0 else cap
 
     def _trace_path(self) -> Path | None:
         if self.trace is None:

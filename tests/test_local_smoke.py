@@ -26,8 +26,8 @@ GGUF = REAL_MODELS_DIR / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 
 
 def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed (pip install 'rlm_runtime[local]')"
+    if importlib.util.find_spec("xllamacpp") is None:
+        return "the local model engine (xllamacpp) is not installed (pip install 'rlm_runtime[local]')"
     if not GGUF.is_file():
         return f"{MODEL} is not installed (rlm model install {MODEL})"
     return None

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 import rlm_runtime.llm.local as local
+from rlm_runtime.llm.engines import ServerSettings
 
 LAUNCHER = Path(local.__file__).with_name("serve_local.py")
 
@@ -23,7 +24,7 @@ LAUNCHER = Path(local.__file__).with_name("serve_local.py")
 PARENT = """
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, sys.argv[1], str(os.getpid()), "http.server", "0", "--bind", "127.0.0.1"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 print(child.pid, flush=True)
 time.sleep(600)
 """
@@ -61,7 +62,7 @@ def test_the_server_ends_when_its_parent_is_killed() -> None:
 
 def _server(home: Path) -> local.LocalServer:
     """A server object that is never started (no model file is needed)."""
-    return local.LocalServer("tiny", home / "tiny.gguf", {"n_ctx": 512, "n_threads": 1, "cache_size": 0})
+    return local.LocalServer("tiny", home / "tiny.gguf", ServerSettings(n_threads=1, n_ctx=512), verify_model=False)
 
 
 def test_the_log_goes_under_rlm_home(_rlm_home: Path) -> None:

@@ -5,6 +5,8 @@ any thread; ``complete`` blocks until the reply is in. It raises only ``LLMError
 subclasses: ``UnknownModel``, ``MissingAPIKey``, ``ModelUnavailable`` (server unreachable or
 failing after retries) and ``LLMCallError`` (anything else the provider refused).
 ``close()`` releases what the client started (a local server, say) and is idempotent.
+A client may also have ``parallel: int``, the number of calls its server serves at once (a
+local llama.cpp server's slots); the orchestrator then runs no more sub-calls together.
 """
 
 from __future__ import annotations

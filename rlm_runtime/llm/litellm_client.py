@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
@@ -29,11 +31,66 @@ def _lib() -> Any:
             from rlm_runtime.config import prepare_litellm
 
             prepare_litellm()
-            with contextlib.redirect_stdout(io.StringIO()):
+            with _quiet():
                 import litellm
 
             _litellm = litellm
     return _litellm
+
+
+class _MutedThreads(io.TextIOBase):
+    """``sys.stdout`` while litellm calls run: what a thread inside a call writes is dropped,
+    what any other thread writes goes to the real stdout."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.muted: dict[int, int] = {}  # thread id -> depth of nested calls
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() in self.muted:
+            return len(text)
+        return int(self.real.write(text))
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+_mute_lock = threading.Lock()
+_muted: _MutedThreads | None = None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep litellm's banners off stdout during a call, from this thread only.
+
+    ``contextlib.redirect_stdout`` swaps a process-wide ``sys.stdout``: with calls on several
+    threads (``llm_query_batched``) one call restored what another had swapped in, and stdout
+    stayed a StringIO for good, so the answer printed after the run was lost. One shared
+    proxy, installed by the first call in flight and removed by the last, mutes only the
+    threads inside a call.
+    """
+    global _muted
+    me = threading.get_ident()
+    with _mute_lock:
+        if _muted is None:
+            _muted = _MutedThreads(sys.stdout)
+            sys.stdout = _muted
+        proxy = _muted
+        proxy.muted[me] = proxy.muted.get(me, 0) + 1
+    try:
+        yield
+    finally:
+        with _mute_lock:
+            depth = proxy.muted.pop(me) - 1
+            if depth:
+                proxy.muted[me] = depth
+            elif not proxy.muted:
+                if sys.stdout is proxy:
+                    sys.stdout = proxy.real
+                _muted = None
 
 
 def _fence_closed(text: str) -> bool:
@@ -74,7 +131,7 @@ class LiteLLMClient:
             return
         lib = _lib()
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with _quiet():
                 _, provider, _, _ = lib.get_llm_provider(self.model, api_base=self.api_base)
         except Exception as e:
             raise UnknownModel(
@@ -109,7 +166,7 @@ class LiteLLMClient:
             try:
                 # litellm prints debugging banners on stdout when a call fails; keep them
                 # out of the user's output (our own output goes to stderr meanwhile).
-                with contextlib.redirect_stdout(io.StringIO()):
+                with _quiet():
                     if stop_after_code_block:
                         return self._streamed(lib, kwargs, messages, start)
                     response = lib.completion(**kwargs)

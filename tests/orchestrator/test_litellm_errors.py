@@ -215,3 +215,27 @@ def test_a_run_against_an_unknown_model_reports_it() -> None:
     result = RLM("nonsense-model", limits=fast(), trace=False).run("q", "text")
     assert result.answer is None
     assert result.error_type == "UnknownModel"
+
+
+def test_concurrent_calls_leave_stdout_alone(server: tuple[str, list[dict[str, Any]]]) -> None:
+    """It keeps sys.stdout as it was after calls on many threads at once (a batch), and mutes only the calling threads."""
+    import io
+    import sys
+
+    url, _ = server
+    client = LiteLLMClient("openai/ok", api_base=url, retries=0)
+    before = sys.stdout
+    seen = io.StringIO()
+    sys.stdout = seen
+    try:
+        threads = [threading.Thread(target=client.complete, args=(HELLO,), kwargs={"stop_after_code_block": k % 2 == 0})
+                   for k in range(16)]
+        for t in threads:
+            t.start()
+        print("from the main thread")
+        for t in threads:
+            t.join()
+        assert sys.stdout is seen, "a call left its stdout replacement behind"
+    finally:
+        sys.stdout = before
+    assert "from the main thread" in seen.getvalue()

@@ -121,6 +121,17 @@ def test_limits_cap_concurrency_even_with_an_explicit_governor(tmp_path: Path) -
     assert batch_seconds(events) >= 0.75
 
 
+def test_a_sub_model_server_with_slots_caps_concurrency(tmp_path: Path) -> None:
+    """It runs no more calls at once than the sub-model's server serves (a local server's slots,
+    its ``parallel``): eight calls of 0.2 s on two slots take at least 0.8 s, and under 1.6 s."""
+    slow = ScriptedClient([{"when": "p", "content": "fine"}], model="scripted:sub", delay_s=0.2)
+    slow.parallel = 2  # type: ignore[attr-defined]
+    roomy = Governor(available_bytes=64 << 30, cpu_count=16)
+    _, events, _, _ = run([code("rs = llm_query_batched(['p%d' % i for i in range(8)])\nFINAL(len(rs))")],
+                          slow, tmp_path, limits=fast(max_concurrency=8), governor=roomy)
+    assert 0.75 <= batch_seconds(events) < 1.6
+
+
 def test_batched_rejects_a_non_list(tmp_path: Path) -> None:
     """It tells the code that llm_query_batched takes a list of str."""
     result, _, root, _ = run([code("llm_query_batched('one prompt')"), code("FINAL(llm_query_batched([]))")], [], tmp_path)
