@@ -104,7 +104,7 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
     """Build the ``_getattr_`` guard: RestrictedPython's safer_getattr plus our rules."""
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
-        if type(obj) is types.GenericAlias and isinstance(name, str) and not name.startswith("_"):
+        if isinstance(obj, types.GenericAlias) and isinstance(name, str) and not name.startswith("_"):
             # list[int], or GenericAlias(C, ()) built from type(list[int]), forwards every
             # public attribute to its origin: judge the lookup on the origin, by every rule.
             return guarded_getattr(obj.__origin__, name, *default)

@@ -225,3 +225,22 @@ def test_mmap_cannot_write_past_the_scratch_quota(escaped_policy: Path, secret: 
         assert r.error_type == "WorkerCrashed" and "SIGBUS" in (r.error or ""), r
         attacker.still_works()
     assert workdir and not os.path.exists(workdir), workdir
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "G = type(list[int])\nclass H(G):\n    pass\nprint(H(type(context), ()).close)",
+        "G = type(list[int])\nprint(G(G(type(context), ()), ()).close)",
+        "print(super(type(context), context).close)",
+        "import functools\nclass Q(functools.partial):\n    pass\nprint(super(Q, Q(print)).func)",
+        "import re\nprint(getattr(re.RegexFlag, 'mro')())",
+    ],
+    ids=["alias-subclass-close", "nested-alias-close", "super-close", "super-partial-func", "getattr-mro"],
+)
+def test_forwarding_objects_do_not_bypass_the_guards(secret: dict[str, str], code: str) -> None:
+    """It denies alias subclasses, nested aliases and super() proxies reaching what the guards refuse."""
+    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=["the context text\n"]) as sb:
+        attacker = Attacker(sb, secret)
+        attacker.refused(code, "SandboxPermissionError")
+        assert attacker.run("print(peek(16))").stdout.startswith("the context text")
