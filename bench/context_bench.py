@@ -40,7 +40,7 @@ from _common import machine, quantile
 
 from rlm_runtime.context import FileHandle, probe_path
 from rlm_runtime.sandbox import Sandbox
-from rlm_runtime.sandbox.limits import Limits
+from rlm_runtime.sandbox.limits import CellLimits
 
 GENERATOR_VERSION = 1  # bump when the generated text changes, so kept files are regenerated
 SEED = 20_240_611
@@ -393,7 +393,7 @@ def bench_sandbox(path: str) -> dict[str, Any]:
         ("count_regex", f"print(context.count({REGEXES[0]!r}))"),
     ]
     out: dict[str, Any] = {"cells": []}
-    limits = Limits.model_validate({"memory_mb": 512, "cell_timeout_s": 120})
+    limits = CellLimits.model_validate({"memory_mb": 512, "cell_timeout_s": 120})
     with Sandbox("default", limits, contexts=[path]) as sb:
         sb.start()
         assert sb._worker is not None

@@ -47,7 +47,7 @@ from typing import Any
 import psutil
 from _common import machine
 
-from rlm_runtime.budget import Limits
+from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import paths_from_env
 from rlm_runtime.llm import ScriptedClient
 from rlm_runtime.llm import local as local_mod
@@ -55,7 +55,7 @@ from rlm_runtime.llm.engines import LAUNCHER, Engine, ServerSettings
 from rlm_runtime.llm.local import LocalModelClient, LocalServer
 from rlm_runtime.llm.models import verify
 from rlm_runtime.orchestrator import RLM
-from rlm_runtime.sandbox import Limits as CellLimits
+from rlm_runtime.sandbox import CellLimits
 
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
@@ -225,7 +225,7 @@ def batched(engine: Engine, model: str, slots: int, docs: list[str], workdir: Pa
             "FINAL(str(sum(len(a) for a in answers)))")
     events: list[dict[str, Any]] = []
     root = ScriptedClient([f"```python\n{code}\n```"], model="scripted:bench")
-    rlm = RLM(root, sub, limits=Limits.for_small_model(max_wall_s=7200, max_iterations=2), trace=False,
+    rlm = RLM(root, sub, limits=RunLimits.for_small_model(max_wall_s=7200, max_iterations=2), trace=False,
               cell_limits=CellLimits(cell_timeout_s=600, memory_mb=512), on_event=events.append)
     try:
         result = rlm.run("Summarise each line.", context)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlm_runtime.budget import Limits
+from rlm_runtime.budget import RunLimits
 from rlm_runtime.orchestrator import RLM
 
 WORDS = ("the of and to in is that it was for on are as with his they at be this from have or by one had not but what "
@@ -117,7 +117,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="rlm-local-tasks-"))
-    rlm = RLM(args.model, limits=Limits.for_small_model(max_iterations=args.max_iterations, max_wall_s=900),
+    rlm = RLM(args.model, limits=RunLimits.for_small_model(max_iterations=args.max_iterations, max_wall_s=900),
               trace=folder / "traces")
     try:
         for task in args.tasks.split(","):

@@ -48,7 +48,7 @@ from typing import Any
 from _common import machine
 
 from rlm_runtime import orchestrator
-from rlm_runtime.budget import Governor, Limits
+from rlm_runtime.budget import Governor, RunLimits
 from rlm_runtime.config import Paths
 from rlm_runtime.llm import ScriptedClient
 from rlm_runtime.llm.base import Completion, Message
@@ -157,7 +157,7 @@ def _median_fig(key: str, label: str, values: list[float], **kw: Any) -> Figure:
 
 def _rlm(client: CountingClient, paths: Paths, *, trace: str | bool, n: int,
          sub_client: CountingClient | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> RLM:
-    limits = Limits(max_iterations=n + 1, max_llm_calls=max(n, FANOUT_PROMPTS) + 10, max_concurrency=FANOUT_CAP)
+    limits = RunLimits(max_iterations=n + 1, max_llm_calls=max(n, FANOUT_PROMPTS) + 10, max_concurrency=FANOUT_CAP)
     governor = Governor(available_bytes=16 << 30, cpu_count=8, ceiling=FANOUT_CAP)
     return RLM(client, sub_client, limits=limits, policy=POLICY, trace=trace, governor=governor, paths=paths,
                on_event=on_event)
@@ -265,7 +265,7 @@ def bench_count_at_trim(repeat: int) -> Figure:
     """One token count of a conversation at the trim ceiling: the steady state of a long or chatty run."""
     from rlm_runtime.context.tokens import count_text
 
-    chars = 24 * Limits().feedback_chars  # _trim keeps this many characters of conversation
+    chars = 24 * RunLimits().feedback_chars  # _trim keeps this many characters of conversation
     text = (LINE * (chars // len(LINE) + 1))[:chars]
     count_text(text)
     times = []

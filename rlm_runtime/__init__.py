@@ -1,19 +1,34 @@
 """rlm_runtime: a sandboxed recursive-language-model REPL runtime.
 
-The public API: ``RLM`` and ``retrieve`` (answer questions over contexts), ``Limits`` (the
+The public API: ``RLM`` and ``retrieve`` (answer questions over contexts), ``RunLimits`` (the
 budget of a run), ``open_context`` (handles), ``Sandbox`` with ``CellLimits`` and
 ``Policy`` (the isolated REPL), and ``RLMError`` (the root of every error we raise).
+``Limits`` is the deprecated old name of ``RunLimits``.
 """
 
-from rlm_runtime.budget import Limits
+from importlib import metadata as _metadata
+from typing import Any
+
+from rlm_runtime.budget import RunLimits
 from rlm_runtime.context import open_context
 from rlm_runtime.errors import RLMError
 from rlm_runtime.orchestrator import RLM, RunResult, retrieve
-from rlm_runtime.sandbox import CellResult, Policy, PolicyReport, Sandbox, load_policy
-from rlm_runtime.sandbox import Limits as CellLimits
+from rlm_runtime.sandbox import CellLimits, CellResult, Policy, PolicyReport, Sandbox, load_policy
 
 __all__ = [
-    "RLM", "CellLimits", "CellResult", "Limits", "Policy", "PolicyReport", "RLMError", "RunResult", "Sandbox",
+    "RLM", "CellLimits", "CellResult", "Policy", "PolicyReport", "RLMError", "RunLimits", "RunResult", "Sandbox",
     "load_policy", "open_context", "retrieve",
 ]
-__version__ = "0.1.0"
+
+try:
+    __version__ = _metadata.version("rlm_runtime")
+except _metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Limits":
+        from rlm_runtime._deprecated import renamed
+
+        return renamed("rlm_runtime.Limits", "RunLimits", RunLimits)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

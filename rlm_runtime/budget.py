@@ -23,9 +23,9 @@ from rlm_runtime.errors import BudgetExceeded
 from rlm_runtime.llm.base import Usage
 
 
-class Limits(BaseModel):
-    """Limits of one run and everything it spawns (the sandbox's per-cell limits are
-    ``rlm_runtime.sandbox.Limits``).
+class RunLimits(BaseModel):
+    """RunLimits of one run and everything it spawns (the sandbox's per-cell limits are
+    ``rlm_runtime.sandbox.CellLimits``).
 
     Args:
         max_depth: recursion depth of ``rlm_query``; at the limit it is a plain call.
@@ -57,7 +57,7 @@ class Limits(BaseModel):
     max_concurrency: int = Field(8, ge=1, le=256)
 
     @classmethod
-    def for_small_model(cls, **overrides: object) -> Limits:
+    def for_small_model(cls, **overrides: object) -> RunLimits:
         """Defaults for a small local model: short replies and short feedback keep each
         turn's prefill cheap (a 1.5B model on 2 cores reads ~55 tokens/s), and a few turns
         are all such a model uses well. Sub-calls still run concurrently: a local server
@@ -67,7 +67,7 @@ class Limits(BaseModel):
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})  # type: ignore[arg-type]
 
     @classmethod
-    def for_model(cls, model: str, **overrides: object) -> Limits:
+    def for_model(cls, model: str, **overrides: object) -> RunLimits:
         """The defaults that suit ``model`` (a model name), with ``overrides`` (None ignored):
         the small-model ones for a model served on this machine (an embedded ``local:`` one,
         or Ollama's through litellm), the general ones otherwise."""
@@ -76,7 +76,7 @@ class Limits(BaseModel):
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 
 
-#: Model names served on this machine, which get ``Limits.for_small_model``.
+#: Model names served on this machine, which get ``RunLimits.for_small_model``.
 SMALL_MODEL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
 
 
@@ -84,7 +84,7 @@ SMALL_MODEL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
 class Budget:
     """Thread-safe counters for one call tree, checked before every call."""
 
-    limits: Limits
+    limits: RunLimits
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
     input_tokens: int = 0
@@ -233,3 +233,11 @@ class Slots:
             with self._lock:
                 self.in_use -= 1
             self._sem.release()
+
+
+def __getattr__(name: str) -> object:
+    if name == "Limits":
+        from rlm_runtime._deprecated import renamed
+
+        return renamed("rlm_runtime.budget.Limits", "RunLimits", RunLimits)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

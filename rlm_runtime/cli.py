@@ -205,7 +205,7 @@ def _sandbox_run(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from rlm_runtime.budget import Limits
+    from rlm_runtime.budget import RunLimits
     from rlm_runtime.config import default_model
     from rlm_runtime.llm import make_client
     from rlm_runtime.orchestrator import RLM
@@ -221,7 +221,7 @@ def _ask(args: argparse.Namespace) -> int:
         if note and not args.quiet:
             _say(f"rlm: {note}", err=True)
     try:
-        limits = Limits.for_model(name, **overrides)
+        limits = RunLimits.for_model(name, **overrides)
     except ValueError as e:
         raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
     options = {"api_base": args.api_base} if args.api_base else {}

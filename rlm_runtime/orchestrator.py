@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime import brain, errors
-from rlm_runtime.budget import Budget, Governor, Limits, Slots
+from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context import ContextHandle, CorpusHandle, open_context
 from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.llm.base import Message
-from rlm_runtime.sandbox import Limits as CellLimits
-from rlm_runtime.sandbox import Policy, Sandbox, load_policy
+from rlm_runtime.sandbox import CellLimits, Policy, Sandbox, load_policy
 from rlm_runtime.trajectory import TraceWriter
 
 _FENCE = re.compile(r"^[ \t]*```+[ \t]*([\w+-]*)")
@@ -160,7 +159,7 @@ class RLM:
         model: the root model (a model name string, see ``rlm_runtime.llm.make_client``, or
             a client).
         sub_model: the model of ``llm_query`` and of child RLMs (default: ``model``).
-        limits: the budget of a whole run (``rlm_runtime.Limits``; default: ``Limits.for_model``
+        limits: the budget of a whole run (``rlm_runtime.RunLimits``; default: ``RunLimits.for_model``
             of the model, the small-model defaults for ``local:`` models).
         policy: the sandbox policy (name, path or Policy).
         cell_limits: per-cell sandbox limits (default: the policy's).
@@ -171,13 +170,13 @@ class RLM:
     """
 
     def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
-                 limits: Limits | None = None, policy: str | Path | Policy = "default",
+                 limits: RunLimits | None = None, policy: str | Path | Policy = "default",
                  cell_limits: CellLimits | None = None, trace: str | Path | bool | None = None,
                  on_event: Callable[[Event], None] | None = None, governor: Governor | None = None,
                  paths: Paths | None = None) -> None:
         self.client = make_client(model)
         self.sub_client = make_client(sub_model) if sub_model is not None else self.client
-        self.limits = limits or Limits.for_model(self.client.model)
+        self.limits = limits or RunLimits.for_model(self.client.model)
         self.policy = load_policy(policy)
         self.cell_limits = cell_limits
         self.on_event = on_event

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 SECRET_VALUE = "s3cr3t-CANARY-7f3a9c"
 
@@ -33,6 +33,6 @@ def secret(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 
 @pytest.fixture
 def sandbox() -> Iterator[Sandbox]:
-    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
+    with Sandbox("default", CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
         yield sb
 

@@ -1,6 +1,6 @@
 """Resource limits of one sandbox session.
 
-``Limits`` is plain configuration: it comes from a policy file and may be overridden per
+``CellLimits`` is plain configuration: it comes from a policy file and may be overridden per
 session. The worker applies it to itself in ``lockdown.py`` (from a plain dict, so the
 worker never imports pydantic).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Limits(BaseModel):
+class CellLimits(BaseModel):
     """What one cell and one worker may use.
 
     Args:
@@ -39,3 +39,11 @@ class Limits(BaseModel):
     file_size_mb: int = Field(16, ge=0, le=1024 * 1024)
     scratch_mb: int = Field(16, ge=1, le=64 * 1024)
     worker_cpu_s: int = Field(3600, ge=1)
+
+
+def __getattr__(name: str) -> object:
+    if name == "Limits":
+        from rlm_runtime._deprecated import renamed
+
+        return renamed("rlm_runtime.sandbox.limits.Limits", "CellLimits", CellLimits)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

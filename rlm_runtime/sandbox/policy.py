@@ -19,7 +19,7 @@ Policy file schema (every table and key optional; defaults are those of ``Policy
     max_ast_nodes = 20000
     max_ast_depth = 100
     deny_constructs = ["ClassDef"]       # Python AST node class names refused outright
-    [limits]                             # see rlm_runtime.sandbox.limits.Limits
+    [limits]                             # see rlm_runtime.sandbox.limits.CellLimits
     cell_timeout_s = 30
     memory_mb = 512
     output_chars = 20000
@@ -42,7 +42,7 @@ from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.sandbox.guards import SHOW_NAME
-from rlm_runtime.sandbox.limits import Limits
+from rlm_runtime.sandbox.limits import CellLimits
 from rlm_runtime.sandbox.surface import is_reviewed, refusal
 
 _DEPRECATED_NODES = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "AugLoad",
@@ -75,7 +75,7 @@ class Policy(BaseModel):
     unreviewed_imports: tuple[str, ...] = ()
     denied_attributes: tuple[str, ...] = ()
     code: CodeRules = CodeRules()
-    limits: Limits = Limits()
+    limits: CellLimits = CellLimits()
 
     @model_validator(mode="after")
     def _every_import_reviewed_or_marked(self) -> Policy:
@@ -96,7 +96,7 @@ class Policy(BaseModel):
         if not changes:
             return self
         try:
-            limits = Limits(**{**self.limits.model_dump(), **changes})
+            limits = CellLimits(**{**self.limits.model_dump(), **changes})
         except ValidationError as e:
             raise ConfigError(f"invalid limits: {_first_error(e)}") from e
         return self.model_copy(update={"limits": limits})
@@ -143,7 +143,7 @@ def parse_policy(data: dict[str, object], source: str) -> Policy:
             unreviewed_imports=tuple(imports.get("unreviewed", ())),
             denied_attributes=tuple(attributes.get("deny", ())),
             code=CodeRules(**data.get("code", {})),  # type: ignore[arg-type]
-            limits=Limits(**data.get("limits", {})),  # type: ignore[arg-type]
+            limits=CellLimits(**data.get("limits", {})),  # type: ignore[arg-type]
         )
     except ValidationError as e:
         raise ConfigError(f"{source}: {_first_error(e)}") from e

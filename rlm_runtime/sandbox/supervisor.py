@@ -29,7 +29,7 @@ import psutil
 from rlm_runtime.config import tiktoken_cache_dir
 from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
 from rlm_runtime.sandbox import cleanup, contexts, frames, protocol
-from rlm_runtime.sandbox.limits import Limits
+from rlm_runtime.sandbox.limits import CellLimits
 from rlm_runtime.sandbox.oslayers import worker_uid
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
 from rlm_runtime.sandbox.worker import RESERVED_BASE, stdlib_paths
@@ -181,7 +181,7 @@ class Sandbox:
     def __init__(
         self,
         policy: Policy | str | Path = "default",
-        limits: Limits | None = None,
+        limits: CellLimits | None = None,
         *,
         host_functions: dict[str, HostFunction] | None = None,
         contexts: Sequence[Any] | None = None,

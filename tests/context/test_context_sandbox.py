@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime.context import open_context
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 TEXT = "in-memory text\nwith a needle inside\nand a last line é😀\n"
 
@@ -29,7 +29,7 @@ def sources(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.fixture
 def ctx_sandbox(sources: dict[str, Path]) -> Iterator[Sandbox]:
-    limits = Limits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256)
+    limits = CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256)
     with Sandbox("default", limits, contexts=[sources["file"], TEXT, sources["folder"]]) as sb:
         yield sb
 
@@ -151,7 +151,7 @@ def test_sandbox_without_context(sandbox: Sandbox) -> None:
 
 def test_sandbox_with_lazy_and_list_contexts(tmp_path: Path) -> None:
     """It exports lazy handles and list corpora too (as anonymous files)."""
-    limits = Limits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256)
+    limits = CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256)
     with Sandbox("default", limits, contexts=[lambda: "lazy needle\n", ["doc a needle\n", "doc b\n"]]) as sb:
         assert _run(sb, "grep('needle')") == "1: lazy needle\n"
         assert _run(sb, "grep('needle', contexts[1])") == "doc0:1: doc a needle\n"

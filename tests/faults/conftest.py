@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 #: Short enough to keep the suite fast, long enough for a loaded two-core machine.
 TIMEOUT_S = 2.0
@@ -22,7 +22,7 @@ def make_sandbox() -> Iterator[Callable[..., Sandbox]]:
 
     def make(policy: Any = "default", host_functions: dict[str, Any] | None = None, **limits: Any) -> Sandbox:
         settings: dict[str, Any] = {"cell_timeout_s": TIMEOUT_S, "kill_grace_s": GRACE_S, "memory_mb": MEMORY_MB, **limits}
-        sandbox = Sandbox(policy, Limits(**settings), host_functions=host_functions)
+        sandbox = Sandbox(policy, CellLimits(**settings), host_functions=host_functions)
         opened.append(sandbox)
         sandbox.start()
         return sandbox

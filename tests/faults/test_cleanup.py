@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rlm_runtime.sandbox import Limits, Sandbox, cleanup, load_policy
+from rlm_runtime.sandbox import CellLimits, Sandbox, cleanup, load_policy
 from rlm_runtime.sandbox.zygote import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_stale_dirs_of_dead_hosts_are_swept_at_the_next_start() -> None:
 def test_closed_zygote_removes_its_scratch_dir() -> None:
     """It removes a zygote's scratch dir, worker dirs included, when the zygote is closed."""
     z = Zygote(list(load_policy("default").allowed_imports))
-    sb = Sandbox("default", Limits(cell_timeout_s=2), zygote=z)
+    sb = Sandbox("default", CellLimits(cell_timeout_s=2), zygote=z)
     assert sb.execute("print(1)").stdout == "1\n"
     assert len(os.listdir(z.scratch)) == 2  # the marker and one worker dir
     z.close()

@@ -20,12 +20,12 @@ import psutil
 import pytest
 
 from rlm_runtime.errors import SandboxError
-from rlm_runtime.sandbox import Limits, Sandbox, cleanup, load_policy
+from rlm_runtime.sandbox import CellLimits, Sandbox, cleanup, load_policy
 from rlm_runtime.sandbox.zygote import Zygote
 
 from ._support import SLACK_S
 
-FAST = Limits(cell_timeout_s=2, kill_grace_s=0.3, memory_mb=128)
+FAST = CellLimits(cell_timeout_s=2, kill_grace_s=0.3, memory_mb=128)
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_four_threads_get_their_own_results(zygote: Zygote) -> None:
 
 def test_close_from_another_thread_ends_the_running_cell(zygote: Zygote) -> None:
     """It makes a running cell raise SandboxError at once when another thread closes, and starts no new worker."""
-    sb = Sandbox("default", Limits(cell_timeout_s=30, kill_grace_s=0.5, memory_mb=128), zygote=zygote)
+    sb = Sandbox("default", CellLimits(cell_timeout_s=30, kill_grace_s=0.5, memory_mb=128), zygote=zygote)
     sb.start()
     assert sb._worker is not None
     pid, tmpdir = sb._worker.pid, sb._worker.tmpdir
@@ -144,7 +144,7 @@ def test_close_during_a_host_function_call(zygote: Zygote) -> None:
 
 def test_callers_waiting_their_turn_get_sandbox_error_after_close(zygote: Zygote) -> None:
     """It raises SandboxError in every caller, running or waiting, when the sandbox is closed."""
-    sb = Sandbox("default", Limits(cell_timeout_s=30, kill_grace_s=0.5, memory_mb=128), zygote=zygote)
+    sb = Sandbox("default", CellLimits(cell_timeout_s=30, kill_grace_s=0.5, memory_mb=128), zygote=zygote)
     sb.start()
     running = [in_thread(lambda: sb.execute("while True: pass")) for _ in range(3)]
     time.sleep(0.5)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.budget import Limits
-from rlm_runtime.sandbox import Limits as CellLimits
+from rlm_runtime.budget import RunLimits
+from rlm_runtime.sandbox import CellLimits
 
 #: Distinctive substrings of the prompts the loop sends (brain/prompts/*.md), for "when" rules.
 FIRST_TURN = "Start by exploring the context with code."
@@ -35,9 +35,9 @@ def haystack(lines: int = 3000, at: int = 1777) -> str:
     return "\n".join(rows) + "\n"
 
 
-def fast(**changes: Any) -> Limits:
+def fast(**changes: Any) -> RunLimits:
     """Small limits that keep a test quick."""
-    return Limits(**{"max_iterations": 4, "max_wall_s": 60.0, **changes})
+    return RunLimits(**{"max_iterations": 4, "max_wall_s": 60.0, **changes})
 
 
 #: Cell limits of the timeout tests: one second, then half a second of grace.

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 import rlm_runtime.orchestrator as orchestrator
 from rlm_runtime import RLM
-from rlm_runtime.budget import Budget, Governor, Limits
+from rlm_runtime.budget import Budget, Governor, RunLimits
 from rlm_runtime.errors import BudgetExceeded
 from rlm_runtime.llm import Completion, ScriptedClient, Usage
 from rlm_runtime.llm.base import Message
@@ -48,7 +48,7 @@ def hold_reservations(budget: Budget, n: int, input_tokens: int = 10, max_output
 
 def test_calls_in_flight_count_against_the_call_limit() -> None:
     """It counts reservations held by other threads: a call beyond them trips the limit."""
-    budget = Budget(Limits(max_llm_calls=3))
+    budget = Budget(RunLimits(max_llm_calls=3))
     release, outcomes = hold_reservations(budget, 3)
     with pytest.raises(BudgetExceeded) as info, budget.reserve(1, 1):
         pass
@@ -62,7 +62,7 @@ def test_calls_in_flight_count_against_the_call_limit() -> None:
 
 def test_output_tokens_in_flight_count_at_their_maximum() -> None:
     """It reserves ``max_tokens`` of output for each call in flight."""
-    budget = Budget(Limits(max_output_tokens=100))
+    budget = Budget(RunLimits(max_output_tokens=100))
     release, _ = hold_reservations(budget, 2, max_output=40)
     with pytest.raises(BudgetExceeded) as info, budget.reserve(0, 40):
         pass
@@ -74,7 +74,7 @@ def test_output_tokens_in_flight_count_at_their_maximum() -> None:
 
 def test_input_tokens_in_flight_count() -> None:
     """It counts the prompt tokens of calls in flight and of the new call."""
-    budget = Budget(Limits(max_input_tokens=1000))
+    budget = Budget(RunLimits(max_input_tokens=1000))
     with pytest.raises(BudgetExceeded) as info, budget.reserve(1001, 1):
         pass
     assert info.value.limit == "max_input_tokens"
@@ -86,7 +86,7 @@ def test_input_tokens_in_flight_count() -> None:
 
 def test_a_reservation_is_given_back_when_the_call_fails() -> None:
     """It releases the reservation of a call that raised."""
-    budget = Budget(Limits(max_llm_calls=1))
+    budget = Budget(RunLimits(max_llm_calls=1))
     with pytest.raises(RuntimeError), budget.reserve(1, 1):
         raise RuntimeError("the call failed")
     with budget.reserve(1, 1):
@@ -95,7 +95,7 @@ def test_a_reservation_is_given_back_when_the_call_fails() -> None:
 
 def test_settle_counts_real_usage_per_model() -> None:
     """It adds each call's real usage, per model and in total."""
-    budget = Budget(Limits())
+    budget = Budget(RunLimits())
     budget.settle("m1", Usage(1, 100, 20, 0.01))
     budget.settle("m1", Usage(1, 50, 10, 0.02))
     budget.settle("m2", Usage(1, 5, 5, 0.0))
@@ -107,7 +107,7 @@ def test_settle_counts_real_usage_per_model() -> None:
 
 def test_settled_calls_count_against_the_call_limit() -> None:
     """It refuses a call once settled calls reach the limit."""
-    budget = Budget(Limits(max_llm_calls=2))
+    budget = Budget(RunLimits(max_llm_calls=2))
     budget.settle("m", Usage(2, 1, 1, 0.0))
     with pytest.raises(BudgetExceeded, match="2 model calls"), budget.reserve(1, 1):
         pass
@@ -115,7 +115,7 @@ def test_settled_calls_count_against_the_call_limit() -> None:
 
 def test_settle_from_many_threads_loses_nothing() -> None:
     """It settles concurrently without losing an update."""
-    budget = Budget(Limits())
+    budget = Budget(RunLimits())
     threads = [threading.Thread(target=lambda: [budget.settle("m", Usage(1, 2, 3, 0.001)) for _ in range(200)]) for _ in range(8)]
     for t in threads:
         t.start()
@@ -127,7 +127,7 @@ def test_settle_from_many_threads_loses_nothing() -> None:
 
 def test_the_cost_limit_trips_once_reached() -> None:
     """It refuses the next call once the settled cost reaches max_cost_usd."""
-    budget = Budget(Limits(max_cost_usd=0.05))
+    budget = Budget(RunLimits(max_cost_usd=0.05))
     budget.settle("m", Usage(1, 1, 1, 0.03))
     with budget.reserve(1, 1):
         pass
@@ -139,13 +139,13 @@ def test_the_cost_limit_trips_once_reached() -> None:
 
 def test_a_zero_cost_limit_refuses_the_first_call() -> None:
     """It treats max_cost_usd=0 as "no paid calls at all"."""
-    with pytest.raises(BudgetExceeded), Budget(Limits(max_cost_usd=0)).reserve(1, 1):
+    with pytest.raises(BudgetExceeded), Budget(RunLimits(max_cost_usd=0)).reserve(1, 1):
         pass
 
 
 def test_the_wall_clock_limit_trips() -> None:
     """It raises on check_time and on reserve once max_wall_s has passed."""
-    budget = Budget(Limits(max_wall_s=0.05))
+    budget = Budget(RunLimits(max_wall_s=0.05))
     budget.check_time()
     time.sleep(0.08)
     with pytest.raises(BudgetExceeded, match="wall-clock") as info:
@@ -158,10 +158,10 @@ def test_the_wall_clock_limit_trips() -> None:
 def test_limits_are_validated_and_frozen() -> None:
     """It rejects invalid or unknown limits and cannot be changed after creation."""
     with pytest.raises(ValidationError):
-        Limits(max_iterations=0)
+        RunLimits(max_iterations=0)
     with pytest.raises(ValidationError):
-        Limits(max_tokens=5)  # type: ignore[call-arg]
-    limits = Limits()
+        RunLimits(max_tokens=5)  # type: ignore[call-arg]
+    limits = RunLimits()
     with pytest.raises(ValidationError):
         limits.max_depth = 3  # type: ignore[misc]
 
@@ -245,8 +245,8 @@ def test_a_local_model_gets_the_small_model_defaults() -> None:
     """It gives an RLM over a local: model the small-model limits when none are passed."""
     rlm = RLM(ScriptedClient([code("FINAL(1)")], model="local:tiny"), trace=False)
     try:
-        assert rlm.limits == Limits.for_small_model()
-        assert rlm.limits.max_output_tokens_per_call < Limits().max_output_tokens_per_call
+        assert rlm.limits == RunLimits.for_small_model()
+        assert rlm.limits.max_output_tokens_per_call < RunLimits().max_output_tokens_per_call
     finally:
         rlm.close()
 
@@ -256,7 +256,7 @@ def test_a_local_model_gets_the_small_model_defaults() -> None:
                                               ("scripted:replies.jsonl", False)])
 def test_limits_for_a_model_name_keep_the_overrides(model: str, small: bool) -> None:
     """It picks the defaults by model name and applies the overrides on top (None is ignored)."""
-    limits = Limits.for_model(model, max_iterations=3, max_depth=None)
+    limits = RunLimits.for_model(model, max_iterations=3, max_depth=None)
     assert limits.max_iterations == 3
-    assert (limits.feedback_chars == Limits.for_small_model().feedback_chars) is small
-    assert limits.max_depth == (Limits.for_small_model() if small else Limits()).max_depth
+    assert (limits.feedback_chars == RunLimits.for_small_model().feedback_chars) is small
+    assert limits.max_depth == (RunLimits.for_small_model() if small else RunLimits()).max_depth

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 from rlm_runtime.sandbox.policy import Policy, load_policy
 
 
@@ -28,5 +28,5 @@ def any_policy(request: pytest.FixtureRequest) -> Policy:
 
 @pytest.fixture
 def strict_sandbox() -> Iterator[Sandbox]:
-    with Sandbox("strict", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
+    with Sandbox("strict", CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
         yield sb

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 from rlm_runtime.sandbox.policy import Policy, check, parse_policy
 
 
@@ -104,7 +104,7 @@ def test_denies_module_reexported_in_strict_only_when_not_listed(strict_sandbox:
 def test_denies_top_package_of_an_allowed_dotted_import() -> None:
     """It denies reaching `os` through `import os.path` when only 'os.path' is allowed."""
     policy = parse_policy({"imports": {"unreviewed": ["os.path"]}}, "dotted.toml")
-    with Sandbox(policy, Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
+    with Sandbox(policy, CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
         r = sb.execute("import os.path\nos.sep")
     assert not r.ok
 

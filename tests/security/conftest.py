@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hostile import ESCAPED_POLICY, Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 
 @pytest.fixture
@@ -27,5 +27,5 @@ def escaped_policy(tmp_path: Path) -> Path:
 @pytest.fixture
 def escaped(escaped_policy: Path, secret: dict[str, str]) -> Iterator[Attacker]:
     """Hostile cells that may import os, socket, ctypes...: only the OS layers stand."""
-    with Sandbox(escaped_policy, Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
+    with Sandbox(escaped_policy, CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)) as sb:
         yield Attacker(sb, secret)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # hostile.py, when run as the no
 from hostile import ESCAPED_POLICY  # noqa: E402
 
 import rlm_runtime  # noqa: E402
-from rlm_runtime.sandbox import Limits, Sandbox  # noqa: E402
+from rlm_runtime.sandbox import CellLimits, Sandbox  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux layers (seccomp, uids, Landlock)")
 
@@ -52,7 +52,7 @@ RLIMIT_CPU, RLIMIT_AS = 0, 9  # asm-generic/resource.h, used by both architectur
 CANARY = b"cross-process-canary-5d1e0b"
 HOST_SIGNAL = signal.SIGUSR2  # the host counts it instead of dying: a delivery is visible
 CHILD_TIMEOUT_S = 180
-LIMITS = Limits(cell_timeout_s=10, kill_grace_s=1, memory_mb=256)
+LIMITS = CellLimits(cell_timeout_s=10, kill_grace_s=1, memory_mb=256)
 
 PRELUDE = """\
 import ctypes

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 import pytest
 from hostile import Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 CONTEXT_TEXT = "the only text this worker may read\n"
 
 
 @pytest.fixture
 def with_context(secret: dict[str, str]) -> Iterator[Attacker]:
-    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=[CONTEXT_TEXT]) as sb:
+    with Sandbox("default", CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=[CONTEXT_TEXT]) as sb:
         yield Attacker(sb, secret)
 
 

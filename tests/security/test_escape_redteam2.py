@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from hostile import Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 CONTEXT_TEXT = "the only text this worker may read\n"
 HOST_PID = os.getpid()
@@ -40,7 +40,7 @@ ENUM = "import re\nEnum = [c for c in re.RegexFlag.mro() if repr(c) == \"<enum '
 
 @pytest.fixture
 def with_context(secret: dict[str, str]) -> Iterator[Attacker]:
-    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=[CONTEXT_TEXT]) as sb:
+    with Sandbox("default", CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=[CONTEXT_TEXT]) as sb:
         yield Attacker(sb, secret)
 
 
@@ -133,7 +133,7 @@ for i in range(12):
 
 def test_dribbled_frame_cannot_hold_the_host_past_its_deadline(escaped_policy: Path, secret: dict[str, str]) -> None:
     """It denies a worker that dribbles one frame byte by byte holding execute() beyond timeout + grace."""
-    with Sandbox(escaped_policy, Limits(cell_timeout_s=1, kill_grace_s=0.5, memory_mb=256)) as sb:
+    with Sandbox(escaped_policy, CellLimits(cell_timeout_s=1, kill_grace_s=0.5, memory_mb=256)) as sb:
         attacker = Attacker(sb, secret)
         began = time.monotonic()
         r = attacker.run(DRIBBLE)
@@ -145,7 +145,7 @@ def test_dribbled_frame_cannot_hold_the_host_past_its_deadline(escaped_policy: P
 
 def test_many_files_cannot_fill_the_disk(escaped_policy: Path, secret: dict[str, str]) -> None:
     """It denies a worker more disk than scratch_mb, however many files it writes (RLIMIT_FSIZE is per file)."""
-    limits = Limits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256, file_size_mb=1, scratch_mb=4)
+    limits = CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256, file_size_mb=1, scratch_mb=4)
     with Sandbox(escaped_policy, limits) as sb:
         attacker = Attacker(sb, secret)
         code = (

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hostile import Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox
+from rlm_runtime.sandbox import CellLimits, Sandbox
 
 CONTEXT_TEXT = "the only text this worker may read\n"
 # types.GenericAlias, reached as the type of a subscripted builtin.
@@ -52,7 +52,7 @@ def test_generic_alias_does_not_forward_mro_to_a_library_class(attacker: Attacke
 
 def test_generic_alias_does_not_forward_the_context_handle_close(secret: dict[str, str]) -> None:
     """It denies the handle class's close() through GenericAlias(type(context), ()): later cells lose their context."""
-    limits = Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)
+    limits = CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256)
     with Sandbox("default", limits, contexts=[CONTEXT_TEXT]) as sb:
         attacker = Attacker(sb, secret)
         attacker.run(ALIAS + "GA(type(context), ()).close(context)")
@@ -83,7 +83,7 @@ for i in range(30):
 
 def test_unread_host_reply_cannot_hold_the_host_past_its_deadline(escaped_policy: Path, secret: dict[str, str]) -> None:
     """It denies a worker that never reads a host function's reply holding execute() beyond timeout + grace."""
-    limits = Limits(cell_timeout_s=1, kill_grace_s=0.5, memory_mb=256)
+    limits = CellLimits(cell_timeout_s=1, kill_grace_s=0.5, memory_mb=256)
     with Sandbox(escaped_policy, limits, host_functions={"big": lambda: "y" * (4 << 20)}) as sb:
         attacker = Attacker(sb, secret)
         attacker.run("1")
@@ -203,7 +203,7 @@ def test_escaped_worker_writes_nowhere_but_its_scratch(escaped: Attacker) -> Non
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tmpfs quota")
 def test_mmap_cannot_write_past_the_scratch_quota(escaped_policy: Path, secret: dict[str, str]) -> None:
     """It denies more than scratch_mb through shared mmaps of two sparse files (SIGBUS), and the host removes the worker dir."""
-    limits = Limits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256, file_size_mb=8, scratch_mb=8)
+    limits = CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256, file_size_mb=8, scratch_mb=8)
     code = (
         "import ctypes, os\nlibc = ctypes.CDLL(None)\n"
         "proto = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)\n"
@@ -240,7 +240,7 @@ def test_mmap_cannot_write_past_the_scratch_quota(escaped_policy: Path, secret: 
 )
 def test_forwarding_objects_do_not_bypass_the_guards(secret: dict[str, str], code: str) -> None:
     """It denies alias subclasses, nested aliases and super() proxies reaching what the guards refuse."""
-    with Sandbox("default", Limits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=["the context text\n"]) as sb:
+    with Sandbox("default", CellLimits(cell_timeout_s=5, kill_grace_s=0.5, memory_mb=256), contexts=["the context text\n"]) as sb:
         attacker = Attacker(sb, secret)
         attacker.refused(code, "SandboxPermissionError")
         assert attacker.run("print(peek(16))").stdout.startswith("the context text")

@@ -7,7 +7,7 @@ import os
 import pytest
 from hostile import Attacker, assert_no_leak
 
-from rlm_runtime.sandbox import Limits, Sandbox, protocol
+from rlm_runtime.sandbox import CellLimits, Sandbox, protocol
 
 
 @pytest.mark.parametrize("name", ["FINAL", "FINAL_VAR", "SHOW_VARS"])
@@ -148,7 +148,7 @@ def test_final_of_a_runtime_object(attacker: Attacker) -> None:
 
 def test_exception_whose_str_never_returns(secret: dict[str, str]) -> None:
     """It denies an exception whose __str__ never returns crashing the worker and the host's execute()."""
-    with Sandbox("default", Limits(cell_timeout_s=0.5, kill_grace_s=0.3, memory_mb=256)) as sb:
+    with Sandbox("default", CellLimits(cell_timeout_s=0.5, kill_grace_s=0.3, memory_mb=256)) as sb:
         attacker = Attacker(sb, secret)
         # Three-argument type() is refused now, and a class statement cannot define __str__:
         # if either ever allowed it, the host must still survive the hanging __str__.

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hostile import Attacker
 
-from rlm_runtime.sandbox import Limits, Sandbox, oslayers, protocol
+from rlm_runtime.sandbox import CellLimits, Sandbox, oslayers, protocol
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux layers (Landlock, seccomp)")
 
@@ -170,7 +170,7 @@ def test_native_calls(escaped: Attacker, call: str, what: str) -> None:
 
 def test_disabling_the_cell_timer(escaped_policy: Path, secret: dict[str, str]) -> None:
     """It denies an endless cell that ignores its timeout signal: the host kills the process group."""
-    with Sandbox(escaped_policy, Limits(cell_timeout_s=0.5, kill_grace_s=0.3, memory_mb=256)) as sb:
+    with Sandbox(escaped_policy, CellLimits(cell_timeout_s=0.5, kill_grace_s=0.3, memory_mb=256)) as sb:
         attacker = Attacker(sb, secret)
         code = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass"
         r = attacker.refused(code, "TimeoutError")
