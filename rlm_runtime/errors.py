@@ -50,6 +50,48 @@ class ProtocolError(TerminalError):
     """A frame on the worker channel was malformed, too large or unexpected."""
 
 
+class WorkerCrashed(TerminalError):
+    """The worker process died during a cell (a signal, the CPU limit, its zygote gone)."""
+
+
+class WorkersBusy(SandboxError):
+    """No worker could be had from the process's worker pool: every slot is held (by this
+    call tree's own ancestors, or for longer than the wait allowed). ``pool_size`` says how
+    many workers this machine's memory allows at once."""
+
+    def __init__(self, message: str, *, pool_size: int = 0) -> None:
+        super().__init__(message)
+        self.pool_size = pool_size
+
+
+class SessionError(RLMError):
+    """A session was used wrongly: after ``close()``, or from two threads at once."""
+
+
+class SessionClosed(SessionError):
+    """The session (or RLM) was closed; open a new one."""
+
+
+class SessionBusy(SessionError):
+    """Another thread is using this session; a session serves one thread at a time."""
+
+
+class RunFailed(RLMError):
+    """A run ended without an answer. ``partial`` holds the last useful output, if any."""
+
+    def __init__(self, message: str, *, partial: str | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+class NoAnswer(RunFailed):
+    """The model used every iteration and the forced last turn without calling FINAL."""
+
+
+class TooManyErrors(RunFailed):
+    """The run stopped after ``max_consecutive_errors`` failing turns in a row."""
+
+
 class LLMError(RLMError):
     """A model call failed. Subclasses say whether the user can fix it."""
 
@@ -70,10 +112,10 @@ class LLMCallError(LLMError):
     """The provider refused the call (bad request, content policy, context too long...)."""
 
 
-class BudgetExceeded(RLMError):
-    """A run went over one of its limits. ``partial`` holds the best answer so far."""
+class BudgetExceeded(RunFailed):
+    """A run went over one of its limits. ``partial`` holds the best answer so far and
+    ``limit`` names the limit (``max_llm_calls``, ``max_cost_usd``, ...)."""
 
     def __init__(self, message: str, *, limit: str, partial: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, partial=partial)
         self.limit = limit
-        self.partial = partial
