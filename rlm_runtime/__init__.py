@@ -6,9 +6,9 @@ budget of a run), ``open_context`` (handles), ``Sandbox`` with ``CellLimits`` an
 ``Limits`` is the deprecated old name of ``RunLimits``.
 """
 
-from importlib import metadata as _metadata
 from typing import Any
 
+from rlm_runtime._version import __version__
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.context import open_context
 from rlm_runtime.errors import RLMError
@@ -20,10 +20,6 @@ __all__ = [
     "load_policy", "open_context", "retrieve",
 ]
 
-try:
-    __version__ = _metadata.version("rlm_runtime")
-except _metadata.PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,9 @@ class RunLimits(BaseModel):
         sub_call_max_chars: a sub-call prompt is cut to this many characters.
         feedback_chars: cell output shown back to the model per iteration.
         max_concurrency: ceiling on concurrent sub-calls (the governor may allow fewer).
+        history_chars: in a session, earlier questions and answers shown with a new question.
+        inline_context_chars: a context the probe says to load whole, and no longer than
+            this, is shown in the system prompt itself (0: never).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -55,6 +58,8 @@ class RunLimits(BaseModel):
     sub_call_max_chars: int = Field(100_000, ge=100)
     feedback_chars: int = Field(8000, ge=200)
     max_concurrency: int = Field(8, ge=1, le=256)
+    history_chars: int = Field(3000, ge=0)
+    inline_context_chars: int = Field(6000, ge=0)
 
     @classmethod
     def for_small_model(cls, **overrides: object) -> RunLimits:
@@ -63,7 +68,8 @@ class RunLimits(BaseModel):
         are all such a model uses well. Sub-calls still run concurrently: a local server
         batches them in its slots (the client says how many)."""
         base: dict[str, object] = {"max_iterations": 8, "max_depth": 0, "max_output_tokens_per_call": 400,
-                                   "feedback_chars": 3000, "sub_call_max_chars": 6000}
+                                   "feedback_chars": 3000, "sub_call_max_chars": 6000,
+                                   "history_chars": 1200, "inline_context_chars": 2500}
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})  # type: ignore[arg-type]
 
     @classmethod
@@ -80,11 +86,83 @@ class RunLimits(BaseModel):
 SMALL_MODEL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
 
 
+class SessionLimits(BaseModel):
+    """Totals a whole session may use, over all its questions (None: no limit). Each
+    question also has its own ``RunLimits``.
+
+    Args:
+        max_llm_calls: model calls (and budgeted tool uses) in the session.
+        max_input_tokens / max_output_tokens: tokens in the session.
+        max_cost_usd: dollars in the session.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_llm_calls: int | None = Field(None, ge=1)
+    max_input_tokens: int | None = Field(None, ge=1)
+    max_output_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, ge=0)
+
+
+class SessionBudget:
+    """Thread-safe totals of a session, the parent of each question's ``Budget``."""
+
+    def __init__(self, limits: SessionLimits | None = None) -> None:
+        self.limits = limits or SessionLimits()
+        self._lock = threading.Lock()
+        self.calls = self.input_tokens = self.output_tokens = 0
+        self.cost_usd = 0.0
+        self.by_model: dict[str, Usage] = {}
+        self._reserved = [0, 0, 0]  # calls, input tokens, output tokens
+
+    @contextmanager
+    def reserve(self, input_tokens: int, max_output: int, calls: int = 1) -> Iterator[None]:
+        lim = self.limits
+        with self._lock:
+            rc, ri, ro = self._reserved
+            if lim.max_llm_calls is not None and self.calls + rc + calls > lim.max_llm_calls:
+                raise BudgetExceeded(f"the session's limit of {lim.max_llm_calls} model calls is reached", limit="session.max_llm_calls")
+            if lim.max_input_tokens is not None and self.input_tokens + ri + input_tokens > lim.max_input_tokens:
+                raise BudgetExceeded(f"the session's input-token limit of {lim.max_input_tokens} is reached",
+                                     limit="session.max_input_tokens")
+            if lim.max_output_tokens is not None and self.output_tokens + ro + max_output > lim.max_output_tokens:
+                raise BudgetExceeded(f"the session's output-token limit of {lim.max_output_tokens} is reached",
+                                     limit="session.max_output_tokens")
+            if lim.max_cost_usd is not None and self.cost_usd >= lim.max_cost_usd:
+                raise BudgetExceeded(f"the session's cost limit of ${lim.max_cost_usd:g} is reached", limit="session.max_cost_usd")
+            self._reserved = [rc + calls, ri + input_tokens, ro + max_output]
+        try:
+            yield
+        finally:
+            with self._lock:
+                rc, ri, ro = self._reserved
+                self._reserved = [rc - calls, ri - input_tokens, ro - max_output]
+
+    def settle(self, model: str, usage: Usage) -> None:
+        with self._lock:
+            self.calls += usage.calls
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+            self.cost_usd += usage.cost_usd
+            self.by_model.setdefault(model, Usage()).add(usage)
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {m: u.to_dict() for m, u in self.by_model.items()}
+
+    def totals(self) -> dict[str, float]:
+        with self._lock:
+            return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                    "cost_usd": self.cost_usd}
+
+
 @dataclass
 class Budget:
-    """Thread-safe counters for one call tree, checked before every call."""
+    """Thread-safe counters for one call tree, checked before every call. With a
+    ``parent`` (the session's), every reservation and settlement counts there too."""
 
     limits: RunLimits
+    parent: SessionBudget | None = None
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
     input_tokens: int = 0
@@ -107,12 +185,21 @@ class Budget:
             self.max_depth_reached = max(self.max_depth_reached, depth)
 
     @contextmanager
-    def reserve(self, input_tokens: int, max_output: int) -> Iterator[None]:
-        """Hold room for one call while it runs; raise BudgetExceeded if there is none."""
+    def reserve(self, input_tokens: int, max_output: int, calls: int = 1) -> Iterator[None]:
+        """Hold room for ``calls`` calls while they run; raise BudgetExceeded if there is none."""
+        if self.parent is None:
+            with self._reserve(input_tokens, max_output, calls):
+                yield
+        else:
+            with self._reserve(input_tokens, max_output, calls), self.parent.reserve(input_tokens, max_output, calls):
+                yield
+
+    @contextmanager
+    def _reserve(self, input_tokens: int, max_output: int, calls: int) -> Iterator[None]:
         lim = self.limits
         self.check_time()
         with self._lock:
-            if self.calls + self._reserved_calls + 1 > lim.max_llm_calls:
+            if self.calls + self._reserved_calls + calls > lim.max_llm_calls:
                 raise BudgetExceeded(f"limit of {lim.max_llm_calls} model calls reached", limit="max_llm_calls")
             if self.input_tokens + self._reserved_in + input_tokens > lim.max_input_tokens:
                 raise BudgetExceeded(f"input-token limit of {lim.max_input_tokens} reached", limit="max_input_tokens")
@@ -120,14 +207,14 @@ class Budget:
                 raise BudgetExceeded(f"output-token limit of {lim.max_output_tokens} reached", limit="max_output_tokens")
             if lim.max_cost_usd is not None and self.cost_usd >= lim.max_cost_usd:
                 raise BudgetExceeded(f"cost limit of ${lim.max_cost_usd:g} reached", limit="max_cost_usd")
-            self._reserved_calls += 1
+            self._reserved_calls += calls
             self._reserved_in += input_tokens
             self._reserved_out += max_output
         try:
             yield
         finally:
             with self._lock:
-                self._reserved_calls -= 1
+                self._reserved_calls -= calls
                 self._reserved_in -= input_tokens
                 self._reserved_out -= max_output
 
@@ -142,6 +229,8 @@ class Budget:
             self.output_tokens += usage.output_tokens
             self.cost_usd += usage.cost_usd
             self.by_model.setdefault(model, Usage()).add(usage)
+        if self.parent is not None:
+            self.parent.settle(model, usage)
 
     def usage(self) -> dict[str, dict[str, float]]:
         with self._lock:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import rlm_runtime.orchestrator as orchestrator
+import rlm_runtime.session as session_module
 from rlm_runtime import RLM
 from rlm_runtime.budget import Budget, Governor, RunLimits
 from rlm_runtime.errors import BudgetExceeded
@@ -231,7 +231,7 @@ def test_concurrent_sub_calls_never_overrun_the_call_limit(tmp_path: Path, monke
             time.sleep(0.05)
             super().settle(model, usage)
 
-    monkeypatch.setattr(orchestrator, "Budget", SlowSettle)
+    monkeypatch.setattr(session_module, "Budget", SlowSettle)
     sub = ScriptedClient([{"when": "p", "content": "fine"}], model="scripted:sub")
     root = ScriptedClient([code("rs = llm_query_batched(['p%d' % i for i in range(20)])")], model="scripted:root")
     rlm = RLM(root, sub, limits=fast(max_llm_calls=5, max_concurrency=8), trace=False,

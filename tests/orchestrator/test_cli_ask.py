@@ -86,7 +86,9 @@ def test_json_prints_one_object(write_script: Script, hay: Path, rlm_cli: CLI, t
     [(model, usage)] = doc["usage"].items()
     assert model.startswith("scripted:") and usage["calls"] == 4 and usage["input_tokens"] > 0
     events = read_trace(trace)
-    assert events[0]["type"] == "run_start" and events[-1]["type"] == "run_end"
+    assert events[0]["type"] == "trace_start" and events[0]["schema"] == 2
+    types = [e["type"] for e in events]
+    assert types[1] == "run_start" and types[-2:] == ["run_end", "session_end"]
 
 
 def test_the_trace_goes_under_rlm_home_by_default(write_script: Script, hay: Path, rlm_cli: CLI, _rlm_home: Path) -> None:

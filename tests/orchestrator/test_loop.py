@@ -256,7 +256,7 @@ def test_a_long_history_is_trimmed_keeping_the_system_prompt_and_question() -> N
     result, client = run(replies, "text", limits=fast(max_iterations=13, feedback_chars=200))
     assert result.answer == "done"
     last = client.prompts[-1]
-    assert last[0]["role"] == "system" and last[1]["content"] == prompt_text("first_user", query="What is the secret launch code?")
+    assert last[0]["role"] == "system" and last[1]["content"] == prompt_text("first_user", query="What is the secret launch code?", history="")
     assert sum(len(m["content"]) for m in last) <= 24 * 200 + 1000
     assert "turn0 " not in "".join(m["content"] for m in last[2:])
     assert "turn11 " in last[-1]["content"]
@@ -442,4 +442,4 @@ def test_on_event_sees_every_event_and_cannot_break_the_run() -> None:
 
     result, _ = run([code("print(1)"), code("FINAL(2)")], on_event=watch)
     assert result.answer == "2"
-    assert seen == ["run_start", "iteration", "iteration", "run_end"]
+    assert seen == ["trace_start", "run_start", "system_prompt", "iteration", "iteration", "run_end", "session_end"]

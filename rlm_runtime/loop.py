@@ -1,0 +1,423 @@
+"""The turn loop: prompt a model to write code against context handles, run it, repeat.
+
+Each turn the model's reply is parsed for code blocks (``harness``); each block is checked
+and run in the run's sandbox; the output goes back as the next user turn, until code calls
+FINAL. Small models get a forgiving harness: FINAL(...) written in prose counts when there
+is no code, a reply with neither is re-prompted once, and the run stops after too many
+failing turns in a row. After ``max_iterations`` one forced "answer now" turn is made.
+
+``Tree`` is what every run of one question shares (budget, trace, sub-call slots, the
+worker-pool key); ``Run`` is one conversation with one model over one sandbox. A session's
+question is a root ``Run`` in the session's sandbox; ``rlm_query`` makes child runs with
+their own sandboxes (``subcalls.py``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlm_runtime import errors, harness, subcalls
+from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
+from rlm_runtime.errors import BudgetExceeded, HostCallError, NoAnswer, RLMError, TooManyErrors
+from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage
+from rlm_runtime.prompts import Prompts
+from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
+from rlm_runtime.tools import Tool
+
+Event = dict[str, Any]
+
+
+@dataclass
+class RunResult:
+    """What a run produced. ``answer`` is None when it failed; then ``error`` says why,
+    ``error_type`` names the class and ``exception`` holds it (an ``RLMError``)."""
+
+    answer: str | None
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    iterations: int = 0
+    max_depth_reached: int = 0
+    trajectory: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    partial: str | None = None
+    duration_s: float = 0.0
+    exception: RLMError | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def failed(cls, error: RLMError, *, iterations: int = 0, partial: str | None = None) -> RunResult:
+        partial = getattr(error, "partial", None) or partial
+        return cls(None, error=str(error), error_type=type(error).__name__, partial=partial, iterations=iterations,
+                   exception=error)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (without ``exception``)."""
+        out = asdict(self.__class__(**{k: v for k, v in self.__dict__.items() if k != "exception"}))
+        out.pop("exception", None)
+        return out
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every question of a session uses. Built once by ``Session``."""
+
+    client: LLMClient
+    sub_client: LLMClient
+    limits: RunLimits
+    policy: Policy
+    cell_limits: CellLimits | None
+    prompts: Prompts
+    tools: tuple[Tool, ...]
+    governor: Governor
+    probe: Any = None  # a ProbeConfig, or None for the defaults
+    pool: Any = None  # a sandbox WorkerPool, or None for the process's default pool
+    protect_host: bool = True
+
+    def max_concurrent_calls(self) -> int:
+        """Sub-calls in flight: the governor's cap, the limit, and what the sub-model's server
+        serves at once when it says (a local server's slots; more would only queue there)."""
+        cap = min(self.governor.max_concurrent_calls, self.limits.max_concurrency)
+        parallel = getattr(self.sub_client, "parallel", None)
+        return max(1, min(cap, parallel)) if isinstance(parallel, int) and parallel > 0 else cap
+
+
+class Tree:
+    """What every run of one question's call tree shares."""
+
+    def __init__(self, setup: Setup, budget: Budget, emit: Callable[[Event], None], *, pool_key: str) -> None:
+        self.setup = setup
+        self.budget = budget
+        self.emit = emit
+        self.slots = Slots(setup.max_concurrent_calls())
+        self.pool_key = pool_key
+
+    def call(self, run: Run, client: LLMClient, messages: list[Message], *, code: bool) -> Completion:
+        """One budgeted model call; the reservation covers the worst case while in flight."""
+        limits = self.setup.limits
+        # Ask for no more than the tree has left, so a small total budget still allows calls.
+        max_out = max(1, min(limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
+        prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
+        with self.budget.reserve(prompt_tokens, max_out):
+            completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
+            # Settled while still reserved, so no other call sees neither figure.
+            self.budget.settle(client.model, completion.usage)
+        run.own_usage.setdefault(client.model, Usage()).add(completion.usage)
+        return completion
+
+
+class ToolTable:
+    """The host functions of one sandbox, re-pointed at whichever run uses it now.
+
+    A session's sandbox outlives its runs: the names are registered once, and each call
+    goes to the current run's functions."""
+
+    def __init__(self, sandbox: Sandbox, names: Sequence[str]) -> None:
+        self.current: dict[str, Callable[..., Any]] = {}
+        for name in names:
+            sandbox.register(name, self._caller(name))
+
+    def _caller(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            fn = self.current.get(name)
+            if fn is None:
+                raise HostCallError(f"{name}() works only while a question is being answered")
+            return fn(*args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+
+BUILTINS = ("llm_query", "llm_query_batched", "rlm_query")
+
+
+def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
+                 ) -> tuple[Sandbox, ToolTable]:
+    """A sandbox for runs of ``setup``, its host functions registered (not yet started)."""
+    extra: dict[str, Any] = {"pool": setup.pool, "pool_key": pool_key, "on_wait": on_wait}
+    if "pool_key" not in Sandbox.__init__.__code__.co_varnames:  # TRANSITION
+        extra = {}
+    sandbox = Sandbox(setup.policy, setup.cell_limits, contexts=contexts, protect_host=setup.protect_host, **extra)
+    table = ToolTable(sandbox, [*BUILTINS, *(t.name for t in setup.tools)])
+    return sandbox, table
+
+
+class Run:
+    """One RLM run: a question, one model, one sandbox, until FINAL or a limit."""
+
+    def __init__(self, tree: Tree, query: str, *, depth: int, parent_id: str | None, turn: int = 0) -> None:
+        self.tree = tree
+        self.query = query
+        self.depth = depth
+        self.parent_id = parent_id
+        self.turn = turn
+        self.run_id = uuid.uuid4().hex[:8]
+        self.iterations = 0
+        self.partial: str | None = None
+        self.budget_error: BudgetExceeded | None = None
+        self.last_blocks: list[str] = []
+        self.own_usage: dict[str, Usage] = {}
+
+    @property
+    def client(self) -> LLMClient:
+        return self.tree.setup.client if self.depth == 0 else self.tree.setup.sub_client
+
+    def emit(self, event: Event) -> None:
+        event.update(run_id=self.run_id, parent_id=self.parent_id, depth=self.depth)
+        self.tree.emit(event)
+
+    # ----------------------------------------------------------------- a whole run
+
+    def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "") -> RunResult:
+        """Run to an answer or a failure; every ``RLMError`` ends as a failed ``RunResult``."""
+        setup = self.tree.setup
+        self.tree.budget.note_depth(self.depth)
+        began = time.monotonic()
+        briefs = _describe(sandbox.contexts, self.query, setup)
+        self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
+                   "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
+                   "contexts": [b.to_dict() for b in briefs]})
+        table.current = self._functions()
+        stats_before = _context_stats(sandbox)
+        result: RunResult
+        try:
+            sandbox.start()
+            result = self._turns(sandbox, briefs, history, variables)
+        except RLMError as e:
+            if isinstance(e, BudgetExceeded):
+                e.partial = e.partial or self.partial
+            result = RunResult.failed(e, iterations=self.iterations, partial=self.partial)
+        finally:
+            table.current = {}
+        stats = _context_stats(sandbox)
+        if stats:
+            self.emit({"type": "context_stats", "contexts": _stats_delta(stats_before, stats)})
+        result.duration_s = time.monotonic() - began
+        self.emit({"type": "run_end", "answer": result.answer, "error": result.error, "error_type": result.error_type,
+                   "iterations": result.iterations, "usage": self.tree.budget.usage(),
+                   "run_usage": {m: u.to_dict() for m, u in self.own_usage.items()}, "duration_s": result.duration_s})
+        return result
+
+    def child(self, query: str, handles: list[Any]) -> RunResult:
+        """A child run at depth+1 over ``handles``, in its own sandbox (closed after)."""
+        tree = self.tree
+        sandbox, table = open_sandbox(tree.setup, handles, pool_key=tree.pool_key, on_wait=self._on_wait)
+        with sandbox:
+            return Run(tree, query, depth=self.depth + 1, parent_id=self.run_id, turn=self.turn).execute(sandbox, table)
+
+    def _on_wait(self, info: dict[str, Any]) -> None:
+        self.emit({"type": "worker_wait", "waited_s": float(info.get("waited_s", 0.0)),
+                   "pool_size": int(info.get("pool_size", 0)), "detail": str(info.get("detail", ""))})
+
+    def _functions(self) -> dict[str, Callable[..., Any]]:
+        functions = subcalls.builtin_tools(self)
+        for t in self.tree.setup.tools:
+            functions[t.name] = subcalls.user_tool(self, t)
+        return functions
+
+    # -------------------------------------------------------------------- turns
+
+    def _turns(self, sandbox: Sandbox, briefs: Sequence[Any], history: str, variables: str) -> RunResult:
+        setup = self.tree.setup
+        lim = setup.limits
+        prompts = setup.prompts
+        system = self._system_prompt(sandbox, briefs)
+        self.emit({"type": "system_prompt", "text": system})
+        messages: list[Message] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables)},
+        ]
+        reprompted = False
+        last_prose = ""
+        errors_in_a_row = 0
+        while self.iterations < lim.max_iterations:
+            self.iterations += 1
+            self.tree.budget.check_time()
+            began = time.monotonic()
+            completion = self.tree.call(self, self.client, messages, code=True)
+            model_s = time.monotonic() - began
+            reply = completion.text
+            messages.append({"role": "assistant", "content": reply})
+            blocks = harness.parse_code_blocks(reply)
+            outputs: list[dict[str, Any]] = []
+            answer: str | None = None
+            if blocks:
+                reprompted = False
+                answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
+                errors_in_a_row = errors_in_a_row + 1 if failed else 0
+                if blocks == self.last_blocks:
+                    feedback += "\n" + prompts.notes["same_code"]
+                self.last_blocks = blocks
+            else:
+                answer = self._prose_answer(reply, sandbox)
+                feedback = prompts.text("reprompt")
+                if answer is None:
+                    answer = harness.insisted_answer(reply, last_prose, reprompted)
+                if answer is None:
+                    errors_in_a_row += 1 if reprompted else 0
+                    reprompted = True
+                last_prose = reply.strip()
+            self.emit({"type": "iteration", "iteration": self.iterations, "forced": False,
+                       "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
+                       "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
+                       "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
+            if answer is not None:  # an answer given after a refused sub-call still counts
+                return RunResult(answer, iterations=self.iterations)
+            if self.budget_error is not None:
+                raise self.budget_error
+            if errors_in_a_row >= lim.max_consecutive_errors:
+                raise TooManyErrors(f"stopped after {errors_in_a_row} failing turns in a row", partial=self.partial)
+            if blocks:
+                feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations)
+            messages.append({"role": "user", "content": feedback})
+            messages = self._trim(messages)
+        return self._forced_answer(messages, sandbox)
+
+    def _run_blocks(self, sandbox: Sandbox, blocks: list[str], outputs: list[dict[str, Any]]) -> tuple[str | None, str, bool]:
+        """Run each block; return (answer or None, feedback text, whether the turn failed)."""
+        notes = self.tree.setup.prompts.notes
+        shown: list[str] = []
+        failed = False
+        for code in blocks:
+            if harness.only_comments(code):
+                shown.append(notes["only_comments"])
+                failed = True
+                continue
+            result = sandbox.execute(code)
+            outputs.append(cell_output(result))
+            if result.stdout.strip():
+                self.partial = result.stdout.strip()[-2000:]
+            text, cell_failed = harness.cell_feedback(
+                harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
+            failed = failed or cell_failed
+            shown.append(text)
+            if result.has_final:
+                return harness.stringify(result.final), "", False
+            if self.budget_error is not None or result.error:
+                break  # later blocks usually depend on this one
+        return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars), failed
+
+    def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
+        var = harness.prose_final_var(reply)
+        if var:
+            result = sandbox.execute(f"FINAL_VAR({var!r})")
+            if result.has_final:
+                return harness.stringify(result.final)
+        expression = harness.prose_final_expression(reply)
+        if expression is not None:
+            # Unquoted: it may name a variable or be an expression; if that fails it is literal text.
+            result = sandbox.execute(f"FINAL({expression})")
+            if result.has_final:
+                return harness.stringify(result.final)
+        return harness.prose_final(reply)
+
+    def _forced_answer(self, messages: list[Message], sandbox: Sandbox) -> RunResult:
+        prompts = self.tree.setup.prompts
+        messages.append({"role": "user", "content": prompts.text("force_answer")})
+        began = time.monotonic()
+        completion = self.tree.call(self, self.client, messages, code=True)
+        model_s = time.monotonic() - began
+        reply = completion.text
+        blocks = harness.parse_code_blocks(reply)
+        outputs: list[dict[str, Any]] = []
+        answer = None
+        if blocks:
+            answer, _, _ = self._run_blocks(sandbox, blocks, outputs)
+        if answer is None:
+            answer = self._prose_answer(reply, sandbox)
+        self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
+                   "prompt_chars": sum(len(m["content"]) for m in messages), "code_blocks": blocks, "outputs": outputs,
+                   "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,
+                   "finish_reason": completion.finish_reason})
+        self.iterations += 1
+        if answer is not None:
+            return RunResult(answer, iterations=self.iterations)
+        raise NoAnswer(f"no FINAL answer after {self.tree.setup.limits.max_iterations} iterations and a forced turn",
+                       partial=self.partial)
+
+    def _trim(self, messages: list[Message]) -> list[Message]:
+        """Keep the system prompt, the question and as many recent turns as fit."""
+        budget = 24 * self.tree.setup.limits.feedback_chars
+        head, tail = messages[:2], messages[2:]
+        while len(tail) > 2 and sum(len(m["content"]) for m in head + tail) > budget:
+            tail = tail[2:]
+        return head + tail
+
+    def _system_prompt(self, sandbox: Sandbox, briefs: Sequence[Any]) -> str:
+        setup = self.tree.setup
+        lim = setup.limits
+        builtins = ["llm_query"] + (["rlm_query"] if self.depth < lim.max_depth else [])
+        return setup.prompts.system(contexts=setup.prompts.contexts(briefs), builtins=builtins, tools=setup.tools,
+                                    imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
+                                    max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars)
+
+
+def cell_output(result: CellResult) -> dict[str, Any]:
+    """One cell's record in the trajectory."""
+    return {"stdout": result.stdout, "error": result.error, "error_type": result.error_type,
+            "duration_s": result.duration_s, "worker_restarted": result.worker_restarted, "warnings": list(result.warnings)}
+
+
+def _describe(handles: Sequence[Any], question: str, setup: Setup) -> list[Any]:
+    try:  # TRANSITION
+        from rlm_runtime.context.brief import describe
+    except ImportError:
+        return [_B(h) for h in handles]
+
+    return describe(list(handles), question=question, config=setup.probe, inline_max_chars=setup.limits.inline_context_chars)
+
+
+class _B:  # TRANSITION
+    def __init__(self, h: Any) -> None:
+        self.name = h.name
+        self.summary = h.probe().summary(brief=True)
+        self.inline = None
+        self.skipped_documents: list[str] = []
+        self.reason = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary}
+
+
+def _context_stats(sandbox: Sandbox) -> list[dict[str, Any]]:
+    if not hasattr(sandbox, "context_stats"):  # TRANSITION
+        return []
+    try:
+        return sandbox.context_stats()
+    except RLMError:
+        return []
+
+
+def _stats_delta(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Counts of this run alone: the worker's totals now, less those at the run's start
+    (when the worker is the same one: a restart starts the counts again)."""
+    if len(before) > len(after):
+        return after
+    out = []
+    for k, now in enumerate(after):
+        then = before[k] if k < len(before) and before[k].get("name") == now.get("name") else {}
+        row: dict[str, Any] = {}
+        for key, value in now.items():
+            old = then.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(old, (int, float)) and value >= old:
+                row[key] = value - old
+            else:
+                row[key] = value
+        out.append(row)
+    return out
+
+
+def raise_for(result: RunResult) -> str:
+    """The answer of ``result``, or its failure raised as the ``RLMError`` it was."""
+    if result.answer is not None:
+        return result.answer
+    if result.exception is not None:
+        raise result.exception
+    kind = getattr(errors, result.error_type or "", None)
+    if isinstance(kind, type) and issubclass(kind, errors.RunFailed):
+        if kind is BudgetExceeded:
+            raise BudgetExceeded(result.error or "budget exhausted", limit="run", partial=result.partial)
+        raise kind(result.error or "no answer", partial=result.partial)
+    raise RLMError(result.error or "no answer")

@@ -1,0 +1,81 @@
+"""Prompt assembly: the messages of a run, built from the text files in ``brain/prompts/``.
+
+Every sentence a model reads comes from a file there (the user's copy under
+``$RLM_HOME/brain`` first); this module only chooses the files and fills their ``$names``.
+The system prompt's list of functions is rendered from the same ``Tool`` objects that are
+bound in the sandbox, and from ``prompts/functions/*.md`` for the functions that run in the
+worker, so the prompt cannot name a function the namespace lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime import brain
+from rlm_runtime.tools import Tool
+
+#: The worker-side functions the prompt lists, in order, by their file in prompts/functions/.
+WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count")
+
+#: Hints shown inside feedback, from prompts/notes/.
+NOTES = ("only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header")
+
+
+class Prompts:
+    """The prompt files of one run, read from ``dirs`` (the brain folders, first wins)."""
+
+    def __init__(self, dirs: tuple[Path, ...]) -> None:
+        self.dirs = dirs
+        self.notes = {name: brain.prompt(f"notes/{name}", dirs) for name in NOTES}
+
+    def text(self, name: str, **values: object) -> str:
+        return brain.prompt(name, self.dirs, **values)
+
+    def function_entry(self, name: str, **values: object) -> str:
+        """``- name(...): description`` from prompts/functions/NAME.md, continuation lines indented."""
+        lines = self.text(f"functions/{name}", **values).splitlines()
+        return "\n".join(["- " + lines[0], *("  " + line for line in lines[1:])])
+
+    def system(self, *, contexts: str, builtins: Sequence[str], tools: Sequence[Tool], imports: Sequence[str],
+               output_chars: int, max_iterations: int, sub_call_chars: int) -> str:
+        """The system prompt. ``builtins`` names the host built-ins bound in this run
+        (``llm_query``, ``rlm_query``), ``tools`` the program's own."""
+        entries = [self.function_entry(name) for name in WORKER_FUNCTIONS]
+        entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
+        entries.append(self.function_entry("FINAL"))
+        if tools:
+            entries.append(self.notes["tool_list_header"])
+            entries += [t.prompt_entry() for t in tools]
+        return self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
+                         output_chars=output_chars, max_iterations=max_iterations)
+
+    def contexts(self, briefs: Sequence[Any]) -> str:
+        """What the system prompt says about the contexts (``ContextBrief``s, in order)."""
+        if not briefs:
+            return self.text("contexts_none")
+        parts = []
+        for k, b in enumerate(briefs):
+            text = b.summary
+            if b.inline is not None:
+                text = self.text("context_inline", summary=text, text=b.inline)
+            elif b.skipped_documents:
+                text = self.text("context_skipped", summary=text, reason=b.reason or "the probe's verdict",
+                                 names=", ".join(b.skipped_documents[:20]) + (" ..." if len(b.skipped_documents) > 20 else ""))
+            parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)
+        if len(briefs) > 1:
+            parts.append(self.text("contexts_several"))
+        return "\n".join(parts)
+
+    def first_user(self, query: str, *, history: str = "", variables: str = "") -> str:
+        """The question, after what earlier questions of the session left (if any)."""
+        before = ""
+        if history:
+            before += self.text("history", history=history) + "\n\n"
+        if variables:
+            before += self.text("variables", variables=variables) + "\n\n"
+        return self.text("first_user", query=query, history=before)
+
+    def feedback(self, output: str, *, iteration: int, max_iterations: int) -> str:
+        return self.text("feedback", iteration=iteration, max_iterations=max_iterations, output=output)

@@ -1,0 +1,249 @@
+"""``Session``: one sandbox, its contexts, a conversation and a budget, over many questions.
+
+A session keeps its worker between questions, so variables an earlier question (or a
+person's cell) left are there for the next, and a new question starts its first cell
+without starting a worker. Each question is told what earlier questions asked and
+answered (a compact history within ``RunLimits.history_chars``) and which variables exist.
+``RLM.run`` is a one-question session.
+
+Threads: a session serves one thread at a time; a call from a second thread while one runs
+raises ``SessionBusy`` (it does not wait: a REPL and a program should not interleave
+questions by accident). ``close()`` may come from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime._version import __version__ as _version
+from rlm_runtime import harness
+from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
+from rlm_runtime.config import Paths, paths_from_env
+from rlm_runtime.context import open_context
+from rlm_runtime.errors import SessionBusy, SessionClosed
+from rlm_runtime.llm import LLMClient, make_client
+from rlm_runtime.loop import Event, Run, RunResult, Setup, Tree, cell_output, open_sandbox
+from rlm_runtime.prompts import Prompts
+from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
+from rlm_runtime.tools import Tool, as_tools
+from rlm_runtime.trajectory import TraceWriter
+
+#: Characters of the variable listing shown with a new question.
+_VARIABLES_CHARS = 1500
+
+
+class Session:
+    """Many questions and cells over the same contexts, in one persistent sandbox.
+
+    Args:
+        model: the root model (a name, see ``rlm_runtime.llm.make_client``, or a client).
+        sub_model: the model of ``llm_query`` and child runs (default: ``model``).
+        contexts: context sources or handles (see ``open_context``); more with ``add_context``.
+        limits: the limits of each question (default: ``RunLimits.for_model(model)``).
+        session_limits: totals over all questions (calls, tokens, dollars; default: none).
+        policy: the sandbox policy (name, path or Policy).
+        cell_limits: per-cell sandbox limits (default: the policy's).
+        tools: the program's own functions the model may call (callables or ``Tool``s).
+        trace: a ``.jsonl`` file, or a folder for one file per session (default
+            ``$RLM_HOME/traces``); ``False`` writes none.
+        on_event: called with every trajectory event (a JSON-ready dict) as it happens.
+        governor: concurrency caps (default: from this machine's memory and CPUs).
+        probe: a ``ProbeConfig`` (default: ``[probe]`` of rlm.toml or pyproject.toml found
+            from the current directory, else the defaults).
+        pool: the worker pool (default: the process's, sized from memory).
+        protect_host: see ``Sandbox``.
+    """
+
+    def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
+                 contexts: Sequence[Any] = (), limits: RunLimits | None = None, session_limits: SessionLimits | None = None,
+                 policy: str | Path | Policy = "default", cell_limits: CellLimits | None = None,
+                 tools: Sequence[Tool | Callable[..., Any]] = (), trace: str | Path | bool | None = None,
+                 on_event: Callable[[Event], None] | None = None, governor: Governor | None = None,
+                 probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True) -> None:
+        self.paths = paths or paths_from_env()
+        self._owns_clients = isinstance(model, str) or isinstance(sub_model, str)
+        client = make_client(model)
+        sub_client = make_client(sub_model) if sub_model is not None else client
+        limits = limits or RunLimits.for_model(client.model)
+        loaded = load_policy(policy)
+        worker_mb = (cell_limits or loaded.limits).memory_mb
+        self.setup = Setup(client=client, sub_client=sub_client, limits=limits, policy=loaded, cell_limits=cell_limits,
+                           prompts=Prompts(self.paths.brain_dirs), tools=tuple(as_tools(tools)),
+                           governor=governor or Governor.from_system(worker_mb=worker_mb, ceiling=limits.max_concurrency),
+                           probe=probe if probe is not None else _probe_config(), pool=pool, protect_host=protect_host)
+        self.session_id = uuid.uuid4().hex[:12]
+        self.budget = SessionBudget(session_limits)
+        self.on_event = on_event
+        self._handles = [open_context(c) for c in contexts]
+        self._history: list[harness.Exchange] = []
+        self._questions = 0
+        self._cells = 0
+        self._closed = False
+        self._busy = threading.Lock()
+        self._trace_path = _trace_path(trace, self.paths)
+        self._writer = TraceWriter(self._trace_path)
+        self._emit({"type": "trace_start", "schema": 2, "version": _version, "session_id": self.session_id,
+                    "model": client.model, "sub_model": sub_client.model})
+        self._sandbox, self._table = open_sandbox(self.setup, self._handles, pool_key=self.session_id, on_wait=self._on_wait)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker, end the trajectory and close the clients the session made. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sandbox.close()
+        self._emit({"type": "session_end", "session_id": self.session_id, "usage": self.budget.usage(),
+                    "questions": self._questions})
+        self._writer.close()
+        if self._owns_clients:
+            self.setup.client.close()
+            if self.setup.sub_client is not self.setup.client:
+                self.setup.sub_client.close()
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        if self._closed:
+            raise SessionClosed("this session is closed")
+        if not self._busy.acquire(blocking=False):
+            raise SessionBusy("this session is answering in another thread (or in a callback of its own): "
+                              "a session serves one thread at a time")
+        try:
+            yield
+        finally:
+            self._busy.release()
+
+    # ------------------------------------------------------------------ questions
+
+    def ask(self, question: str, *, limits: RunLimits | None = None) -> RunResult:
+        """Answer ``question`` in this session's sandbox (``limits``: this question's own)."""
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("a question must be a non-empty str")
+        with self._turn():
+            setup = self.setup if limits is None else _with_limits(self.setup, limits)
+            turn = self._questions
+            self._questions += 1
+            history = harness.compact_history(self._history, setup.limits.history_chars,
+                                              no_answer=setup.prompts.notes["no_answer"])
+            variables = self._variables() if turn > 0 or self._cells > 0 else ""
+            tree = Tree(setup, Budget(setup.limits, parent=self.budget), self._emit, pool_key=self.session_id)
+            began = time.monotonic()
+            run = Run(tree, question, depth=0, parent_id=None, turn=turn)
+            result = run.execute(self._sandbox, self._table, history=history, variables=variables)
+            result.usage = tree.budget.usage()
+            result.max_depth_reached = tree.budget.max_depth_reached
+            result.duration_s = time.monotonic() - began
+            result.trajectory = str(self._trace_path) if self._trace_path else None
+            self._history.append(harness.Exchange(question, result.answer, result.error))
+            return result
+
+    def execute(self, code: str) -> CellResult:
+        """Run a cell typed by a person, through the same policy, in the namespace the model uses."""
+        with self._turn():
+            result = self._sandbox.execute(code)
+            self._cells += 1
+            self._emit({"type": "cell", "run_id": None, "parent_id": None, "depth": 0, "turn": self._questions,
+                        "code": code, "output": cell_output(result)})
+            return result
+
+    # ------------------------------------------------------------------ contexts
+
+    def add_context(self, source: Any, name: str | None = None) -> Any:
+        """Open ``source`` and make it the next of ``contexts`` (``context`` if it is the first),
+        keeping the worker and its variables. Returns the handle."""
+        with self._turn():
+            handle = open_context(source, name=name)
+            self._sandbox.add_context(handle)
+            self._handles = list(self._sandbox.contexts)
+            return handle
+
+    @property
+    def contexts(self) -> list[Any]:
+        """The session's context handles, in the order the sandbox numbers them."""
+        return list(self._handles)
+
+    # ------------------------------------------------------------------ state
+
+    def usage(self) -> dict[str, Any]:
+        """What the session used: totals, by model, and the questions asked."""
+        return {"totals": self.budget.totals(), "by_model": self.budget.usage(), "questions": self._questions}
+
+    def reset(self) -> None:
+        """A fresh worker with the same contexts: variables and the conversation are gone;
+        the budget keeps what was spent."""
+        with self._turn():
+            self._sandbox.close()
+            self._history.clear()
+            self._sandbox, self._table = open_sandbox(self.setup, self._handles, pool_key=self.session_id,
+                                                      on_wait=self._on_wait)
+
+    @property
+    def history(self) -> list[harness.Exchange]:
+        return list(self._history)
+
+    @property
+    def trajectory(self) -> str | None:
+        return str(self._trace_path) if self._trace_path else None
+
+    # ------------------------------------------------------------------ internals
+
+    def _variables(self) -> str:
+        """What SHOW_VARS prints, cut to a few lines: the names a follow-up may use."""
+        result = self._sandbox.execute("SHOW_VARS()")
+        text = (result.stdout or "").strip()
+        if not result.ok or not text or text == "(no variables)":
+            return ""
+        return harness.cap(text, _VARIABLES_CHARS)
+
+    def _on_wait(self, info: dict[str, Any]) -> None:
+        self._emit({"type": "worker_wait", "run_id": None, "parent_id": None, "depth": 0,
+                    "waited_s": float(info.get("waited_s", 0.0)), "pool_size": int(info.get("pool_size", 0)),
+                    "detail": str(info.get("detail", ""))})
+
+    def _emit(self, event: Event) -> None:
+        event.setdefault("t", time.time())
+        if event["type"] not in ("trace_start", "session_end"):
+            event.setdefault("session_id", self.session_id)
+        self._writer.emit(event)
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a display callback must not break a run
+                pass
+
+
+def _with_limits(setup: Setup, limits: RunLimits) -> Setup:
+    from dataclasses import replace
+
+    return replace(setup, limits=limits)
+
+
+def _trace_path(trace: str | Path | bool | None, paths: Paths) -> Path | None:
+    if trace is False:
+        return None
+    folder = Path(trace) if isinstance(trace, (str, Path)) else paths.traces
+    if folder.suffix == ".jsonl":
+        return folder
+    return folder / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def _probe_config() -> Any:
+    try:  # TRANSITION
+        from rlm_runtime.context.brief import load_probe_config
+    except ImportError:
+        return None
+
+    return load_probe_config()

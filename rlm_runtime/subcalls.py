@@ -1,0 +1,169 @@
+"""The built-in tools of a run: ``llm_query``, ``llm_query_batched`` and ``rlm_query``,
+plus the wrapper that puts a program's own tools on the budget and in the trajectory.
+
+``llm_query`` is one budgeted call to the sub-model. ``llm_query_batched`` runs many at once,
+capped by the tree's slots (the governor's figure, and a local server's parallel slots).
+``rlm_query`` starts a child run at depth+1 with its own worker, drawn from the same worker
+pool under the same key as its ancestors; at the depth limit, or when no worker can be had
+without waiting on its own ancestors, it is a plain call with the text appended.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from rlm_runtime.context import CorpusHandle, open_context
+from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError, WorkersBusy
+from rlm_runtime.llm.base import Usage
+from rlm_runtime.tools import Tool
+
+if TYPE_CHECKING:
+    from rlm_runtime.loop import Run
+
+#: Characters of a prompt or reply kept in a sub_call event.
+EVENT_TEXT_CHARS = 4000
+
+
+def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
+    """The host built-ins of ``run``, by name."""
+
+    def llm_query(prompt: str) -> str:
+        """Ask the sub-model; returns its reply."""
+        return sub_call(run, "llm_query", prompt)
+
+    def llm_query_batched(prompts: list[str]) -> list[str]:
+        """Ask many prompts concurrently; a failed prompt yields "[ERROR] ..." in its place."""
+        if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
+            raise HostCallError("llm_query_batched takes a list of str")
+        if not prompts:
+            return []
+
+        def one(p: str) -> str:
+            try:
+                return sub_call(run, "llm_query", p)
+            except BudgetExceeded as e:
+                return f"[ERROR] budget: {e}"
+            except Exception as e:
+                return f"[ERROR] {type(e).__name__}: {e}"
+
+        with ThreadPoolExecutor(max_workers=min(run.tree.slots.size, len(prompts))) as pool:
+            return list(pool.map(one, prompts))
+
+    def rlm_query(prompt: str, context: Any = None) -> str:
+        """A child RLM over ``context`` (str or list of str) at depth+1."""
+        if not isinstance(prompt, str):
+            raise HostCallError("rlm_query takes a prompt str")
+        if run.depth + 1 > run.tree.setup.limits.max_depth:
+            return _plain(run, prompt, context, "rlm_query (plain call at max depth)")
+        handles = [] if context is None else [_child_context(context)]
+        try:
+            child = run.child(prompt, handles)
+        except WorkersBusy as e:
+            run.tree.emit({"type": "worker_wait", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
+                           "waited_s": 0.0, "pool_size": e.pool_size, "detail": f"no worker for rlm_query: {e}; a plain call instead"})
+            return _plain(run, prompt, context, "rlm_query (plain call: no worker free)")
+        if child.answer is None:
+            if child.error_type == "BudgetExceeded":
+                run.budget_error = BudgetExceeded(child.error or "budget exhausted", limit="child", partial=run.partial)
+            raise HostCallError(f"rlm_query found no answer: {child.error}")
+        return child.answer
+
+    return {"llm_query": llm_query, "llm_query_batched": llm_query_batched, "rlm_query": rlm_query}
+
+
+def _plain(run: Run, prompt: str, context: Any, kind: str) -> str:
+    text = prompt if context is None else run.tree.setup.prompts.text("sub_context", prompt=prompt, context=_as_text(context))
+    return sub_call(run, kind, text)
+
+
+def sub_call(run: Run, kind: str, prompt: str) -> str:
+    """One budgeted call of the sub-model, recorded as a ``sub_call`` event."""
+    if not isinstance(prompt, str):
+        raise HostCallError(f"{kind} takes a str prompt, not {type(prompt).__name__}")
+    tree = run.tree
+    cap = tree.setup.limits.sub_call_max_chars
+    if len(prompt) > cap:
+        prompt = prompt[:cap] + f"\n[... {len(prompt) - cap} characters cut: the sub-call limit is {cap}]"
+    client = tree.setup.sub_client
+    began = time.monotonic()
+    error = None
+    text = None
+    usage: dict[str, Any] = {}
+    try:
+        with tree.slots.hold():
+            completion = tree.call(run, client, [{"role": "user", "content": prompt}], code=False)
+        text = completion.text
+        usage = completion.usage.to_dict()
+        return text
+    except BudgetExceeded as e:
+        run.budget_error = run.budget_error or e
+        error = str(e)
+        raise HostCallError(f"budget exhausted: {e}") from e
+    except LLMError as e:
+        error = str(e)
+        raise HostCallError(f"{kind} failed: {e}") from e
+    finally:
+        tree.emit({"type": "sub_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth, "kind": kind,
+                   "model": client.model, "prompt": prompt[:EVENT_TEXT_CHARS],
+                   "response": None if text is None else text[:EVENT_TEXT_CHARS], "error": error,
+                   "usage": usage if error is None else {}, "duration_s": time.monotonic() - began})
+
+
+def user_tool(run: Run, tool: Tool) -> Callable[..., Any]:
+    """``tool`` as a host function of ``run``: budgeted when it costs, recorded as ``tool_call``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        began = time.monotonic()
+        result: Any = None
+        error: str | None = None
+        try:
+            if tool.costs_budget:
+                with run.tree.budget.reserve(0, 0, calls=tool.calls):
+                    result = tool.fn(*args, **kwargs)
+                    run.tree.budget.settle(f"tool:{tool.name}", Usage(calls=tool.calls, cost_usd=tool.cost_usd))
+            else:
+                result = tool.fn(*args, **kwargs)
+            return result
+        except BudgetExceeded as e:
+            run.budget_error = run.budget_error or e
+            error = str(e)
+            raise HostCallError(f"budget exhausted: {e}") from e
+        except RLMError as e:
+            error = f"{type(e).__name__}: {e}"
+            raise HostCallError(f"{tool.name}() failed: {e}") from e
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
+                           "name": tool.name, "args": _short_repr((args, kwargs)), "result": _short_repr(result),
+                           "error": error, "duration_s": time.monotonic() - began})
+
+    return call
+
+
+def _short_repr(value: Any, limit: int = 300) -> str:
+    try:
+        text = repr(value)
+    except Exception as e:  # a program's object may have a broken __repr__
+        text = f"<repr failed: {type(e).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _as_text(context: Any) -> str:
+    if isinstance(context, str):
+        return context
+    if isinstance(context, list):
+        return "\n\n".join(str(c) for c in context)
+    raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
+
+
+def _child_context(context: Any) -> Any:
+    if isinstance(context, str):
+        return open_context(context, as_text=True, name="sub_context")
+    if isinstance(context, list) and all(isinstance(c, str) for c in context):
+        return CorpusHandle.from_items([open_context(c, as_text=True, name=f"doc{i}") for i, c in enumerate(context)])
+    raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
