@@ -1,23 +1,44 @@
 """rlm_runtime: a sandboxed recursive-language-model REPL runtime.
 
-The public API: ``RLM`` and ``retrieve`` (answer questions over contexts), ``RunLimits`` (the
-budget of a run), ``open_context`` (handles), ``Sandbox`` with ``CellLimits`` and
-``Policy`` (the isolated REPL), and ``RLMError`` (the root of every error we raise).
+The public API: ``Session`` (many questions and cells over the same contexts and worker),
+``RLM`` and ``retrieve`` (one question at a time), ``RunLimits`` / ``SessionLimits`` (the
+budget of a question / of a session), ``Tool`` and ``tool`` (a program's own functions for the
+model), ``open_context`` (handles), ``LLMClient`` and ``make_client`` (models), ``Sandbox``
+with ``CellLimits`` and ``Policy`` (the isolated REPL), and the errors programs branch on,
+all under ``RLMError``.
 ``Limits`` is the deprecated old name of ``RunLimits``.
 """
 
 from typing import Any
 
 from rlm_runtime._version import __version__
-from rlm_runtime.budget import RunLimits
+from rlm_runtime.budget import RunLimits, SessionLimits
 from rlm_runtime.context import open_context
-from rlm_runtime.errors import RLMError
-from rlm_runtime.orchestrator import RLM, RunResult, retrieve
+from rlm_runtime.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ContextError,
+    LLMError,
+    NoAnswer,
+    RLMError,
+    RunFailed,
+    SandboxError,
+    SessionBusy,
+    SessionClosed,
+    TooManyErrors,
+)
+from rlm_runtime.llm import LLMClient, make_client
+from rlm_runtime.loop import RunResult
+from rlm_runtime.orchestrator import RLM, retrieve
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, PolicyReport, Sandbox, load_policy
+from rlm_runtime.session import Session
+from rlm_runtime.tools import Tool, tool
 
 __all__ = [
-    "RLM", "CellLimits", "CellResult", "Policy", "PolicyReport", "RLMError", "RunLimits", "RunResult", "Sandbox",
-    "load_policy", "open_context", "retrieve",
+    "RLM", "BudgetExceeded", "CellLimits", "CellResult", "ConfigError", "ContextError", "LLMClient", "LLMError", "NoAnswer",
+    "Policy", "PolicyReport", "RLMError", "RunFailed", "RunLimits", "RunResult", "Sandbox", "SandboxError", "Session",
+    "SessionBusy", "SessionClosed", "SessionLimits", "TooManyErrors", "Tool", "load_policy", "make_client", "open_context",
+    "retrieve", "tool",
 ]
 
 
