@@ -217,10 +217,10 @@ class Session:
         event.setdefault("t", time.time())
         if event["type"] not in ("trace_start", "session_end"):
             event.setdefault("session_id", self.session_id)
-        self._writer.emit(event)
+        data = self._writer.emit(event)
         if self.on_event is not None:
             try:
-                self.on_event(event)
+                self.on_event(data)
             except Exception:  # a display callback must not break a run
                 pass
 

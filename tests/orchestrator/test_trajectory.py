@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,23 +46,30 @@ def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def run_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of runs (not the file's trace_start nor a session's session_end)."""
+    return [e for e in events if e["type"] not in ("trace_start", "session_end")]
+
+
 def test_a_run_writes_every_kind_of_event(trace_file: Path) -> None:
-    """It writes run_start, iteration, sub_call and run_end events, each with type, run_id, depth and t."""
+    """It writes trace_start first, then run_start, iteration, sub_call and run_end events, each with type, run_id, depth and t."""
     events = read_trace(trace_file)
-    assert {e["type"] for e in events} == {"run_start", "iteration", "sub_call", "run_end"}
-    for e in events:
+    assert events[0]["type"] == "trace_start" and events[0]["schema"] == 2
+    assert {"run_start", "system_prompt", "iteration", "sub_call", "run_end"} <= {e["type"] for e in events}
+    for e in run_events(events):
         assert {"type", "run_id", "depth", "t"} <= set(e)
-    root_start = events[0]
-    assert root_start["type"] == "run_start" and root_start["parent_id"] is None
+    root_start = of_type(events, "run_start")[0]
+    assert root_start["parent_id"] is None
     assert root_start["query"] == "ROOT QUESTION" and root_start["model"] == "scripted:root"
-    assert root_start["limits"]["max_depth"] == 1 and root_start["contexts"] == ["text"]
-    assert events[-1]["type"] == "run_end" and events[-1]["answer"] == "root answer: child answer"
-    assert events[-1]["usage"]["scripted:root"]["calls"] == 4
+    assert root_start["limits"]["max_depth"] == 1 and [c["name"] for c in root_start["contexts"]] == ["text"]
+    root_end = of_type(events, "run_end")[-1]
+    assert root_end["run_id"] == root_start["run_id"] and root_end["answer"] == "root answer: child answer"
+    assert root_end["usage"]["scripted:root"]["calls"] == 4
 
 
 def test_iterations_record_code_outputs_and_usage(trace_file: Path) -> None:
     """It records each iteration's response, code blocks, outputs, usage and duration."""
-    root_id = read_trace(trace_file)[0]["run_id"]
+    root_id = of_type(read_trace(trace_file), "run_start")[0]["run_id"]
     iterations = [e for e in of_type(read_trace(trace_file), "iteration") if e["run_id"] == root_id]
     assert [e["iteration"] for e in iterations] == [1, 2, 3, 4]
     first = iterations[0]
@@ -83,8 +91,8 @@ def test_child_runs_nest_by_parent_id(trace_file: Path) -> None:
 
 
 def test_every_event_names_its_parent(trace_file: Path) -> None:
-    """It puts parent_id on every event, as the module documents."""
-    for e in read_trace(trace_file):
+    """It puts parent_id on every event of a run, as the module documents."""
+    for e in run_events(read_trace(trace_file)):
         assert "parent_id" in e, e["type"]
 
 
@@ -100,7 +108,7 @@ def test_traces_go_under_rlm_home_by_default(_rlm_home: Path) -> None:
     assert result.trajectory is not None
     path = Path(result.trajectory)
     assert path.parent == _rlm_home / "traces" and path.suffix == ".jsonl"
-    assert read_trace(path)[0]["type"] == "run_start"
+    assert read_trace(path)[0]["type"] == "trace_start"
 
 
 def test_a_trace_folder_gets_one_file_per_run(tmp_path: Path) -> None:
@@ -154,15 +162,15 @@ def test_read_events_names_a_broken_line(tmp_path: Path) -> None:
 
 
 def test_the_writer_is_append_only_and_flushes(tmp_path: Path) -> None:
-    """It appends events and flushes each one (a crash loses nothing already emitted)."""
+    """It appends events and flushes each one (a crash loses nothing already emitted), each writer's part headed by trace_start."""
     path = tmp_path / "w.jsonl"
     writer = TraceWriter(path)
     writer.emit({"type": "run_start", "run_id": "x"})
-    assert read_trace(path)[0]["run_id"] == "x"
+    assert read_trace(path)[1]["run_id"] == "x"
     writer.close()
     writer.emit({"type": "late"})  # after close: ignored
     TraceWriter(path).emit({"type": "run_end", "run_id": "x"})
-    assert [e["type"] for e in read_trace(path)] == ["run_start", "run_end"]
+    assert [e["type"] for e in read_trace(path)] == ["trace_start", "run_start", "trace_start", "run_end"]
 
 
 # ------------------------------------------------------------------------ CLI
@@ -251,7 +259,7 @@ def test_render_html_escapes_controls_on_the_page(hostile_trace: Path) -> None:
 def test_the_trace_file_keeps_the_original_text(hostile_trace: Path) -> None:
     """It writes the trace with every control escaped (safe to cat), and reads the original text back."""
     assert not RAW_CONTROL.search(hostile_trace.read_text(encoding="utf-8"))
-    assert read_events(hostile_trace)[0]["query"] == ATTACK
+    assert of_type(read_events(hostile_trace), "run_start")[0]["query"] == ATTACK
 
 
 def test_line_separators_do_not_split_a_trace_line(tmp_path: Path) -> None:
@@ -261,8 +269,8 @@ def test_line_separators_do_not_split_a_trace_line(tmp_path: Path) -> None:
     writer.emit({"type": "run_end", "run_id": "r", "answer": "a\u2028b\u2029c\x85d ünï"})
     writer.close()
     text = path.read_text(encoding="utf-8")
-    assert len(text.splitlines()) == 1 and "ünï" in text
-    assert read_events(path)[0]["answer"] == "a\u2028b\u2029c\x85d ünï"
+    assert len(text.splitlines()) == 2 and "ünï" in text  # trace_start, then the event
+    assert of_type(read_events(path), "run_end")[0]["answer"] == "a\u2028b\u2029c\x85d ünï"
 
 
 def test_a_lone_surrogate_is_written_and_read_back(tmp_path: Path) -> None:
@@ -272,4 +280,4 @@ def test_a_lone_surrogate_is_written_and_read_back(tmp_path: Path) -> None:
     writer.emit({"type": "iteration", "run_id": "r", "outputs": [{"stdout": "x\ud800y"}]})
     writer.close()
     assert "\\ud800" in path.read_text(encoding="utf-8")
-    assert read_events(path)[0]["outputs"][0]["stdout"] == "x\ud800y"
+    assert of_type(read_events(path), "iteration")[0]["outputs"][0]["stdout"] == "x\ud800y"

@@ -1,0 +1,313 @@
+"""Two views of a trace: a text tree (``rlm trace show``) and one self-contained HTML page
+(``rlm trace html``: no scripts, no network, opens offline).
+
+Both take a ``Trace`` (``read_trace``), or event dicts (``read_events``, or events collected
+from ``on_event``), which they read through the same reader. Both show model and cell text
+with its control characters escaped (``termsafe``): a trace replays what a model wrote, so
+it must not drive the terminal, forge lines of the tree, or hide or reorder text on the
+page. Events of types this version does not know are skipped, and the views say so.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rlm_runtime.termsafe import printable
+from rlm_runtime.trajectory.events import (
+    Cell,
+    CellOutput,
+    ContextInfo,
+    ContextStats,
+    InvalidEvent,
+    Iteration,
+    Record,
+    RunStart,
+    SessionEnd,
+    SubCall,
+    SystemPrompt,
+    ToolCall,
+    TraceStart,
+    Usage,
+    WorkerWait,
+)
+from rlm_runtime.trajectory.reader import Run, Trace
+
+#: Child runs nested deeper than this are not drawn (a crafted file could nest thousands).
+_MAX_NESTING = 100
+
+
+def _as_trace(events: Trace | Iterable[dict[str, Any]]) -> Trace:
+    if isinstance(events, Trace):
+        return events
+    trace = getattr(events, "trace", None)  # read_events' list carries the Trace it read
+    return trace if isinstance(trace, Trace) else Trace.from_dicts(list(events))
+
+
+def _clip(text: Any, n: int) -> str:
+    s = "" if text is None else str(text)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _flat(text: Any) -> str:
+    """On one line: a newline in a field must not start a forged line of the tree."""
+    return ("" if text is None else str(text)).replace("\n", " | ")
+
+
+def _secs(value: float | None, digits: int = 2) -> str:
+    return "?s" if value is None else f"{value:.{digits}f}s"
+
+
+def _usage_json(usage: dict[str, Usage] | None) -> str:
+    return json.dumps({m: u.model_dump(mode="json", fallback=str) for m, u in (usage or {}).items()}, default=str)
+
+
+def _questions(n: int) -> str:
+    return f"{n} question" + ("" if n == 1 else "s")
+
+
+def _counters(counts: dict[str, int | float]) -> str:
+    return " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in counts.items())
+
+
+def _context_line(c: ContextInfo) -> str:
+    parts = []
+    if c.decision is not None:
+        parts.append(c.decision + (f" ({c.reason})" if c.reason else ""))
+    if c.inline_chars is not None:
+        parts.append(f"{c.inline_chars} chars inline")
+    if c.skipped_documents:
+        parts.append(f"{len(c.skipped_documents)} documents skipped: " + ", ".join(c.skipped_documents[:5])
+                     + (", ..." if len(c.skipped_documents) > 5 else ""))
+    return _flat(f"context {c.name}" + (": " + "; ".join(parts) if parts else ""))
+
+
+def _footer(trace: Trace) -> list[str]:
+    """What the file is (schema, writer, session), and what was skipped reading it."""
+    lines = []
+    head = trace.header
+    if head is None and trace.events:
+        lines.append("(trace schema 1: written before traces had a schema; fewer fields were recorded)")
+    elif head is not None:
+        about = [f"trace schema {trace.schema}", f"written by rlm_runtime {head.version or '?'}"]
+        if head.session_id:
+            about.append(f"session {head.session_id}")
+        if head.model:
+            about.append(f"model {head.model}" + (f", sub-model {head.sub_model}" if head.sub_model else ""))
+        lines.append("(" + "; ".join(_flat(a) for a in about) + ")")
+    lines += [f"(note: {_flat(n)})" for n in trace.notes]
+    unknown = sorted({e.type for e in trace.unknown})
+    if unknown:
+        lines.append(f"(skipped {len(trace.unknown)} events of types this version does not know: {_flat(', '.join(unknown))})")
+    return lines
+
+
+# ------------------------------------------------------------------------- text tree
+
+
+def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> str:
+    """A readable tree: runs, their contexts, iterations, sub-calls and tools, nested by parent."""
+    trace = _as_trace(events)
+    out: list[str] = []
+
+    def output(k: int, res: CellOutput, indent: str) -> None:
+        text = (res.error or res.stdout or "").rstrip("\n") or "(no output)"
+        extra = " [worker restarted]" if res.worker_restarted else ""
+        out.append(f"{indent}out[{k}]: {_clip(_flat(text), width)}{extra}")
+        for warning in res.warnings:
+            out.append(f"{indent}  note: {_clip(_flat(warning), width)}")
+
+    def event(e: Record, indent: str) -> None:
+        if isinstance(e, SystemPrompt):
+            out.append(f"{indent}system prompt: {len(e.text)} chars: {_clip(_flat(e.text), 60)!r}")
+        elif isinstance(e, Iteration):
+            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "")
+            model = f" (model {_secs(e.model_s)})" if e.model_s is not None else ""
+            out.append(f"{indent}{tag}: {_secs(e.duration_s)}{model}, "
+                       f"{e.usage.input_tokens} in / {e.usage.output_tokens} out tokens")
+            for k, code in enumerate(e.code_blocks):
+                out.append(f"{indent}  code[{k}]: {_clip(_flat(code), width)}")
+            for k, res in enumerate(e.outputs):
+                output(k, res, indent + "  ")
+            if not e.code_blocks:
+                out.append(f"{indent}  reply (no code): {_clip(_flat(e.response), width)}")
+        elif isinstance(e, SubCall):
+            out.append(f"{indent}{_flat(e.kind)} -> {_flat(e.model)}: {_clip(e.prompt, 50)!r} => "
+                       f"{_clip(e.response if e.response is not None else e.error, 50)!r} ({_secs(e.duration_s)})")
+        elif isinstance(e, ToolCall):
+            result = f"error {_clip(e.error, 50)!r}" if e.error else repr(_clip(e.result, 50))
+            out.append(f"{indent}tool {_flat(e.name)}({_clip(_flat(e.args), 60)}) => {result} ({_secs(e.duration_s)})")
+        elif isinstance(e, ContextStats):
+            for c in e.contexts:
+                out.append(f"{indent}access {_flat(c.name)}: {_flat(_counters(c.counters()))}")
+        elif isinstance(e, Cell):
+            out.append(f"{indent}cell typed by a person (turn {e.turn}): {_clip(_flat(e.code), width)}")
+            output(0, e.output, indent + "  ")
+        elif isinstance(e, WorkerWait):
+            pool = f" (pool of {e.pool_size})" if e.pool_size is not None else ""
+            out.append(f"{indent}waited {_secs(e.waited_s)} for a worker{pool}" + (f": {_flat(e.detail)}" if e.detail else ""))
+        elif isinstance(e, SessionEnd):
+            out.append(f"{indent}session end: {_questions(e.questions)}, usage={_usage_json(e.usage)}")
+        elif isinstance(e, InvalidEvent):
+            out.append(f"{indent}warning: a {_flat(e.of_type or 'typeless')} event was invalid when written: "
+                       f"{_clip(_flat('; '.join(e.errors)), width)}")
+        elif isinstance(e, TraceStart) and e is not trace.header:
+            out.append(f"{indent}trace part: session {_flat(e.session_id)}, model {_flat(e.model)}, "
+                       f"rlm_runtime {_flat(e.version)}")
+
+    def run(r: Run, indent: str, level: int) -> None:
+        start = r.start or RunStart(run_id=r.run_id)
+        depth = r.depth if r.start is not None else "?"
+        turn = f" turn={start.turn}" if start.turn else ""
+        out.append(f"{indent}run {_flat(r.run_id)} depth={depth}{turn} model={_flat(start.model)} "
+                   f"query={_clip(start.query, 60)!r}")
+        for c in start.contexts:
+            out.append(f"{indent}  {_context_line(c)}")
+            # Split on newlines only: splitlines() would also split on (and so hide) \r, \x1c...
+            for line in (c.summary or "").rstrip("\n").split("\n")[:4] if c.summary else []:
+                out.append(f"{indent}    {_clip(line, width)}")
+        for item in r.items():
+            if isinstance(item, Run):
+                if level >= _MAX_NESTING:
+                    out.append(f"{indent}  (child run {_flat(item.run_id)} not shown: nested too deep)")
+                else:
+                    run(item, indent + "  ", level + 1)
+            else:
+                event(item, indent + "  ")
+        end = r.end
+        if end is not None:
+            what = (f"answer={_clip(end.answer, 80)!r}" if end.answer is not None
+                    else f"error={_flat(_clip(end.error, 200))}")
+            own = f", own usage={_usage_json(end.run_usage)}" if end.run_usage is not None else ""
+            out.append(f"{indent}  end: {what}, {end.iterations} iterations, usage={_usage_json(end.usage)}{own}")
+
+    for item in trace.top_level():
+        if isinstance(item, Run):
+            run(item, "", 0)
+        else:
+            event(item, "")
+    body = out or ["(no runs in this trace)"]
+    # Most fields are shown with repr (escaped already), but code, outputs and errors are not.
+    return printable("\n".join(body + _footer(trace)))
+
+
+# ------------------------------------------------------------------------- HTML page
+
+_CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}details{margin:.3em 0 .3em 1em}
+summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:30em;white-space:pre-wrap}
+.err{color:#b00}.meta{color:#666;font-size:12px}.answer{background:#e8f6e8;padding:.4em}.warn{background:#fff4d6;padding:.3em}
+.cell{border-left:3px solid #58a;padding-left:.5em}table{border-collapse:collapse;margin:.3em 0 .3em 1em;font-size:13px}
+td,th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}"""
+
+
+def _e(text: Any) -> str:
+    # Controls are invisible on a page and bidi overrides reorder it: show them escaped too.
+    return html.escape(printable("" if text is None else str(text)))
+
+
+def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm trajectory") -> str:
+    """One self-contained HTML page (no scripts, no network): call tree, code, outputs, usage."""
+    trace = _as_trace(events)
+
+    def output(res: CellOutput) -> list[str]:
+        parts = []
+        if res.stdout:
+            parts.append(f"<div class=meta>output ({_secs(res.duration_s, 3)})</div><pre>{_e(res.stdout)}</pre>")
+        if res.error:
+            parts.append(f"<pre class=err>{_e(res.error)}</pre>")
+        if res.worker_restarted:
+            parts.append("<div class=meta>the worker was restarted</div>")
+        parts += [f"<div class=meta>note: {_e(w)}</div>" for w in res.warnings]
+        return parts
+
+    def contexts(items: list[ContextInfo]) -> str:
+        if not items:
+            return ""
+        rows = ["<table><tr><th>context</th><th>decision</th><th>reason</th><th>inline chars</th><th>skipped documents</th>"
+                "<th>summary</th></tr>"]
+        for c in items:
+            skipped = ", ".join(c.skipped_documents)
+            summary = f"<pre>{_e(c.summary)}</pre>" if c.summary else ""
+            inline = "" if c.inline_chars is None else str(c.inline_chars)
+            rows.append(f"<tr><td>{_e(c.name)}</td><td>{_e(c.decision or '')}</td><td>{_e(c.reason or '')}</td>"
+                        f"<td>{inline}</td><td>{_e(skipped)}</td><td>{summary}</td></tr>")
+        return "".join(rows) + "</table>"
+
+    def event(e: Record) -> str:
+        if isinstance(e, SystemPrompt):
+            return (f"<details><summary>system prompt <span class=meta>{len(e.text)} chars</span></summary>"
+                    f"<pre>{_e(e.text)}</pre></details>")
+        if isinstance(e, Iteration):
+            u = e.usage
+            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "")
+            model = f" (model {_secs(e.model_s)})" if e.model_s is not None else ""
+            finish = f" &middot; finish: {_e(e.finish_reason)}" if e.finish_reason else ""
+            parts = [f"<details><summary>{tag} <span class=meta>{_secs(e.duration_s)}{model} &middot; {u.input_tokens} in / "
+                     f"{u.output_tokens} out tokens &middot; ${u.cost_usd}{finish}</span></summary>",
+                     f"<div class=meta>response</div><pre>{_e(e.response)}</pre>"]
+            for k, code in enumerate(e.code_blocks):
+                parts.append(f"<div class=meta>code</div><pre>{_e(code)}</pre>")
+                if k < len(e.outputs):
+                    parts += output(e.outputs[k])
+            parts.append("</details>")
+            return "\n".join(parts)
+        if isinstance(e, SubCall):
+            reply = e.response if e.response is not None else e.error
+            return (f"<details><summary>{_e(e.kind)} &rarr; {_e(e.model)} <span class=meta>{_secs(e.duration_s)}</span></summary>"
+                    f"<pre>{_e(e.prompt)}</pre><pre{' class=err' if e.error else ''}>{_e(reply)}</pre></details>")
+        if isinstance(e, ToolCall):
+            result = f"<pre class=err>{_e(e.error)}</pre>" if e.error else f"<pre>{_e(e.result)}</pre>"
+            return (f"<details><summary>tool {_e(e.name)} <span class=meta>{_secs(e.duration_s)}</span></summary>"
+                    f"<div class=meta>arguments</div><pre>{_e(e.args)}</pre><div class=meta>result</div>{result}</details>")
+        if isinstance(e, ContextStats):
+            rows = ["<table><tr><th>context</th><th>how it was read</th></tr>"]
+            rows += [f"<tr><td>{_e(c.name)}</td><td>{_e(_counters(c.counters()))}</td></tr>" for c in e.contexts]
+            return "<div class=meta>context access</div>" + "".join(rows) + "</table>"
+        if isinstance(e, Cell):
+            return "\n".join([f"<div class=cell><div class=meta>cell typed by a person &middot; turn {e.turn}</div>"
+                              f"<pre>{_e(e.code)}</pre>", *output(e.output), "</div>"])
+        if isinstance(e, WorkerWait):
+            pool = f" (pool of {e.pool_size})" if e.pool_size is not None else ""
+            detail = f": {_e(e.detail)}" if e.detail else ""
+            return f"<div class=meta>waited {_secs(e.waited_s)} for a worker{pool}{detail}</div>"
+        if isinstance(e, SessionEnd):
+            return (f"<div class=meta>session end &middot; {_questions(e.questions)} &middot; "
+                    f"usage {_e(_usage_json(e.usage))}</div>")
+        if isinstance(e, InvalidEvent):
+            return (f"<div class=warn>a {_e(e.of_type or 'typeless')} event was invalid when written: "
+                    f"{_e('; '.join(e.errors))}</div>")
+        if isinstance(e, TraceStart) and e is not trace.header:
+            return (f"<div class=meta>trace part &middot; session {_e(e.session_id)} &middot; model {_e(e.model)} "
+                    f"&middot; rlm_runtime {_e(e.version)}</div>")
+        return ""
+
+    def run(r: Run, level: int) -> str:
+        start = r.start or RunStart(run_id=r.run_id)
+        depth = r.depth if r.start is not None else "?"
+        turn = f" &middot; turn {start.turn}" if start.turn else ""
+        parts = [f"<details open><summary><b>run {_e(r.run_id)}</b> depth {depth}{turn} &middot; "
+                 f"{_e(start.model)} &middot; {_e(_clip(start.query, 120))}</summary>", contexts(start.contexts)]
+        for item in r.items():
+            if isinstance(item, Run):
+                parts.append(run(item, level + 1) if level < _MAX_NESTING else
+                             f"<div class=warn>child run {_e(item.run_id)} not shown: nested too deep</div>")
+            else:
+                parts.append(event(item))
+        end = r.end
+        if end is not None:
+            if end.answer is not None:
+                parts.append(f"<div class=answer>answer: {_e(end.answer)}</div>")
+            if end.error:
+                parts.append(f"<div class=err>error: {_e(end.error)}</div>")
+            own = f" &middot; own usage {_e(_usage_json(end.run_usage))}" if end.run_usage is not None else ""
+            parts.append(f"<div class=meta>{end.iterations} iterations &middot; usage {_e(_usage_json(end.usage))}{own} "
+                         f"&middot; {_secs(end.duration_s)}</div>")
+        parts.append("</details>")
+        return "\n".join(p for p in parts if p)
+
+    body = "\n".join(run(x, 0) if isinstance(x, Run) else event(x) for x in trace.top_level()).strip()
+    footer = "".join(f"<p class={'warn' if line.startswith('(note') else 'meta'}>{_e(line)}</p>" for line in _footer(trace))
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>{_e(title)}</title><style>{_CSS}</style></head>"
+            f"<body><h1>{_e(title)}</h1>{body or '<p>(no runs in this trace)</p>'}{footer}</body></html>\n")
