@@ -1,9 +1,10 @@
 """The ``rlm`` command.
 
-Exit codes: 0 success; 1 the checked or run code failed or was refused, grep found nothing,
-or ``ask`` found no answer (budget, iterations, errors); 2 bad usage (unknown option,
-missing file, invalid policy or pattern, unknown model, missing API key); 3 the model's
-server is unreachable; 130 interrupted. Errors are one line on stderr, never a traceback (an
+Exit codes (one table, ``EXIT_CODES``, maps error classes to them): 0 success; 1 the checked
+or run code failed or was refused, grep found nothing, or ``ask`` found no answer (budget,
+iterations, errors); 2 bad usage (unknown option, missing file, invalid policy or pattern,
+unknown model, missing API key); 3 the model's server is unreachable; 4 the sandbox could
+not run (no worker could start, the worker pool is exhausted); 130 interrupted. Errors are one line on stderr, never a traceback (an
 unexpected exception is reported as an internal error, exit 1; ``RLM_DEBUG=1`` adds the
 traceback); with ``--json`` the error is also the one JSON object on stdout.
 
@@ -21,10 +22,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.errors import ConfigError, ContextError, MissingAPIKey, ModelUnavailable, RLMError, UnknownModel
+from rlm_runtime.errors import ConfigError, ContextError, MissingAPIKey, ModelUnavailable, RLMError, SandboxError, UnknownModel
 from rlm_runtime.termsafe import one_line, printable
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SANDBOX, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 class _Usage(Exception):
@@ -242,11 +243,7 @@ def _ask(args: argparse.Namespace) -> int:
             _say(f"rlm: no answer: {one_line(str(result.error))}", err=True)
             if result.partial:
                 _say(f"rlm: partial output: {result.partial[:500]}", err=True)
-        if result.error_type in ("ModelUnavailable",):
-            return EXIT_UNAVAILABLE
-        if result.error_type in ("UnknownModel", "MissingAPIKey"):
-            return EXIT_USAGE
-        return EXIT_FAILED
+        return _exit_code(result.exception) if result.exception is not None else EXIT_FAILED
     return EXIT_OK
 
 
@@ -420,13 +417,21 @@ def _sandbox_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: Error classes to exit codes, first match wins; any other error is a failed run (1).
+EXIT_CODES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+    (ModelUnavailable, EXIT_UNAVAILABLE),
+    ((_Usage, ConfigError, ContextError, UnknownModel, MissingAPIKey), EXIT_USAGE),
+    (SandboxError, EXIT_SANDBOX),
+    (KeyboardInterrupt, EXIT_INTERRUPTED),
+)
+
+
 def _exit_code(error: BaseException) -> int:
-    """The documented exit code of an error (see the module docstring)."""
-    if isinstance(error, ModelUnavailable):
-        return EXIT_UNAVAILABLE
-    if isinstance(error, (_Usage, ConfigError, ContextError, UnknownModel, MissingAPIKey)):
-        return EXIT_USAGE
-    return EXIT_FAILED  # the run failed: the sandbox broke, a budget ran out, a model call was refused
+    """The documented exit code of an error (see the module docstring and ``EXIT_CODES``)."""
+    for kinds, code in EXIT_CODES:
+        if isinstance(error, kinds):
+            return code
+    return EXIT_FAILED  # the run failed: a budget ran out, no answer, a model call was refused
 
 
 def _report(args: argparse.Namespace | None, line: str, message: str, error_type: str, code: int) -> int:

@@ -14,7 +14,17 @@ import pytest
 import rlm_runtime.context
 import rlm_runtime.sandbox
 from rlm_runtime.cli import main
-from rlm_runtime.errors import ConfigError, ContextError, HostCallError, ModelUnavailable, ProtocolError, SandboxError
+from rlm_runtime.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ContextError,
+    HostCallError,
+    ModelUnavailable,
+    NoAnswer,
+    ProtocolError,
+    SandboxError,
+    WorkersBusy,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 INTERNAL = "(please report; RLM_DEBUG=1 shows the traceback)"
@@ -80,7 +90,10 @@ def test_an_interrupt_exits_130(json_flag: list[str], text_file: Path, capsys: p
 
 
 @pytest.mark.parametrize(("error", "code"), [
-    (SandboxError("the sandbox worker died"), 1),
+    (SandboxError("the sandbox worker did not start"), 4),
+    (WorkersBusy("no worker free", pool_size=1), 4),
+    (NoAnswer("no FINAL"), 1),
+    (BudgetExceeded("spent", limit="max_llm_calls"), 1),
     (ProtocolError("forged frame"), 1),
     (HostCallError("bad call"), 1),
     (ConfigError("bad policy"), 2),
@@ -89,7 +102,7 @@ def test_an_interrupt_exits_130(json_flag: list[str], text_file: Path, capsys: p
 ], ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v))
 def test_rlm_errors_get_their_documented_exit_code(error: Exception, code: int, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """It reports an RLMError as "rlm: error: MESSAGE" with the documented exit code (1 failed, 2 usage, 3 unavailable)."""
+    """It reports an RLMError as "rlm: error: MESSAGE" with the documented exit code (1 failed, 2 usage, 3 unavailable, 4 no sandbox)."""
     cell = tmp_path / "cell.py"
     cell.write_text("print(1)\n")
     monkeypatch.setattr(rlm_runtime.sandbox, "Sandbox", _raise(error))
