@@ -11,7 +11,7 @@ all under ``RLMError``.
 
 from typing import Any
 
-from rlm_runtime._version import __version__
+from rlm_runtime._version import __version__ as __version__
 from rlm_runtime.budget import RunLimits, SessionLimits
 from rlm_runtime.context import open_context
 from rlm_runtime.errors import (

@@ -93,7 +93,7 @@ def as_tool(obj: Tool | Callable[..., Any], *, name: str | None = None, doc: str
             changes.update(calls=calls, cost_usd=cost_usd)
         t = replace(t, **changes) if changes else t
     elif callable(obj):
-        t = Tool(name=name or getattr(obj, "__name__", ""), fn=obj, doc=doc if doc is not None else _first_paragraph(obj),
+        t = Tool(name=name or str(getattr(obj, "__name__", "")), fn=obj, doc=doc if doc is not None else _first_paragraph(obj),
                  signature=_signature(obj), calls=calls, cost_usd=cost_usd)
     else:
         raise ConfigError(f"a tool must be a callable or a Tool, not {type(obj).__name__}")

@@ -1,4 +1,5 @@
-"""Shared fixtures: a temp RLM_HOME for every test, sandboxes, and planted secrets."""
+"""Shared fixtures: a temp RLM_HOME and an empty compile cache for every test, sandboxes, and
+planted secrets. Time bounds take their slack from ``_timing.SLACK_S`` (``tests/_timing.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime.sandbox import CellLimits, Sandbox
+from rlm_runtime.sandbox.policy import clear_compile_cache
 
 SECRET_VALUE = "s3cr3t-CANARY-7f3a9c"
 
@@ -18,6 +20,14 @@ def _rlm_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     home = tmp_path_factory.mktemp("rlm_home")
     monkeypatch.setenv("RLM_HOME", str(home))
     return home
+
+
+@pytest.fixture(autouse=True)
+def _empty_compile_cache() -> None:
+    """Every test checks its cells afresh: a report cached by another test with the same
+    source would otherwise answer for the checker (and a test that forbids the parser to
+    run would pass without the early refusal it means to prove)."""
+    clear_compile_cache()
 
 
 @pytest.fixture

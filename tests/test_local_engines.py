@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from _timing import SLACK_S
 
 import rlm_runtime.llm.engines as engines
 import rlm_runtime.llm.local as local
@@ -210,8 +211,10 @@ def test_calls_run_in_parallel_up_to_the_slots(fake_binary: Path, fake_model: Pa
     finally:
         local.stop_all()
     assert len(replies) == 4
+    # The server saw two or more of them in flight at once: no client-side lock. (That, not
+    # the time, is the proof: a loaded machine may start the threads late.)
     assert max(int(r.split()[2]) for r in replies) >= 2, replies
-    assert elapsed < 3.5, "four 1-second calls must overlap"
+    assert elapsed < 3.5 + SLACK_S, "four 1-second calls must overlap"
 
 
 def test_a_conversation_keeps_its_slot(fake_binary: Path, fake_model: Path) -> None:

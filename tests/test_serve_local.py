@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from _timing import SLACK_S
 
 import rlm_runtime.llm.local as local
 from rlm_runtime.llm.engines import ServerSettings
@@ -140,4 +141,4 @@ def test_log_tail_does_not_follow_links_or_block(_rlm_home: Path, tmp_path: Path
     os.mkfifo(server.log_path)
     started = time.monotonic()
     assert server.log_tail() == "(no server log)"
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 1 + SLACK_S  # opening the FIFO to read would block for good

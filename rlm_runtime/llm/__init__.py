@@ -3,33 +3,26 @@
 Names: ``scripted:PATH`` (a JSONL script, see ``scripted.py``), ``local:NAME`` (an embedded
 llama.cpp model, see ``local.py``) and any litellm name (``openai/...``, ``anthropic/...``, ``ollama/...``, or an
 OpenAI-compatible server through ``api_base``). litellm is imported only when used.
+
+Providers: the name's prefix picks the client factory from a registry (``registry.py``), and
+litellm takes every name no prefix claims. ``register_provider(prefix, factory)`` adds one:
+``factory(name, **options) -> LLMClient`` gets the whole name and ``make_client``'s options::
+
+    register_provider("echo:", lambda name, **options: EchoClient(name))
+    make_client("echo:hello")   # -> EchoClient("echo:hello")
+
+Also here: ``count_tokens(text)``, the token count every client uses (``tokens.py``), and
+``is_small_model(name)``, whether a name is served locally or states a size of at most ~8B
+parameters (``sizes.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from rlm_runtime.errors import UnknownModel
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage
+from rlm_runtime.llm.registry import ProviderFactory, make_client, register_provider
 from rlm_runtime.llm.scripted import ScriptedClient
+from rlm_runtime.llm.sizes import is_small_model
+from rlm_runtime.llm.tokens import count_tokens
 
-
-def make_client(name: str | LLMClient, **options: Any) -> LLMClient:
-    """A client for ``name`` (a client passes through unchanged)."""
-    if not isinstance(name, str):
-        return name
-    name = name.strip()
-    if not name:
-        raise UnknownModel("empty model name")
-    if name.startswith("scripted:"):
-        return ScriptedClient(name.removeprefix("scripted:"), model=name)
-    if name.startswith("local:"):
-        from rlm_runtime.llm.local import LocalModelClient
-
-        return LocalModelClient(name.removeprefix("local:"), **options)
-    from rlm_runtime.llm.litellm_client import LiteLLMClient
-
-    return LiteLLMClient(name, **options)
-
-
-__all__ = ["Completion", "LLMClient", "Message", "ScriptedClient", "Usage", "make_client"]
+__all__ = ["Completion", "LLMClient", "Message", "ProviderFactory", "ScriptedClient", "Usage", "count_tokens",
+           "is_small_model", "make_client", "register_provider"]

@@ -1,6 +1,7 @@
 """The LLM client protocol, and the records every client returns.
 
-Lifecycle: a client is built by ``rlm_runtime.llm.make_client(name)`` and is then usable from
+Lifecycle: a client is built by ``rlm_runtime.llm.make_client(name)`` (through the factory
+registered for the name's prefix, see ``registry.py``) and is then usable from
 any thread; ``complete`` blocks until the reply is in. It raises only ``LLMError``
 subclasses: ``UnknownModel``, ``MissingAPIKey``, ``ModelUnavailable`` (server unreachable or
 failing after retries) and ``LLMCallError`` (anything else the provider refused).
@@ -61,7 +62,9 @@ class LLMClient(Protocol):
         ...
 
     def count_tokens(self, text: str) -> int:
-        """Tokens ``text`` costs this model (an estimate where no tokenizer is known)."""
+        """Tokens ``text`` costs this model (an estimate where no tokenizer is known). The
+        built-in clients share ``rlm_runtime.llm.tokens.count_tokens``, which is memoised:
+        the loop counts the whole conversation before every call."""
         ...
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
 from rlm_runtime.llm.base import Completion, Message, Usage
+from rlm_runtime.llm.tokens import count_tokens
 
 _litellm: Any = None
 _import_lock = threading.Lock()
@@ -239,10 +240,7 @@ class LiteLLMClient:
             return 0.0
 
     def count_tokens(self, text: str) -> int:
-        from rlm_runtime.context.tokens import count_text
-
-        n = count_text(text)
-        return (len(text) + 3) // 4 if n is None else n
+        return count_tokens(text)
 
     def close(self) -> None:
         pass

@@ -41,6 +41,7 @@ from rlm_runtime.errors import ConfigError, ModelUnavailable
 from rlm_runtime.llm.base import Completion, Message
 from rlm_runtime.llm.engines import Engine, ServerSettings, find_engine
 from rlm_runtime.llm.models import ModelError, ModelSpec, spec, verify
+from rlm_runtime.llm.tokens import count_tokens
 
 START_TIMEOUT_S = 180.0
 _MIB = 1024 * 1024
@@ -345,10 +346,7 @@ class LocalModelClient:
         return result
 
     def count_tokens(self, text: str) -> int:
-        from rlm_runtime.context.tokens import count_text
-
-        n = count_text(text)
-        return (len(text) + 3) // 4 if n is None else n
+        return count_tokens(text)
 
     def close(self) -> None:
         pass  # the server is shared by every client in the process; stop_all() runs at exit

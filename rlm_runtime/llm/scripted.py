@@ -19,6 +19,7 @@ from typing import Any
 
 from rlm_runtime.errors import ConfigError, LLMCallError
 from rlm_runtime.llm.base import Completion, Message, Usage
+from rlm_runtime.llm.tokens import count_tokens, cut_to_tokens
 
 Responder = Callable[[list[Message]], str]
 
@@ -94,7 +95,7 @@ class ScriptedClient:
             assert scripted is not None
             text = scripted
         if max_tokens is not None:
-            text = self._cut(text, max_tokens)
+            text = cut_to_tokens(text, max_tokens)
         usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)
         return Completion(text, self.model, usage, "stop", time.monotonic() - start)
 
@@ -106,20 +107,8 @@ class ScriptedClient:
             raise LLMCallError(f"{self.model}: the script has no reply left for call {len(self.prompts)}")
         return self._queue.pop(0)
 
-    def _cut(self, text: str, max_tokens: int) -> str:
-        from rlm_runtime.context.tokens import encoding
-
-        enc = encoding()
-        if enc is None:
-            return text[: max_tokens * 4]
-        ids = enc.encode(text, disallowed_special=())
-        return text if len(ids) <= max_tokens else enc.decode(ids[:max_tokens])
-
     def count_tokens(self, text: str) -> int:
-        from rlm_runtime.context.tokens import count_text
-
-        n = count_text(text)
-        return (len(text) + 3) // 4 if n is None else n
+        return count_tokens(text)
 
     @property
     def remaining(self) -> int:

@@ -61,7 +61,7 @@ def sweep_stale(root: str | None = None) -> list[str]:
     alive when its pid runs and started when the marker says (a reused pid does not count).
     """
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(root))
     except OSError:

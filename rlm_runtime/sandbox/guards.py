@@ -63,9 +63,10 @@ def _check_handle_attr(obj: Any, name: Any) -> None:
     while isinstance(obj, types.GenericAlias):  # list[int]-style aliases forward attributes to their origin
         obj = obj.__origin__
     from rlm_runtime.context.corpus import CorpusHandle
-    from rlm_runtime.context.handles import AccessStats, ContextHandle
+    from rlm_runtime.context.handles import BufferHandle
+    from rlm_runtime.context.protocol import AccessStats
 
-    kinds = (ContextHandle, CorpusHandle, AccessStats)
+    kinds = (BufferHandle, CorpusHandle, AccessStats)
     if isinstance(obj, kinds) or (isinstance(obj, type) and issubclass(obj, kinds)):
         raise SandboxPermissionError(f"'{name}' of a context handle is not available in the sandbox")
 
@@ -117,7 +118,8 @@ def make_getattr(denied: set[tuple[str, str]], allowed_modules: set[str]) -> Any
             raise SandboxPermissionError("'mro' is not available in the sandbox (it hands out library base classes); "
                                          "use isinstance() or issubclass()")
         # super(C, x).name reads what x.name would, from further up: the rules look at x.
-        subject = obj.__self__ if type(obj) is super and obj.__self__ is not None else obj
+        # (typeshed's super has no __self__, which super objects have: hence the ignore.)
+        subject = obj.__self__ if type(obj) is super and obj.__self__ is not None else obj  # type: ignore[attr-defined]
         blocked = next((names for kind, names in _WRAPPER_ATTRS.items() if isinstance(subject, kind)), None)
         if blocked and name in blocked:
             raise SandboxPermissionError(f"'{type(subject).__name__}.{name}' is not accessible in the sandbox")
@@ -250,6 +252,10 @@ class _Metaclass:
     whose bodies RestrictedPython checks.
     """
 
+    # ``_meta`` (the real metaclass) is declared by __slots__ alone, which mypy does not read:
+    # hence the ``type: ignore[attr-defined]`` where it is read. A class-level annotation
+    # would give the class an ``__annotations__`` dict, which typing.get_type_hints and
+    # singledispatch read; so, not even one under TYPE_CHECKING.
     __slots__ = ("_meta",)
 
     def __init__(self, meta: type) -> None:
@@ -261,25 +267,25 @@ class _Metaclass:
         return type_of(args[0])
 
     def __instancecheck__(self, obj: Any) -> bool:
-        return isinstance(obj, self._meta)
+        return isinstance(obj, self._meta)  # type: ignore[attr-defined]  # a __slots__ attribute
 
     def __subclasscheck__(self, cls: Any) -> bool:
-        return issubclass(real_class(cls), self._meta)
+        return issubclass(real_class(cls), self._meta)  # type: ignore[attr-defined]  # a __slots__ attribute
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[Any, ...]:
         raise SandboxPermissionError("a class cannot derive from a metaclass in the sandbox")
 
     def __eq__(self, other: Any) -> bool:
-        return real_class(other) is self._meta
+        return real_class(other) is self._meta  # type: ignore[attr-defined]  # a __slots__ attribute
 
     def __hash__(self) -> int:
-        return hash(self._meta)
+        return hash(self._meta)  # type: ignore[attr-defined]  # a __slots__ attribute
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise SandboxPermissionError("cannot set attributes of type objects in the sandbox")
 
     def __repr__(self) -> str:
-        return repr(self._meta)
+        return repr(self._meta)  # type: ignore[attr-defined]  # a __slots__ attribute
 
 
 _TYPE = _Metaclass(type)

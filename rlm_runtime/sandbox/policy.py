@@ -278,6 +278,15 @@ def check(source: str | bytes, policy: Policy, filename: str = "<cell>", reserve
     return report
 
 
+def clear_compile_cache() -> None:
+    """Forget every cached report, so that the next ``check`` of any source runs in full.
+
+    For tests that prove what the checker does (or that the parser never runs): a report
+    cached by an earlier check of the same source would answer for it.
+    """
+    _CACHE.clear()
+
+
 def _refuse(policy: Policy, message: str, line: int | None = None) -> PolicyReport:
     return PolicyReport(errors=(Finding(message, line),), policy=policy.name)
 

@@ -185,7 +185,7 @@ def singledispatch(func: Callable[..., Any]) -> Callable[..., Any]:
             return lambda f: register(cls, f)
         return library_register(cls, func)
 
-    dispatcher.register = register  # type: ignore[attr-defined]
+    dispatcher.register = register  # type: ignore[method-assign]  # the guarded register replaces the library's
     return dispatcher
 
 

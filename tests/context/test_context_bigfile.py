@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _timing import SLACK_S
 
 from rlm_runtime.context import FileHandle
 
@@ -70,7 +71,7 @@ def test_file_over_2_gib_is_grepped_and_sliced_without_heap(tmp_path: Path) -> N
         print(f"\nbig file: {size / 1024**3:.2f} GiB written in {wrote:.1f}s; grep (with index build) {grep_s:.1f}s; "
               f"anonymous RSS growth {growth / 1e6:.1f} MB; total {total_s:.1f}s")
         assert growth < 200 * 10**6
-        assert total_s < 90
+        assert total_s < 90 + SLACK_S
         h.close()
     finally:
         path.unlink(missing_ok=True)

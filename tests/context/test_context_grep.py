@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _timing import SLACK_S
 
 from rlm_runtime.context import FileHandle, GrepResult, TextHandle
 from rlm_runtime.errors import ContextError
@@ -209,7 +210,7 @@ def test_pattern_is_not_catastrophic() -> None:
     start = time.perf_counter()
     assert list(h.grep("(a+)+$")) == []
     assert list(h.grep("(a|aa)*b")) == []
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 1.0 + SLACK_S  # a backtracking engine would not finish at all
 
 
 def test_invalid_utf8_lines_are_decoded_with_replacement(write_file: Callable[..., Path]) -> None:

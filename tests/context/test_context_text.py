@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _timing import SLACK_S
 
 from rlm_runtime.context import FileHandle, TextHandle
 from rlm_runtime.context import buffer as buffer_module
@@ -88,7 +89,7 @@ def test_slicing_speed_on_ascii_text() -> None:
     for _ in range(2000):
         a = rng.randrange(len(text))
         assert h[a : a + 40] == text[a : a + 40]
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 1.0 + SLACK_S
 
 
 def test_slicing_speed_on_non_ascii_text() -> None:
@@ -101,7 +102,7 @@ def test_slicing_speed_on_non_ascii_text() -> None:
     for _ in range(100):
         a = rng.randrange(len(text))
         assert h[a : a + 50] == text[a : a + 50]
-    assert time.perf_counter() - start < 0.25  # 2.5 ms a slice; ASCII takes ~0.01 ms
+    assert time.perf_counter() - start < 0.25 + SLACK_S  # 2.5 ms a slice; ASCII takes ~0.01 ms
 
 
 def test_single_index_and_negative_index(write_file: Callable[..., Path]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _timing import SLACK_S
 from pydantic import ValidationError
 
 import rlm_runtime.session as session_module
@@ -145,9 +146,9 @@ def test_a_zero_cost_limit_refuses_the_first_call() -> None:
 
 def test_the_wall_clock_limit_trips() -> None:
     """It raises on check_time and on reserve once max_wall_s has passed."""
-    budget = Budget(RunLimits(max_wall_s=0.05))
+    budget = Budget(RunLimits(max_wall_s=0.5))  # room for a stall before the first check
     budget.check_time()
-    time.sleep(0.08)
+    time.sleep(0.55)
     with pytest.raises(BudgetExceeded, match="wall-clock") as info:
         budget.check_time()
     assert info.value.limit == "max_wall_s"
@@ -205,8 +206,8 @@ def test_a_run_stops_at_the_wall_clock_limit() -> None:
     result = RLM(client, limits=fast(max_wall_s=0.5, max_iterations=20), trace=False).run("q", "text")
     assert result.error_type == "BudgetExceeded"
     assert "wall-clock" in (result.error or "")
-    assert len(client.prompts) < 10
-    assert time.monotonic() - began < 5
+    assert len(client.prompts) < 10  # what proves the stop; the time bound only catches a hang
+    assert time.monotonic() - began < 5 + SLACK_S
 
 
 def test_a_run_stops_at_the_token_limit() -> None:

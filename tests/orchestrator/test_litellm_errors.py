@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from _timing import SLACK_S
 
 from rlm_runtime import RLM
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
@@ -130,12 +132,24 @@ def test_an_unreachable_server_is_named_without_retries() -> None:
         client.complete(HELLO)
 
 
-def test_retries_zero_fails_fast() -> None:
-    """It reports a refused connection within a second when retries=0."""
+def test_retries_zero_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It reports a refused connection within a second when retries=0, after one connection attempt."""
+    attempts: list[object] = []
+    connect = socket.create_connection
+
+    def counted(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        attempts.append(address)
+        return connect(address, *args, **kwargs)
+
+    _lib()  # imported before the clock starts: the import alone takes seconds
+    monkeypatch.setattr(socket, "create_connection", counted)  # what httpx's transport connects with
     began = time.monotonic()
     with pytest.raises(ModelUnavailable):
         LiteLLMClient("openai/x", api_base=UNREACHABLE, retries=0, backoff_s=0.001).complete(HELLO, stop_after_code_block=True)
-    assert time.monotonic() - began < 1.0
+    # One attempt proves no retry here or in the provider's SDK (whose default retries would
+    # make three, with back-off); the time bound only catches a hang.
+    assert attempts == [("127.0.0.1", 9)]
+    assert time.monotonic() - began < 1.0 + SLACK_S
 
 
 # ---------------------------------------------------------- a local server

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime import RLM, Session, Tool, tool
+from rlm_runtime.config import paths_from_env
+from rlm_runtime.context import open_context
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.llm import ScriptedClient
 from rlm_runtime.prompts import WORKER_FUNCTIONS, Prompts
 from rlm_runtime.sandbox.contexts import namespace
-from rlm_runtime.context import open_context
-from rlm_runtime.config import paths_from_env
 
 from .support import code, fast, of_type, read_trace
 
