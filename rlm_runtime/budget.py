@@ -75,9 +75,12 @@ class RunLimits(BaseModel):
     @classmethod
     def for_model(cls, model: str, **overrides: object) -> RunLimits:
         """The defaults that suit ``model`` (a model name), with ``overrides`` (None ignored):
-        the small-model ones for a model served on this machine (an embedded ``local:`` one,
-        or Ollama's through litellm), the general ones otherwise."""
-        if model.startswith(SMALL_MODEL_PREFIXES):
+        the small-model ones for a small model wherever it is served (an embedded ``local:``
+        one, Ollama's, or any name stating a size of at most 8B, see
+        ``rlm_runtime.llm.sizes.is_small_model``), the general ones otherwise."""
+        from rlm_runtime.llm.sizes import is_small_model
+
+        if is_small_model(model):
             return cls.for_small_model(**overrides)
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 

@@ -261,3 +261,11 @@ def test_limits_for_a_model_name_keep_the_overrides(model: str, small: bool) -> 
     assert limits.max_iterations == 3
     assert (limits.feedback_chars == RunLimits.for_small_model().feedback_chars) is small
     assert limits.max_depth == (RunLimits.for_small_model() if small else RunLimits()).max_depth
+
+
+def test_small_model_defaults_follow_the_model_not_its_provider() -> None:
+    """It gives a small model served through an OpenAI-compatible server the small-model limits."""
+    from rlm_runtime.budget import RunLimits
+
+    assert RunLimits.for_model("openai/qwen2.5-coder-1.5b-instruct").max_iterations == RunLimits.for_small_model().max_iterations
+    assert RunLimits.for_model("openai/gpt-4o-mini").max_iterations == RunLimits().max_iterations
