@@ -22,6 +22,7 @@ from typing import Any
 
 from rlm_runtime import errors, harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
+from rlm_runtime.context.brief import describe
 from rlm_runtime.errors import BudgetExceeded, HostCallError, NoAnswer, RLMError, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage
 from rlm_runtime.prompts import Prompts
@@ -136,10 +137,8 @@ BUILTINS = ("llm_query", "llm_query_batched", "rlm_query")
 def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
                  ) -> tuple[Sandbox, ToolTable]:
     """A sandbox for runs of ``setup``, its host functions registered (not yet started)."""
-    extra: dict[str, Any] = {"pool": setup.pool, "pool_key": pool_key, "on_wait": on_wait}
-    if "pool_key" not in Sandbox.__init__.__code__.co_varnames:  # TRANSITION
-        extra = {}
-    sandbox = Sandbox(setup.policy, setup.cell_limits, contexts=contexts, protect_host=setup.protect_host, **extra)
+    sandbox = Sandbox(setup.policy, setup.cell_limits, contexts=contexts, protect_host=setup.protect_host,
+                      pool=setup.pool, pool_key=pool_key, on_wait=on_wait)
     table = ToolTable(sandbox, [*BUILTINS, *(t.name for t in setup.tools)])
     return sandbox, table
 
@@ -361,29 +360,10 @@ def cell_output(result: CellResult) -> dict[str, Any]:
 
 
 def _describe(handles: Sequence[Any], question: str, setup: Setup) -> list[Any]:
-    try:  # TRANSITION
-        from rlm_runtime.context.brief import describe
-    except ImportError:
-        return [_B(h) for h in handles]
-
     return describe(list(handles), question=question, config=setup.probe, inline_max_chars=setup.limits.inline_context_chars)
 
 
-class _B:  # TRANSITION
-    def __init__(self, h: Any) -> None:
-        self.name = h.name
-        self.summary = h.probe().summary(brief=True)
-        self.inline = None
-        self.skipped_documents: list[str] = []
-        self.reason = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "summary": self.summary}
-
-
 def _context_stats(sandbox: Sandbox) -> list[dict[str, Any]]:
-    if not hasattr(sandbox, "context_stats"):  # TRANSITION
-        return []
     try:
         return sandbox.context_stats()
     except RLMError:

@@ -61,7 +61,7 @@ class Prompts:
             if b.inline is not None:
                 text = self.text("context_inline", summary=text, text=b.inline)
             elif b.skipped_documents:
-                text = self.text("context_skipped", summary=text, reason=b.reason or "the probe's verdict",
+                text = self.text("context_skipped", summary=text, reason=b.skip_reason or "the probe's verdict",
                                  names=", ".join(b.skipped_documents[:20]) + (" ..." if len(b.skipped_documents) > 20 else ""))
             parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)
         if len(briefs) > 1:

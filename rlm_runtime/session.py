@@ -21,11 +21,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime._version import __version__ as _version
 from rlm_runtime import harness
+from rlm_runtime._version import __version__ as _version
 from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context import open_context
+from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
 from rlm_runtime.errors import SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.loop import Event, Run, RunResult, Setup, Tree, cell_output, open_sandbox
@@ -81,6 +82,8 @@ class Session:
         self.budget = SessionBudget(session_limits)
         self.on_event = on_event
         self._handles = [open_context(c) for c in contexts]
+        # Skip marks travel to the worker when it maps its contexts: set them before it starts.
+        mark_skipped_documents(self._handles, self.setup.probe)
         self._history: list[harness.Exchange] = []
         self._questions = 0
         self._cells = 0
@@ -166,6 +169,7 @@ class Session:
         keeping the worker and its variables. Returns the handle."""
         with self._turn():
             handle = open_context(source, name=name)
+            mark_skipped_documents([handle], self.setup.probe)
             self._sandbox.add_context(handle)
             self._handles = list(self._sandbox.contexts)
             return handle
@@ -241,9 +245,4 @@ def _trace_path(trace: str | Path | bool | None, paths: Paths) -> Path | None:
 
 
 def _probe_config() -> Any:
-    try:  # TRANSITION
-        from rlm_runtime.context.brief import load_probe_config
-    except ImportError:
-        return None
-
     return load_probe_config()

@@ -1,68 +1,30 @@
 """Context handles: explore a context of any size without loading it.
 
-``open_context(source)`` picks the handle: a str is a ``TextHandle``, a path to a file a
-``FileHandle`` (read-only mmap), a folder or a glob a ``CorpusHandle``, a list a corpus of
-its items, a callable a ``LazyHandle``.
+Every handle keeps the ``ContextHandle`` protocol (protocol.py). ``open_context(source)``
+picks one: a str is a ``TextHandle``, a path to a file a ``FileHandle`` (read-only mmap), a
+folder or a glob a ``CorpusHandle``, a list a corpus of its items, a callable a
+``LazyHandle``. ``describe`` (brief.py) tells a model what its contexts are, acting on
+their probes; ``load_probe_config`` reads the ``[probe]`` settings it uses.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
+from rlm_runtime.context.brief import ContextBrief, describe, keywords_from_question, mark_skipped_documents
 from rlm_runtime.context.corpus import CorpusHandle, Document
 from rlm_runtime.context.grep import GrepMatch, GrepResult
-from rlm_runtime.context.handles import Chunk, ContextHandle, FileHandle, LazyCache, LazyHandle, TextHandle
-from rlm_runtime.context.probe import FileProbe, FolderProbe, ProbeConfig, probe_path
-from rlm_runtime.errors import ContextError
+from rlm_runtime.context.handles import BufferHandle, FileHandle, LazyCache, LazyHandle, TextHandle
+from rlm_runtime.context.probe import FileProbe, FolderProbe
+from rlm_runtime.context.protocol import AccessStats, Chunk, ContextHandle, ProbeReport
+from rlm_runtime.context.settings import ProbeConfig, load_probe_config
+from rlm_runtime.context.sources import open_context, probe_path
+from rlm_runtime.context.tokens import TokenCount
 
-Handle = ContextHandle | CorpusHandle
-
-
-def open_context(source: Any, *, name: str | None = None, as_text: bool = False) -> Handle:
-    """The right handle for ``source``.
-
-    Args:
-        source: a str (a path if one exists there, else text; ``as_text=True`` forces text),
-            a ``pathlib.Path``, a folder, a glob (``*``/``?`` in a str), a list or tuple
-            (a corpus of its items), a callable returning str (lazy), or a handle.
-        name: the handle's display name.
-    """
-    if isinstance(source, (ContextHandle, CorpusHandle)):
-        return source
-    if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
-        return LazyHandle(source, name=name or str(getattr(source, "__name__", "lazy")))
-    if isinstance(source, (list, tuple)):
-        return CorpusHandle.from_items(list(source))
-    if isinstance(source, bytes):
-        raise ContextError("bytes are not a context: decode them to str first, or pass a file path")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not as_text and _path_like(source)):
-        path = Path(source).expanduser()
-        if path.is_dir():
-            return CorpusHandle.from_folder(path)
-        if path.is_file():
-            return FileHandle(path, name=name)
-        if isinstance(source, str) and any(c in source for c in "*?["):
-            return CorpusHandle.from_glob(str(Path(source).expanduser()))
-        raise ContextError(f"context path not found: {source}")
-    if isinstance(source, str):
-        return TextHandle(source, name=name or "text")
-    raise ContextError(f"cannot open a context from a {type(source).__name__}")
-
-
-def _path_like(text: str) -> bool:
-    """A str names a path when it is one line, short, and exists or looks like a path/glob."""
-    if "\n" in text or len(text) > 4096 or not text.strip():
-        return False
-    if os.path.exists(os.path.expanduser(text)):
-        return True
-    if any(c.isspace() for c in text):
-        return False  # "Is this a question?" is text, not a glob
-    return text.startswith(("/", "./", "../", "~")) or any(c in text for c in "*?") or os.sep in text
-
+#: The old name of the handle type; every handle, a corpus too, is a ``ContextHandle``.
+Handle = ContextHandle
 
 __all__ = [
-    "Chunk", "ContextHandle", "CorpusHandle", "Document", "FileHandle", "FileProbe", "FolderProbe", "GrepMatch",
-    "GrepResult", "Handle", "LazyCache", "LazyHandle", "ProbeConfig", "TextHandle", "open_context", "probe_path",
+    "AccessStats", "BufferHandle", "Chunk", "ContextBrief", "ContextHandle", "CorpusHandle", "Document", "FileHandle",
+    "FileProbe", "FolderProbe", "GrepMatch", "GrepResult", "Handle", "LazyCache", "LazyHandle", "ProbeConfig",
+    "ProbeReport", "TextHandle", "TokenCount", "describe", "keywords_from_question", "load_probe_config",
+    "mark_skipped_documents", "open_context", "probe_path",
 ]

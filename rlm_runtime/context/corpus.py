@@ -2,57 +2,118 @@
 
 Documents open lazily, so listing a folder of 10,000 files costs a directory walk, not
 10,000 maps. grep and chunk span documents and say which document each line comes from.
+
+A document can be marked skipped (``mark_skipped``, done by ``describe`` from a probe's
+verdict; or found binary or unreadable when opened): it stays listed (``names()``, ``peek``,
+``repr``), and grep, count, chunks and get_full leave it out unless called with
+``include_skipped=True``. The marks travel to a sandbox worker with the corpus.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import glob
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlm_runtime.context import grep as _grep
-from rlm_runtime.context.handles import _DEFAULT_CHUNK, AccessStats, Chunk, ContextHandle, FileHandle, Text, TextHandle
+from rlm_runtime.context import tokens as _tokens
+from rlm_runtime.context.buffer import TextBuffer, looks_binary
+from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle
+from rlm_runtime.context.probe import FolderProbe, probe_corpus
+from rlm_runtime.context.protocol import (
+    BINARY_EXTENSIONS,
+    BINARY_SNIFF_BYTES,
+    DEFAULT_EXCLUDES,
+    DEFAULT_MAX_MATCHES,
+    DEFAULT_PEEK_CHARS,
+    LARGE_FULL_LOAD,
+    AccessStats,
+    Chunk,
+    Text,
+    chunk_size,
+)
+from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.errors import ContextError
 
-DEFAULT_EXCLUDES = (
-    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", "build", "dist", "target", ".idea", ".vscode", "*.egg-info",
-)
-BINARY_EXTENSIONS = frozenset(
-    ".png .jpg .jpeg .gif .bmp .ico .webp .pdf .zip .gz .bz2 .xz .zst .tar .7z .rar .so .dll .dylib .exe .bin "
-    ".o .a .class .jar .pyc .pyo .whl .mp3 .mp4 .wav .ogg .flac .mov .avi .ttf .otf .woff .woff2 .sqlite .db "
-    ".gguf .npy .npz .pt .onnx .parquet".split()
-)
+__all__ = ["BINARY_EXTENSIONS", "DEFAULT_EXCLUDES", "CorpusHandle", "Document", "walk_folder"]
 
 
 @dataclass
 class Document:
-    """One document of a corpus. ``handle`` opens it on first use."""
+    """One document of a corpus. ``handle`` opens it on first use.
+
+    ``skip`` is why the document is left out of searches by default (None: searched).
+    """
 
     id: int
     name: str
     path: str | None = None
     size: int = 0
-    _handle: ContextHandle | None = field(default=None, repr=False)
+    skip: str | None = None
+    _handle: BufferHandle | None = field(default=None, repr=False)
     _fd: int | None = field(default=None, repr=False)
 
     @property
-    def handle(self) -> ContextHandle:
+    def handle(self) -> BufferHandle:
         if self._handle is None:
             if self._fd is not None:
                 self._handle = FileHandle(fd=self._fd, name=self.name)
             elif self.path is not None:
                 self._handle = FileHandle(self.path, name=self.name)
             else:
-                raise ContextError(f"document {self.name} has no content")
+                raise ContextError(f"document {self.name} cannot be read: {self.skip or 'it has no content'}")
         return self._handle
 
+    def check(self) -> str | None:
+        """Why the document cannot be searched (empty, binary content, unreadable), or None.
+
+        Reads at most the first ``BINARY_SNIFF_BYTES`` and keeps nothing open.
+        """
+        if self._handle is not None:
+            try:
+                return None if self._handle.n_bytes else "empty"
+            except ContextError as e:  # a lazy document whose loader failed
+                return f"unreadable: {e}"
+        if self.path is None:
+            return None if self._fd is not None else (self.skip or "no content")
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as e:
+            return f"unreadable: {e.strerror}"
+        try:
+            head = os.pread(fd, BINARY_SNIFF_BYTES, 0)
+        except OSError as e:  # a folder by now, or an I/O error
+            return f"unreadable: {e.strerror}"
+        finally:
+            os.close(fd)
+        if not head:
+            return "empty"
+        return "binary content" if looks_binary(head) else None
+
+    @contextmanager
+    def read(self) -> Iterator[TextBuffer]:
+        """The text for the length of a ``with`` block. A document not open yet is mapped and
+        closed again after, so a probe of 10,000 files does not hold 10,000 maps (each keeps a
+        file descriptor)."""
+        if self._handle is not None or self.path is None:
+            yield self.handle._buf()
+            return
+        handle = FileHandle(self.path, name=self.name)
+        try:
+            yield handle._buf()
+        finally:
+            handle.close()
+
     def __repr__(self) -> str:
-        return f"<document {self.id}: {self.name} ({self.size} bytes)>"
+        skipped = f", skipped: {self.skip}" if self.skip else ""
+        return f"<document {self.id}: {self.name} ({self.size} bytes{skipped})>"
 
 
 def walk_folder(root: str | Path, *, extensions: Sequence[str] | None = None, max_depth: int | None = None,
@@ -89,7 +150,11 @@ def walk_folder(root: str | Path, *, extensions: Sequence[str] | None = None, ma
 
 
 class CorpusHandle:
-    """Documents addressed by index or name; grep and chunk run across all of them."""
+    """Documents addressed by index or name; grep and chunk run across all of them.
+
+    A corpus is a sequence of documents: ``len(corpus)`` counts them, ``corpus[i]`` and
+    ``corpus['name']`` are their handles, iteration yields ``Document``s.
+    """
 
     kind = "corpus"
 
@@ -110,8 +175,6 @@ class CorpusHandle:
 
     @classmethod
     def from_glob(cls, pattern: str) -> CorpusHandle:
-        import glob
-
         paths = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
         if not paths:
             raise ContextError(f"no files match {pattern}")
@@ -123,7 +186,7 @@ class CorpusHandle:
         """From a list of paths, strs (in-memory documents) or handles."""
         docs = []
         for i, item in enumerate(items):
-            if isinstance(item, ContextHandle):
+            if isinstance(item, BufferHandle):
                 docs.append(Document(i, item.name, None, item.n_bytes, _handle=item))
             elif isinstance(item, os.PathLike) or (isinstance(item, str) and os.path.isfile(item)):
                 p = os.path.expanduser(str(item))
@@ -145,43 +208,66 @@ class CorpusHandle:
     def __iter__(self) -> Iterator[Document]:
         return iter(self.documents)
 
-    def __getitem__(self, key: int | str) -> ContextHandle:
+    def __getitem__(self, key: int | str) -> BufferHandle:
         return self.doc(key)
 
-    def doc(self, key: int | str) -> ContextHandle:
-        """A document's handle, by index or by name."""
+    def doc(self, key: int | str) -> BufferHandle:
+        """A document's handle, by index or by name (a skipped document too: asked by name, it is read)."""
+        return self._document(key).handle
+
+    def _document(self, key: int | str) -> Document:
         if isinstance(key, int):
             if not -len(self.documents) <= key < len(self.documents):
                 raise ContextError(f"document index {key} out of range: there are {len(self.documents)} documents")
-            return self.documents[key].handle
+            return self.documents[key]
         doc = self._by_name.get(key)
         if doc is None:
-            import difflib
-
             close = [n for n in self._by_name if key.lower() in n.lower()][:5]
             close += [n for n in difflib.get_close_matches(key, list(self._by_name), n=5) if n not in close]
             raise ContextError(f"no document named {key!r}" + (f"; similar: {', '.join(close)}" if close else ""))
-        return doc.handle
+        return doc
 
     @property
     def n_bytes(self) -> int:
         return sum(d.size for d in self.documents)
 
     def names(self) -> list[str]:
+        """Every document's name, skipped ones included."""
         return [d.name for d in self.documents]
 
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Documents left out of grep, count, chunks and get_full by default: name -> reason."""
+        return {d.name: d.skip for d in self.documents if d.skip}
+
+    def mark_skipped(self, reasons: Mapping[str, str]) -> None:
+        """Mark exactly these documents (name -> reason) skipped; every other one is searched again.
+
+        Unknown names raise ContextError. A host-side call: ``describe`` makes it from a probe's verdict.
+        """
+        unknown = [n for n in reasons if n not in self._by_name]
+        if unknown:
+            raise ContextError(f"no document named {unknown[0]!r} in corpus {self.name}")
+        for d in self.documents:
+            d.skip = reasons.get(d.name) or None
+
     def __repr__(self) -> str:
-        return f"<corpus {self.name!r}: {len(self.documents)} documents, {self.n_bytes} bytes; use peek(), grep(), doc(i)>"
+        n_skipped = sum(1 for d in self.documents if d.skip)
+        skipped = f" ({n_skipped} skipped)" if n_skipped else ""
+        return f"<corpus {self.name!r}: {len(self.documents)} documents{skipped}, {self.n_bytes} bytes; use peek(), grep(), doc(i)>"
 
     __str__ = __repr__
 
     # ------------------------------------------------------------------ probing
 
-    def peek(self, n: int = 2000) -> str:
-        """An inventory: how many documents, and the first ones with their sizes."""
+    def peek(self, n: int = DEFAULT_PEEK_CHARS) -> str:
+        """An inventory: how many documents, and the first ones with their sizes (skipped ones marked)."""
         rows = [f"corpus {self.name}: {len(self.documents)} documents, {self.n_bytes} bytes (~{self.n_bytes // 4} tokens)"]
+        n_skipped = sum(1 for d in self.documents if d.skip)
+        if n_skipped:
+            rows.append(f"  {n_skipped} skipped: listed, left out of grep, count and chunks unless include_skipped=True")
         for d in self.documents:
-            row = f"  [{d.id}] {d.name} ({d.size} bytes)"
+            row = f"  [{d.id}] {d.name} ({d.size} bytes)" + (f" [skipped: {d.skip}]" if d.skip else "")
             if sum(map(len, rows)) + len(row) > n:
                 rows.append(f"  ... {len(self.documents) - d.id} more; corpus.names() lists them all")
                 break
@@ -190,12 +276,29 @@ class CorpusHandle:
         self.stats.record("peeks", str(n), len(text))
         return text
 
-    def grep(self, pattern: str, context_lines: int = 0, max_matches: int = 100, ignore_case: bool = False) -> _grep.GrepResult:
-        """Matching lines across documents; each match names its document."""
+    def _searched(self, include_skipped: bool = False) -> Iterator[tuple[BufferHandle, Document]]:
+        """The documents a search reads, as (handle, document). One that turns out binary or
+        unreadable when opened is marked skipped and left out, everywhere and from now on."""
+        for d in self.documents:
+            if d.skip and not include_skipped:
+                continue
+            try:
+                yield d.handle, d
+            except ContextError as e:
+                d.skip = d.skip or _unreadable_reason(e)
+                continue
+
+    def grep(self, pattern: str, context_lines: int = 0, max_matches: int = DEFAULT_MAX_MATCHES, ignore_case: bool = False,
+             include_skipped: bool = False) -> _grep.GrepResult:
+        """Matching lines across documents; each match names its document.
+
+        Args:
+            include_skipped: also search the documents marked skipped (``corpus.skipped``).
+        """
         _grep.compile_pattern(pattern, ignore_case)  # fail before opening anything
         found: list[_grep.GrepMatch] = []
         # One match more than asked tells whether the scan was complete.
-        for handle, d in self._readable():
+        for handle, d in self._searched(include_skipped):
             res = _grep.grep_buffer(handle._buf(), pattern, context_lines=context_lines,
                                     max_matches=max_matches + 1 - len(found), ignore_case=ignore_case, doc=d.name)
             found.extend(res)
@@ -204,54 +307,85 @@ class CorpusHandle:
         complete = len(found) <= max_matches
         found = found[:max_matches]
         self.stats.record("greps", pattern, sum(len(m.line) for m in found))
-        prober = None if found else (lambda p: self.count(p, True))
-        return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case),
+        prober = None if found else (lambda p: self.count(p, True, include_skipped=include_skipped))
+        return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case, include_skipped=include_skipped),
                                 prober=prober, ignore_case=ignore_case)
 
-    def _readable(self) -> Iterator[tuple[ContextHandle, Document]]:
-        """Documents that open as text (binary or vanished files are skipped everywhere)."""
-        for d in self.documents:
-            try:
-                yield d.handle, d
-            except ContextError:
-                continue
+    def count(self, pattern: str, ignore_case: bool = False, include_skipped: bool = False) -> int:
+        """How many lines match ``pattern`` across the documents searched."""
+        return sum(handle.count(pattern, ignore_case) for handle, _ in self._searched(include_skipped))
 
-    def count(self, pattern: str, ignore_case: bool = False) -> int:
-        return sum(handle.count(pattern, ignore_case) for handle, _ in self._readable())
+    def lines(self, first: int, last: int | None = None, doc: int | str | None = None) -> list[str]:
+        """Lines ``first``..``last`` (1-based, inclusive) of one document, numbered as grep numbers them.
 
-    def chunk(self, i: int, size: int | None = None, unit: str = "lines") -> Chunk:
+        Args:
+            doc: the document, by index or name; may be left out when the corpus searches
+                only one document.
+        """
+        if doc is None:
+            searched = [d for d in self.documents if not d.skip]
+            if len(searched) != 1:
+                example = (searched or self.documents)[0].name if self.documents else "name"
+                raise ContextError(f"a corpus numbers lines per document: say which, e.g. lines({first}, "
+                                   f"{first if last is None else last}, doc={example!r})")
+            document = searched[0]
+        else:
+            document = self._document(doc)
+        out = document.handle.lines(first, last)
+        self.stats.record("lines", f"{document.name} {first}-{first if last is None else last}", sum(map(len, out)))
+        return out
+
+    def chunk(self, i: int, size: int | None = None, unit: str = "lines", include_skipped: bool = False) -> Chunk:
         """Chunk ``i`` of the documents taken in order; a chunk never spans two documents."""
-        size = size or _DEFAULT_CHUNK.get(unit, 200)
+        size = chunk_size(unit, size)
         seen = 0
-        for handle, d in self._readable():
-            n = handle.n_chunks(size, unit) if handle.n_bytes else 0
+        for handle, d in self._searched(include_skipped):
+            n = handle.n_chunks(size, unit)
             if i < seen + n:
                 part = handle.chunk(i - seen, size, unit)
                 self.stats.record("chunks", f"{i} ({d.name})", len(part))
-                total = self.n_chunks(size, unit)
+                total = self.n_chunks(size, unit, include_skipped)
                 return Chunk(f"[document {d.id}: {d.name}]\n{part}", i, total, unit, part.size)
             seen += n
         raise ContextError(f"chunk index {i} out of range: there are {seen} chunks")
 
-    def n_chunks(self, size: int | None = None, unit: str = "lines") -> int:
-        size = size or _DEFAULT_CHUNK.get(unit, 200)
-        return sum(h.n_chunks(size, unit) for h, _ in self._readable() if h.n_bytes)
+    def n_chunks(self, size: int | None = None, unit: str = "lines", include_skipped: bool = False) -> int:
+        size = chunk_size(unit, size)
+        return sum(h.n_chunks(size, unit) for h, _ in self._searched(include_skipped))
 
-    def chunks(self, size: int | None = None, unit: str = "lines") -> Iterator[Chunk]:
-        for i in range(self.n_chunks(size, unit)):
-            yield self.chunk(i, size, unit)
+    def chunks(self, size: int | None = None, unit: str = "lines", include_skipped: bool = False) -> Iterator[Chunk]:
+        size = chunk_size(unit, size)
+        total = self.n_chunks(size, unit, include_skipped)
+        i = 0
+        for handle, d in self._searched(include_skipped):
+            for k in range(handle.n_chunks(size, unit)):
+                part = handle.chunk(k, size, unit)
+                self.stats.record("chunks", f"{i} ({d.name})", len(part))
+                yield Chunk(f"[document {d.id}: {d.name}]\n{part}", i, total, unit, part.size)
+                i += 1
 
     @property
-    def n_tokens(self) -> int:
-        return sum(h.n_tokens.value for h, _ in self._readable() if h.n_bytes)
+    def n_tokens(self) -> _tokens.TokenCount:
+        """Tokens of the documents searched by default (skipped ones left out), summed."""
+        return _tokens.add_counts(h.n_tokens for h, _ in self._searched())
 
-    def get_full(self) -> str:
-        if self.n_bytes > 1_000_000:
+    def get_full(self, include_skipped: bool = False) -> str:
+        """Every document searched, each under a ``=== name ===`` header. Warns when large."""
+        if self.n_bytes > LARGE_FULL_LOAD:
             warnings.warn(f"get_full() on corpus {self.name}: loading {self.n_bytes} bytes", stacklevel=2)
         self.stats.record("full_loads", "", self.n_bytes)
-        return "\n\n".join(f"=== {d.name} ===\n{h.get_full()}" for h, d in self._readable())
+        return "\n\n".join(f"=== {d.name} ===\n{h.get_full()}" for h, d in self._searched(include_skipped))
 
-    def probe(self) -> Any:
-        from rlm_runtime.context.probe import probe_corpus
+    def probe(self, config: ProbeConfig | None = None, *, rank_keywords: Sequence[str] = ()) -> FolderProbe:
+        """An inventory with a verdict per document (see probe.py). It marks nothing: ``describe`` acts on it.
 
-        return probe_corpus(self)
+        Args:
+            rank_keywords: words (from a question) that order the documents, most relevant
+                first; they never make a document skipped.
+        """
+        return probe_corpus(self, config, rank_keywords=rank_keywords)
+
+
+def _unreadable_reason(error: ContextError) -> str:
+    text = str(error)
+    return "binary content" if "binary" in text else f"unreadable: {text}"

@@ -1,10 +1,11 @@
-"""Context handles: a read-only, string-like view of a context of any size.
+"""Handles backed by one text: a read-only, string-like view of a context of any size.
 
 Kinds: ``TextHandle`` (a str in memory), ``FileHandle`` (a read-only mmap: a 10 GB file
-costs page cache, not heap), ``LazyHandle`` (produced by a loader on first use, cached under
-a memory budget) and ``CorpusHandle`` (many documents, each with an id, a name and its own
-handle). The same objects serve the host (Python API, CLI) and the sandbox, where they are
-opened before lock-down and read nothing else.
+costs page cache, not heap) and ``LazyHandle`` (produced by a loader on first use, cached
+under a memory budget). All three are ``BufferHandle``s: the text is one ``TextBuffer``.
+``CorpusHandle`` (corpus.py) holds many of them. Every handle keeps the ``ContextHandle``
+protocol (protocol.py). The same objects serve the host (Python API, CLI) and the sandbox,
+where they are opened before lock-down and read nothing else.
 
 Every handle counts its accesses and keeps a bounded log of them, so a run can report how
 the model explored its context.
@@ -16,94 +17,34 @@ import abc
 import mmap
 import os
 import stat
-import time
 import warnings
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import tokens as _tokens
-from rlm_runtime.context.buffer import TextBuffer
+from rlm_runtime.context.buffer import TextBuffer, looks_binary
+from rlm_runtime.context.probe import FileProbe, probe_text
+from rlm_runtime.context.protocol import (
+    BINARY_SNIFF_BYTES,
+    DEFAULT_MAX_MATCHES,
+    DEFAULT_PEEK_CHARS,
+    LARGE_FULL_LOAD,
+    AccessStats,
+    Chunk,
+    Text,
+    chunk_size,
+)
+from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.errors import ContextError
 
-LARGE_FULL_LOAD = 1_000_000  # characters; get_full() warns above this
-ACCESS_LOG_SIZE = 256
-_UNITS = ("lines", "chars", "tokens")
-_DEFAULT_CHUNK = {"lines": 200, "chars": 8000, "tokens": 2000}
+__all__ = ["BufferHandle", "FileHandle", "LazyCache", "LazyHandle", "TextHandle"]
 
 
-@dataclass
-class AccessStats:
-    """How a handle was read: counts per operation and characters handed out."""
-
-    peeks: int = 0
-    greps: int = 0
-    chunks: int = 0
-    slices: int = 0
-    lines: int = 0
-    full_loads: int = 0
-    chars_returned: int = 0
-    log: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=ACCESS_LOG_SIZE))
-
-    def record(self, op: str, detail: str, chars: int) -> None:
-        setattr(self, op, getattr(self, op) + 1)
-        self.chars_returned += chars
-        self.log.append((time.time(), op, detail))
-
-    @property
-    def load_to_peek_ratio(self) -> float:
-        """Full loads per probing access (peek, grep, chunk, slice, lines); 0 is ideal."""
-        probes = self.peeks + self.greps + self.chunks + self.slices + self.lines
-        return self.full_loads / probes if probes else float(self.full_loads)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "peeks": self.peeks, "greps": self.greps, "chunks": self.chunks, "slices": self.slices,
-            "lines": self.lines, "full_loads": self.full_loads, "chars_returned": self.chars_returned,
-            "load_to_peek_ratio": self.load_to_peek_ratio,
-            "log": [{"t": t, "op": op, "detail": d} for t, op, d in self.log],
-        }
-
-
-class Chunk(str):
-    """A chunk's text (it is a str) plus where it sits: ``index``, ``total``, ``prev``, ``next``."""
-
-    index: int  # type: ignore[assignment]  # shadows str.index on purpose: the chunk number
-    total: int
-    unit: str
-    size: int
-    prev: int | None
-    next: int | None
-
-    def __new__(cls, text: str, index: int, total: int, unit: str, size: int) -> Chunk:
-        self = super().__new__(cls, text)
-        self.index, self.total, self.unit, self.size = index, total, unit, size
-        self.prev = index - 1 if index > 0 else None
-        self.next = index + 1 if index + 1 < total else None
-        return self
-
-    @property
-    def nav(self) -> str:
-        return f"[chunk {self.index} of {self.total} (0-based), {self.size} {self.unit} each; prev={self.prev} next={self.next}]"
-
-    def __repr__(self) -> str:
-        # Echoed at the REPL, a chunk reads as text under its navigation line, not as an
-        # escaped one-line literal a small model struggles with.
-        return f"{self.nav}\n{str.__str__(self)}"
-
-
-class Text(str):
-    """A str that echoes as itself at the REPL (peek's result)."""
-
-    def __repr__(self) -> str:
-        return str.__str__(self)
-
-
-class ContextHandle(abc.ABC):
-    """Base of every single-text handle. Subclasses provide ``_buffer()``."""
+class BufferHandle(abc.ABC):
+    """A handle backed by one TextBuffer. Subclasses provide ``_buffer()``."""
 
     kind = "context"
 
@@ -180,7 +121,7 @@ class ContextHandle(abc.ABC):
 
     # ------------------------------------------------------------------ probing
 
-    def peek(self, n: int = 2000) -> str:
+    def peek(self, n: int = DEFAULT_PEEK_CHARS) -> str:
         """The first ``n`` characters, then a line saying how much is left."""
         buf = self._buf()
         n = max(0, int(n))
@@ -192,7 +133,8 @@ class ContextHandle(abc.ABC):
             return Text(f"{text}\n... [{left} more bytes of {buf.nbytes}, ~{buf.nbytes // 4} tokens in all]")
         return Text(text)
 
-    def grep(self, pattern: str, context_lines: int = 0, max_matches: int = 100, ignore_case: bool = False) -> _grep.GrepResult:
+    def grep(self, pattern: str, context_lines: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
+             ignore_case: bool = False) -> _grep.GrepResult:
         """Lines matching an RE2 ``pattern``, with 1-based line numbers."""
         result = _grep.grep_buffer(self._buf(), pattern, context_lines=context_lines, max_matches=max_matches,
                                    ignore_case=ignore_case)
@@ -207,11 +149,7 @@ class ContextHandle(abc.ABC):
 
     def chunk(self, i: int, size: int | None = None, unit: str = "lines") -> Chunk:
         """Chunk ``i`` (0-based) of ``size`` lines, characters or (approximately) tokens."""
-        if unit not in _UNITS:
-            raise ContextError(f"unit must be one of {', '.join(_UNITS)}")
-        size = _DEFAULT_CHUNK[unit] if size is None else int(size)
-        if size < 1:
-            raise ContextError("chunk size must be at least 1")
+        size = chunk_size(unit, size)
         buf = self._buf()
         total = self.n_chunks(size, unit)
         if not 0 <= i < max(total, 1):
@@ -226,7 +164,9 @@ class ContextHandle(abc.ABC):
         self.stats.record("chunks", f"{i}/{size} {unit}", len(text))
         return Chunk(text, i, max(total, 1), unit, size)
 
-    def n_chunks(self, size: int, unit: str = "lines") -> int:
+    def n_chunks(self, size: int | None = None, unit: str = "lines") -> int:
+        """How many chunks of ``size`` ``unit`` the text makes (0 when it is empty)."""
+        size = chunk_size(unit, size)
         buf = self._buf()
         if unit == "lines":
             return -(-buf.n_lines // size)
@@ -235,7 +175,7 @@ class ContextHandle(abc.ABC):
         return -(-buf.n_chars // self._chars_per_chunk(size))
 
     def chunks(self, size: int | None = None, unit: str = "lines") -> Iterator[Chunk]:
-        size = _DEFAULT_CHUNK[unit] if size is None else size
+        size = chunk_size(unit, size)
         for i in range(self.n_chunks(size, unit)):
             yield self.chunk(i, size, unit)
 
@@ -262,13 +202,13 @@ class ContextHandle(abc.ABC):
         self.stats.record("full_loads", "", len(text))
         return text
 
-    def probe(self) -> Any:
-        from rlm_runtime.context.probe import probe_handle
+    def probe(self, config: ProbeConfig | None = None) -> FileProbe:
+        """Shape, structure and a load / excerpt / skip decision (see probe.py)."""
+        return probe_text(self._buf(), name=self.name, kind=self.kind, path=getattr(self, "path", None),
+                          tokens=self.n_tokens, config=config)
 
-        return probe_handle(self)
 
-
-class TextHandle(ContextHandle):
+class TextHandle(BufferHandle):
     """A context held in memory as a str (encoded once to UTF-8 for RE2)."""
 
     kind = "text"
@@ -281,16 +221,7 @@ class TextHandle(ContextHandle):
         return self._data
 
 
-def _looks_binary(head: bytes) -> bool:
-    if b"\x00" in head:
-        return True
-    if not head:
-        return False
-    control = sum(1 for b in head if b < 9 or 13 < b < 32)
-    return control / len(head) > 0.1
-
-
-class FileHandle(ContextHandle):
+class FileHandle(BufferHandle):
     """A file mapped read-only. Opened from a path or an already-open descriptor."""
 
     kind = "file"
@@ -329,7 +260,7 @@ class FileHandle(ContextHandle):
             if owned:
                 os.close(fd)
         self._data = TextBuffer(self._map)
-        if _looks_binary(self._data.head_bytes(8192)):
+        if looks_binary(self._data.head_bytes(BINARY_SNIFF_BYTES)):
             self.close()
             raise ContextError(f"{self.name} looks like a binary file (NUL or control bytes); only text can be a context")
 
@@ -342,7 +273,7 @@ class FileHandle(ContextHandle):
             self._map.close()
 
 
-class LazyHandle(ContextHandle):
+class LazyHandle(BufferHandle):
     """Text produced by ``loader()`` on first use and cached; the cache is shared and bounded."""
 
     kind = "lazy"

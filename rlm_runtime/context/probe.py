@@ -3,8 +3,15 @@
 A probe reads little: the size, the first lines, a sample for the token estimate, and RE2
 scans for structure (headings, definitions) that stop after a bounded number of hits. It
 ends in a decision, ``load`` / ``excerpt`` / ``skip``, with the reason and the thresholds.
-Thresholds and keywords come from ``ProbeConfig`` (``[tool.rlm.probe]`` in pyproject.toml,
-or ``[probe]`` in rlm.toml; see ``rlm_runtime.config.load_probe_config``).
+Thresholds and keywords come from ``ProbeConfig`` (``rlm_runtime.context.settings``).
+
+A folder probe also judges each document: one that is empty, binary or unreadable is
+marked skipped, and so is one scoring below ``min_relevance`` when keywords were configured
+explicitly. Keywords of a question (``rank_keywords``) only order the documents, most
+relevant first; the scan for them stops after ``SCAN_MAX_BYTES``.
+
+The probes read through a TextBuffer (one text) or the small ``ProbedCorpus`` protocol, so
+this module imports no handle class: handles.py and corpus.py import it.
 """
 
 from __future__ import annotations
@@ -14,15 +21,32 @@ import io
 import json
 import os
 from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Protocol
 
 from rlm_runtime.context import grep as _grep
-from rlm_runtime.context.corpus import DEFAULT_EXCLUDES, CorpusHandle
-from rlm_runtime.context.handles import ContextHandle
+from rlm_runtime.context.buffer import TextBuffer
+from rlm_runtime.context.protocol import Decision
+from rlm_runtime.context.relevance import keyword_hits, merge_keywords, relevance, unique
+from rlm_runtime.context.settings import ProbeConfig
+from rlm_runtime.context.tokens import TokenCount
+from rlm_runtime.errors import ContextError
+
+#: The start of a text a probe decodes for its type, first lines and CSV/JSONL shape.
+HEAD_BYTES = 64 * 1024
+#: A folder probe reads at most this much text to score documents against keywords
+#: (smallest documents first); the rest are ranked by their names only.
+SCAN_MAX_BYTES = 256 * 1024 * 1024
+#: Documents named in a folder probe's ranking, at most.
+RANKING_SIZE = 50
+#: A keyword found in a document's name counts like this many matching lines.
+NAME_HIT = 10
+#: Matching lines counted per keyword and document: enough for relevance() to rank by;
+#: configured keywords up to GATE_HITS_CAP (their corpus-wide count is reported).
+RANK_HITS_CAP = 10
+GATE_HITS_CAP = 50
 
 _CODE_DEFS = {
     "python": r"^\s*(?:async\s+)?(?:def|class)\s+\w+",
@@ -40,37 +64,31 @@ _TYPES = {
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".ini": "ini", ".sh": "shell",
 }
 
-
-class ProbeConfig(BaseModel):
-    """How probes judge relevance and decide what to load.
-
-    Args:
-        keywords: words that make a context relevant (case-insensitive).
-        load_max_tokens: load whole contexts up to this size.
-        excerpt_max_tokens: above ``load_max_tokens`` and up to this, hand out excerpts;
-            beyond it, still excerpt (never load) but say the context is huge.
-        min_relevance: with keywords set, skip contexts scoring below this (0..1).
-        excludes: folder and file names (globs) left out of folder inventories.
-        extensions: when set, only files with these extensions are inventoried.
-        max_depth: folder depth limit (None: no limit).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    keywords: tuple[str, ...] = ()
-    load_max_tokens: int = Field(20_000, ge=0)
-    excerpt_max_tokens: int = Field(2_000_000, ge=0)
-    min_relevance: float = Field(0.05, ge=0, le=1)
-    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
-    extensions: tuple[str, ...] | None = None
-    max_depth: int | None = Field(None, ge=0)
+__all__ = ["Decision", "FileProbe", "FolderProbe", "ProbeConfig", "decide", "detect_type", "probe_corpus", "probe_text"]
 
 
-@dataclass
-class Decision:
-    action: str  # load | excerpt | skip
-    reason: str
-    thresholds: dict[str, Any]
+class ProbedDocument(Protocol):
+    """What a folder probe reads of a document (``corpus.Document`` is one)."""
+
+    id: int
+    name: str
+    size: int
+
+    def check(self) -> str | None:
+        """Why the document cannot be searched (empty, binary, unreadable), or None; reads a few KB."""
+
+    def read(self) -> AbstractContextManager[TextBuffer]:
+        """The document's text for the length of a ``with`` block (ContextError if it cannot be read)."""
+
+
+class ProbedCorpus(Protocol):
+    """What a folder probe reads of a corpus (``CorpusHandle`` is one)."""
+
+    name: str
+    root: str | None
+
+    @property
+    def documents(self) -> Sequence[ProbedDocument]: ...
 
 
 @dataclass
@@ -111,6 +129,9 @@ class FileProbe:
 
 @dataclass
 class FolderProbe:
+    """An inventory. ``documents`` holds one row per document: id, name, size, type, ``skip``
+    (the reason it is left out of searches, or None) and ``relevance`` (None when not scored)."""
+
     name: str
     root: str | None
     files: int
@@ -124,6 +145,17 @@ class FolderProbe:
     keyword_hits: dict[str, int]
     decision: Decision
     documents: list[dict[str, Any]] = field(default_factory=list)
+    #: Names of the searched documents that match the keywords, most relevant first.
+    ranking: list[str] = field(default_factory=list)
+    rank_keywords: list[str] = field(default_factory=list)
+    scanned_bytes: int = 0
+    #: False when SCAN_MAX_BYTES stopped the keyword scan before every document was read.
+    scan_complete: bool = True
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Documents left out of searches by default: name -> reason."""
+        return {d["name"]: d["skip"] for d in self.documents if d.get("skip")}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +164,13 @@ class FolderProbe:
         rows = [f"{self.name}: {self.files} documents, {self.size_bytes} bytes, ~{self.est_tokens} tokens"]
         rows.append("  types: " + ", ".join(f"{t} {n}" for t, n in sorted(self.by_type.items(), key=lambda x: -x[1])[:8]))
         rows.append("  largest: " + ", ".join(f"{n} ({s} B)" for n, s in self.largest[:5]))
+        if self.ranking:
+            more = f" (and {len(self.ranking) - 10} more)" if len(self.ranking) > 10 else ""
+            rows.append("  most relevant first: " + ", ".join(self.ranking[:10]) + more)
+        skipped = self.skipped
+        if skipped and not brief:
+            shown = ", ".join(f"{n} ({r})" for n, r in list(skipped.items())[:10])
+            rows.append(f"  skipped, listed but not searched by default: {shown}" + (" ..." if len(skipped) > 10 else ""))
         if not brief:
             rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
         return "\n".join(rows)
@@ -159,30 +198,19 @@ def detect_type(name: str, head: str) -> str:
     return "text"
 
 
-def _keyword_hits(handle: ContextHandle, keywords: tuple[str, ...]) -> dict[str, int]:
-    hits = {}
-    for word in keywords:
-        res = handle.grep(_grep.re2_escape(word), max_matches=50, ignore_case=True)
-        hits[word] = len(res)
-    return hits
+def _thresholds(config: ProbeConfig) -> dict[str, Any]:
+    return {"load_max_tokens": config.load_max_tokens, "excerpt_max_tokens": config.excerpt_max_tokens,
+            "min_relevance": config.min_relevance, "keywords": list(config.keywords)}
 
 
-def _relevance(hits: dict[str, int]) -> float:
-    if not hits:
-        return 1.0
-    present = sum(1 for n in hits.values() if n)
-    density = sum(min(n, 10) for n in hits.values()) / (10 * len(hits))
-    return round(0.7 * present / len(hits) + 0.3 * density, 3)
-
-
-def decide(tokens: int, relevance: float, config: ProbeConfig, *, binary: bool = False, empty: bool = False) -> Decision:
-    thresholds = {"load_max_tokens": config.load_max_tokens, "excerpt_max_tokens": config.excerpt_max_tokens,
-                  "min_relevance": config.min_relevance, "keywords": list(config.keywords)}
+def decide(tokens: int, relevance: float | None, config: ProbeConfig, *, binary: bool = False, empty: bool = False) -> Decision:
+    """The verdict for ``tokens`` of text scoring ``relevance`` (None: not known, so it does not gate)."""
+    thresholds = _thresholds(config)
     if binary:
         return Decision("skip", "binary content", thresholds)
     if empty:
         return Decision("skip", "empty", thresholds)
-    if config.keywords and relevance < config.min_relevance:
+    if config.keywords and relevance is not None and relevance < config.min_relevance:
         return Decision("skip", f"relevance {relevance} below {config.min_relevance}", thresholds)
     if tokens <= config.load_max_tokens:
         return Decision("load", f"~{tokens} tokens fits the {config.load_max_tokens}-token load limit", thresholds)
@@ -193,16 +221,19 @@ def decide(tokens: int, relevance: float, config: ProbeConfig, *, binary: bool =
                     thresholds)
 
 
-def _structure(handle: ContextHandle, kind: str, head: str) -> dict[str, Any]:
+# ------------------------------------------------------------------------ one text
+
+
+def _structure(buf: TextBuffer, kind: str, head: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if kind == "markdown":
-        heads = handle.grep(r"^#{1,6}\s+\S", max_matches=40)
+        heads = _grep.grep_buffer(buf, r"^#{1,6}\s+\S", max_matches=40)
         out["headings"] = [f"{m.line_no}: {m.line.strip()}" for m in heads]
     elif kind in _CODE_DEFS:
-        defs = handle.grep(_CODE_DEFS[kind], max_matches=60)
+        defs = _grep.grep_buffer(buf, _CODE_DEFS[kind], max_matches=60)
         out["definitions"] = [f"{m.line_no}: {m.line.strip()[:100]}" for m in defs]
     elif kind == "json":
-        out.update(_json_shape(handle))
+        out.update(_json_shape(buf))
     elif kind == "jsonl":
         first = head.split("\n", 1)[0]
         try:
@@ -210,17 +241,17 @@ def _structure(handle: ContextHandle, kind: str, head: str) -> dict[str, Any]:
             out["record_keys"] = list(obj)[:30] if isinstance(obj, dict) else type(obj).__name__
         except ValueError:
             out["record_keys"] = "first line is not JSON"
-        out["records"] = handle.n_lines
+        out["records"] = buf.n_lines
     elif kind in ("csv", "tsv"):
-        out.update(_csv_shape(head, handle.n_lines, "\t" if kind == "tsv" else None))
+        out.update(_csv_shape(head, buf.n_lines, "\t" if kind == "tsv" else None))
     return out
 
 
-def _json_shape(handle: ContextHandle) -> dict[str, Any]:
-    if handle.n_bytes > 5_000_000:
+def _json_shape(buf: TextBuffer) -> dict[str, Any]:
+    if buf.nbytes > 5_000_000:
         return {"json": "too large to parse in a probe; grep for keys"}
     try:
-        obj = json.loads(handle._buf().decode(0, handle.n_bytes))
+        obj = json.loads(buf.decode(0, buf.nbytes))
     except ValueError as e:
         return {"json": f"invalid JSON: {e}"}
     if isinstance(obj, dict):
@@ -246,64 +277,110 @@ def _csv_shape(head: str, n_lines: int, delimiter: str | None) -> dict[str, Any]
     return {"columns": header[:50], "n_columns": len(header), "rows": max(n_lines - 1, 0), "delimiter": delim}
 
 
-def probe_handle(handle: ContextHandle, config: ProbeConfig | None = None) -> FileProbe:
+def probe_text(buf: TextBuffer, *, name: str, kind: str, path: str | None, tokens: TokenCount,
+               config: ProbeConfig | None = None) -> FileProbe:
+    """Probe one text (what ``BufferHandle.probe`` returns). Reads the head, the token sample,
+    the line index and bounded structure scans; with keywords, one scan for all of them."""
     config = config or ProbeConfig()
-    buf = handle._buf()
-    head = buf.decode(0, min(buf.nbytes, 64 * 1024))
+    head = buf.decode(0, min(buf.nbytes, HEAD_BYTES))
     first_lines = head.splitlines()[:10]
-    path = getattr(handle, "path", None)
-    kind = detect_type(path or handle.name, head)
-    tokens = handle.n_tokens
-    hits = _keyword_hits(handle, config.keywords) if config.keywords else {}
-    relevance = _relevance(hits)
+    kind_of_text = detect_type(path or name, head)
+    hits = keyword_hits(buf, config.keywords) if config.keywords else {}
+    score = relevance(hits)
     n_lines = buf.n_lines  # builds the index, which also finds invalid UTF-8 past the head
     if buf.nbytes and head.isascii() and not buf.invalid_utf8:
         encoding = "ascii"
     else:
         encoding = "utf-8 (invalid bytes replaced)" if buf.invalid_utf8 else "utf-8"
     return FileProbe(
-        name=handle.name, path=path, kind=handle.kind, size_bytes=buf.nbytes, lines=n_lines, type=kind,
-        encoding=encoding, extension=os.path.splitext(path or handle.name)[1].lower(), est_tokens=tokens.value,
-        token_method=repr(tokens), first_lines=first_lines, structure=_structure(handle, kind, head),
-        relevance=relevance, keyword_hits=hits, decision=decide(tokens.value, relevance, config, empty=buf.nbytes == 0),
+        name=name, path=path, kind=kind, size_bytes=buf.nbytes, lines=n_lines, type=kind_of_text,
+        encoding=encoding, extension=os.path.splitext(path or name)[1].lower(), est_tokens=tokens.value,
+        token_method=repr(tokens), first_lines=first_lines, structure=_structure(buf, kind_of_text, head),
+        relevance=score, keyword_hits=hits, decision=decide(tokens.value, score, config, empty=buf.nbytes == 0),
     )
 
 
-def probe_corpus(corpus: CorpusHandle, config: ProbeConfig | None = None, excluded: list[str] | None = None) -> FolderProbe:
-    """An inventory of the corpus. Token counts are bytes/4 estimates (no file is read)."""
+# ---------------------------------------------------------------------- a corpus
+
+
+def probe_corpus(corpus: ProbedCorpus, config: ProbeConfig | None = None, excluded: list[str] | None = None, *,
+                 rank_keywords: Sequence[str] = (), scan_max_bytes: int = SCAN_MAX_BYTES) -> FolderProbe:
+    """An inventory of ``corpus`` with a verdict per document and for the whole.
+
+    Token counts are bytes/4 estimates. Every document's first few KB are read (binary or
+    empty?); with keywords (configured or ``rank_keywords``), documents are scanned for them,
+    smallest first, until ``scan_max_bytes`` were read.
+    """
     config = config or ProbeConfig()
+    gate = unique(config.keywords)  # configured explicitly: these may skip a document
+    words = merge_keywords(gate, rank_keywords)
+    docs = list(corpus.documents)
+    skips: dict[int, str] = {}
+    for d in docs:
+        reason = d.check()
+        if reason:
+            skips[d.id] = reason
+    # Ranking needs no more than relevance() counts (10 lines); a configured keyword is
+    # counted up to 50 lines, as its corpus-wide hits always were.
+    caps = {w: GATE_HITS_CAP if w in gate else RANK_HITS_CAP for w in words}
+    scores, scanned, complete = _scan(docs, skips, words, caps, scan_max_bytes)
+
+    rows: list[dict[str, Any]] = []
     by_type: Counter[str] = Counter()
     by_ext: Counter[str] = Counter()
-    docs = []
-    for d in corpus.documents:
+    ranked: list[tuple[float, int, str]] = []
+    for d in docs:
         ext = os.path.splitext(d.name)[1].lower()
         kind = _TYPES.get(ext, "text")
         by_type[kind] += 1
         by_ext[ext or "(none)"] += 1
-        docs.append({"id": d.id, "name": d.name, "size": d.size, "type": kind})
-    hits: dict[str, int] = {}
-    if config.keywords:
-        for word in config.keywords:
-            hits[word] = len(corpus.grep(_grep.re2_escape(word), max_matches=50, ignore_case=True))
-    relevance = _relevance(hits)
-    size = corpus.n_bytes
-    largest = sorted(((d.name, d.size) for d in corpus.documents), key=lambda x: -x[1])[:10]
+        hits = scores.get(d.id)
+        if hits is not None and gate and d.id not in skips:
+            score = relevance({w: hits[w] for w in gate})
+            if score < config.min_relevance:
+                skips[d.id] = f"relevance below {config.min_relevance} for keywords {', '.join(gate)}"
+        if words and d.id not in skips:
+            named = {w: (hits or {}).get(w, 0) + (NAME_HIT if w.casefold() in d.name.casefold() else 0) for w in words}
+            if any(named.values()):
+                ranked.append((-relevance(named), d.id, d.name))
+        rows.append({"id": d.id, "name": d.name, "size": d.size, "type": kind, "skip": skips.get(d.id),
+                     "relevance": relevance(hits) if hits is not None else None})
+
+    corpus_hits = {w: min(sum(h[w] for h in scores.values()), GATE_HITS_CAP) for w in gate}
+    score_all: float | None = relevance(corpus_hits)
+    if not complete and score_all is not None and score_all < config.min_relevance:
+        score_all = None  # the documents not read may hold the keywords: no verdict by relevance
+    searched = sum(d.size for d in docs if d.id not in skips)
+    if docs and len(skips) == len(docs):
+        decision = Decision("skip", f"none of the {len(docs)} documents can be searched (see skipped)", _thresholds(config))
+    else:
+        decision = decide(searched // 4, score_all, config, empty=not docs)
+    size = sum(d.size for d in docs)
     return FolderProbe(
-        name=corpus.name, root=corpus.root, files=len(corpus.documents), size_bytes=size, est_tokens=size // 4,
-        by_type=dict(by_type), by_extension=dict(by_ext), largest=largest, excluded=excluded or [],
-        relevance=relevance, keyword_hits=hits,
-        decision=decide(size // 4, relevance, config, empty=not corpus.documents), documents=docs,
+        name=corpus.name, root=corpus.root, files=len(docs), size_bytes=size, est_tokens=size // 4,
+        by_type=dict(by_type), by_extension=dict(by_ext),
+        largest=sorted(((d.name, d.size) for d in docs), key=lambda x: -x[1])[:10], excluded=excluded or [],
+        relevance=relevance(corpus_hits), keyword_hits=corpus_hits, decision=decision, documents=rows,
+        ranking=[name for _, _, name in sorted(ranked)][:RANKING_SIZE], rank_keywords=list(words),
+        scanned_bytes=scanned, scan_complete=complete,
     )
 
 
-def probe_path(path: str | Path, config: ProbeConfig | None = None) -> FileProbe | FolderProbe:
-    """Probe a file or a folder on disk."""
-    from rlm_runtime.context.handles import FileHandle
-
-    config = config or ProbeConfig()
-    p = Path(path)
-    if p.is_dir():
-        corpus = CorpusHandle.from_folder(p, extensions=config.extensions, max_depth=config.max_depth,
-                                          excludes=config.excludes)
-        return probe_corpus(corpus, config, excluded=list(config.excludes))
-    return probe_handle(FileHandle(p), config)
+def _scan(docs: list[ProbedDocument], skips: dict[int, str], words: tuple[str, ...], caps: dict[str, int],
+          budget: int) -> tuple[dict[int, dict[str, int]], int, bool]:
+    """Keyword hits of the readable documents, smallest first, within ``budget`` bytes:
+    (hits by document id, bytes read, whether every readable document was read)."""
+    scores: dict[int, dict[str, int]] = {}
+    scanned = 0
+    if not words:
+        return scores, scanned, True
+    for d in sorted((d for d in docs if d.id not in skips), key=lambda d: (d.size, d.id)):
+        if scanned + d.size > budget:
+            return scores, scanned, False  # the rest are larger still
+        try:
+            with d.read() as buf:
+                scores[d.id] = keyword_hits(buf, words, caps=caps)
+                scanned += buf.nbytes
+        except ContextError as e:
+            skips[d.id] = f"unreadable: {e}"
+    return scores, scanned, True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -100,3 +101,17 @@ def count_buffer(buf: TextBuffer) -> TokenCount:
     value = round(mean * buf.nbytes)
     bound = math.ceil(1.96 * sd / math.sqrt(len(ratios)) * buf.nbytes) + 1
     return TokenCount(value, False, bound, f"tiktoken {ENCODING}, {SAMPLES} sampled windows of {SAMPLE_BYTES} bytes")
+
+
+def add_counts(counts: Iterable[TokenCount]) -> TokenCount:
+    """The count of several texts together (a corpus): exact only when every part is.
+
+    The error bounds add up, which is conservative: the parts' sampling errors are not
+    assumed independent.
+    """
+    parts = list(counts)
+    if not parts:
+        return TokenCount(0, True, 0, "no text")
+    methods = sorted({p.method for p in parts})
+    method = methods[0] if len(methods) == 1 else "sum of: " + "; ".join(methods)
+    return TokenCount(sum(p.value for p in parts), all(p.exact for p in parts), sum(p.error_bound for p in parts), method)

@@ -4,6 +4,11 @@ The host exports each context as read-only file descriptors (a file it opens, or
 anonymous file holding in-memory text) and passes them over the channel (SCM_RIGHTS). The
 worker maps them before lock-down and closes the descriptors, so it can read its contexts
 and nothing else, and a 1 GB context costs it page cache, not heap.
+
+A corpus travels as its document list: a readable document with a descriptor, one that is
+not (binary, vanished) with none, each with its skip mark, so the worker lists and searches
+the same documents as the host. The specs are plain data (str, int, None): the worker
+validates nothing in them, since only the host writes them.
 """
 
 from __future__ import annotations
@@ -13,12 +18,16 @@ import sys
 import tempfile
 from typing import Any
 
+from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.corpus import CorpusHandle, Document
-from rlm_runtime.context.handles import ContextHandle, FileHandle, _looks_binary
+from rlm_runtime.context.handles import BufferHandle, FileHandle
+from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS
 from rlm_runtime.errors import ContextError
 
 MAX_DOCUMENTS = 20_000
 FDS_PER_FRAME = 200  # below the kernel's SCM_MAX_FD (253)
+#: chunks() builds a list: beyond this many chunks, page with chunk(i) instead.
+MAX_LISTED_CHUNKS = 10_000
 
 # --------------------------------------------------------------------- host side
 
@@ -39,7 +48,7 @@ def _anonymous_file(data: memoryview | bytes) -> int:
     return fd
 
 
-def _handle_fd(handle: ContextHandle) -> int:
+def _handle_fd(handle: BufferHandle) -> int:
     path = getattr(handle, "path", None)
     if isinstance(handle, FileHandle) and path:
         try:
@@ -49,18 +58,26 @@ def _handle_fd(handle: ContextHandle) -> int:
     return _anonymous_file(handle._buf().view)
 
 
-def _document_fd(doc: Document) -> int | None:
-    """A descriptor for a document, or None when it is binary or unreadable."""
+def _document_fd(doc: Document) -> tuple[int | None, str | None]:
+    """(a descriptor for the document, None) or (None, why it cannot be read)."""
     if doc._handle is not None or doc.path is None:
-        return _handle_fd(doc.handle)
+        try:
+            return _handle_fd(doc.handle), None
+        except ContextError as e:
+            return None, f"unreadable: {e}"
     try:
         fd = os.open(doc.path, os.O_RDONLY)
-    except OSError:
-        return None
-    if _looks_binary(os.pread(fd, 8192, 0)):
+    except OSError as e:
+        return None, f"unreadable: {e.strerror}"
+    try:
+        binary = looks_binary(os.pread(fd, BINARY_SNIFF_BYTES, 0))
+    except OSError as e:
         os.close(fd)
-        return None
-    return fd
+        return None, f"unreadable: {e.strerror}"
+    if binary:
+        os.close(fd)
+        return None, "binary content"
+    return fd, None
 
 
 def export(handles: list[Any]) -> tuple[list[dict[str, Any]], list[int], int]:
@@ -78,14 +95,15 @@ def export(handles: list[Any]) -> tuple[list[dict[str, Any]], list[int], int]:
                     raise ContextError(f"corpus {handle.name} has {len(handle)} documents; the sandbox takes {MAX_DOCUMENTS} at most")
                 docs = []
                 for doc in handle.documents:
-                    fd = _document_fd(doc)
-                    if fd is None:
-                        continue
-                    docs.append({"name": doc.name, "fd": len(fds)})
-                    fds.append(fd)
-                    total += os.fstat(fd).st_size
+                    fd, unreadable = _document_fd(doc)
+                    entry: dict[str, Any] = {"name": doc.name, "fd": None, "size": doc.size, "skip": doc.skip or unreadable}
+                    if fd is not None:
+                        entry["fd"] = len(fds)
+                        fds.append(fd)
+                        total += os.fstat(fd).st_size
+                    docs.append(entry)
                 specs.append({"kind": "corpus", "name": handle.name, "docs": docs})
-            elif isinstance(handle, ContextHandle):
+            elif isinstance(handle, BufferHandle):
                 fd = _handle_fd(handle)
                 specs.append({"kind": "file", "name": handle.name, "fd": len(fds)})
                 fds.append(fd)
@@ -110,9 +128,10 @@ def build(specs: list[dict[str, Any]], fds: list[int]) -> list[Any]:
             if spec["kind"] == "corpus":
                 docs = []
                 for k, d in enumerate(spec["docs"]):
-                    doc = Document(k, d["name"], None, 0)
-                    doc._handle = FileHandle(fd=fds[d["fd"]], name=d["name"])
-                    doc.size = doc._handle.n_bytes
+                    doc = Document(k, d["name"], None, int(d.get("size") or 0), skip=d.get("skip"))
+                    if d.get("fd") is not None:
+                        doc._handle = FileHandle(fd=fds[d["fd"]], name=d["name"])
+                        doc.size = doc._handle.n_bytes
                     docs.append(doc)
                 handles.append(CorpusHandle(docs, name=spec["name"]))
             else:
@@ -136,24 +155,32 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             raise ContextError("this session has no context")
         return target
 
-    def peek(n: int = 2000, handle: Any = None) -> str:
+    def _skipped(target: Any, include_skipped: bool) -> dict[str, bool]:
+        # Only a corpus has documents to skip; a single text takes no such argument.
+        return {"include_skipped": True} if include_skipped and isinstance(target, CorpusHandle) else {}
+
+    def peek(n: int = DEFAULT_PEEK_CHARS, handle: Any = None) -> str:
         """First n characters of the context (or of ``handle``), with a size hint."""
         return _target(handle).peek(n)
 
-    def grep(pattern: str, handle: Any = None, context_lines: int = 0, max_matches: int = 100, ignore_case: bool = False) -> Any:
-        """Lines matching an RE2 pattern, with 1-based line numbers."""
-        return _target(handle).grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
+    def grep(pattern: str, handle: Any = None, context_lines: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
+             ignore_case: bool = False, include_skipped: bool = False) -> Any:
+        """Lines matching an RE2 pattern, with 1-based line numbers (include_skipped: search a corpus's skipped documents too)."""
+        target = _target(handle)
+        return target.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case,
+                           **_skipped(target, include_skipped))
 
-    def chunk(i: int, size: int | None = None, unit: str = "lines", handle: Any = None) -> Any:
+    def chunk(i: int, size: int | None = None, unit: str = "lines", handle: Any = None, include_skipped: bool = False) -> Any:
         """Chunk i (0-based) of size lines/chars/tokens, with navigation info in .nav."""
-        return _target(handle).chunk(i, size, unit)
+        target = _target(handle)
+        return target.chunk(i, size, unit, **_skipped(target, include_skipped))
 
-    def chunks(size: int | None = None, unit: str = "lines", handle: Any = None) -> list[Any]:
+    def chunks(size: int | None = None, unit: str = "lines", handle: Any = None, include_skipped: bool = False) -> list[Any]:
         """Every chunk of the context, as a list."""
         target = _target(handle)
-        n = target.n_chunks(size or (200 if unit == "lines" else 8000 if unit == "chars" else 2000), unit)
-        if n > 10_000:
+        n = target.n_chunks(size, unit, **_skipped(target, include_skipped))
+        if n > MAX_LISTED_CHUNKS:
             raise ContextError(f"{n} chunks is too many to list; use chunk(i) or a larger size")
-        return list(target.chunks(size, unit))
+        return list(target.chunks(size, unit, **_skipped(target, include_skipped)))
 
     return {"context": main, "contexts": tuple(handles), "peek": peek, "grep": grep, "chunk": chunk, "chunks": chunks}

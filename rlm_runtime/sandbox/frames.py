@@ -150,3 +150,94 @@ def ready_frame(msg: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], int]:
     if type(as_limit) is not int or as_limit < 0:
         raise _bad("ready", f"as_limit of type {_kind(as_limit)}")
     return clean, as_limit
+
+
+# ------------------------------------------------------- between cells: attach and stats
+
+#: Descriptors per ``fds`` frame of a live attach: few, because they arrive under the
+#: worker's RLIMIT_NOFILE (``CellLimits.open_files``, 16 at least); the worker maps each
+#: one before it reads the next frame.
+ATTACH_FDS_PER_FRAME = 8
+#: Largest answer to ``attach`` the host reads (a failure message is cut to MESSAGE_MAX).
+ATTACH_REPLY_MAX = 4096
+MESSAGE_MAX = 1000
+#: The counters of ``AccessStats`` a worker reports per context, in this order.
+STAT_COUNTERS = ("peeks", "greps", "chunks", "slices", "lines", "full_loads", "chars_returned")
+_STAT_KEYS = frozenset(STAT_COUNTERS)
+_COUNTER_MAX = 2**63 - 1
+#: Bytes of a ``stats`` answer per context (seven small maps of msgpack ints are ~100).
+_STATS_BYTES_PER_CONTEXT = 256
+
+_ATTACHED_KEYS = frozenset({"op", "seq", "count"})
+_ATTACH_FAILED_KEYS = frozenset({"op", "seq", "message"})
+_STATS_KEYS = frozenset({"op", "seq", "contexts"})
+
+
+def stats_reply_max(n_contexts: int) -> int:
+    """Largest ``stats`` answer the host reads for ``n_contexts`` contexts."""
+    return 256 + _STATS_BYTES_PER_CONTEXT * n_contexts
+
+
+def _exact(op: str, msg: dict[str, Any], keys: frozenset[str], seq: int) -> None:
+    if msg.keys() != keys:
+        raise _fields(op, msg, keys)
+    got = msg["seq"]
+    if type(got) is not int:
+        raise _bad(op, f"sequence number of type {_kind(got)}")
+    if got != seq:
+        raise _bad(op, f"sequence number {got} in answer to request {seq} (an old answer, or forged)")
+
+
+def attach_reply(msg: dict[str, Any], seq: int, count: int) -> str | None:
+    """Check the worker's answer to ``attach`` ``seq``; None if it mapped the new contexts.
+
+    ``attached`` must report ``count`` contexts in all (the host's own number after the
+    attach). ``attach_failed`` returns the worker's reason (a short str): the worker kept
+    its namespace and maps nothing new. Anything else raises ProtocolError.
+    """
+    op = msg["op"]
+    if op == "attached":
+        _exact(op, msg, _ATTACHED_KEYS, seq)
+        got = msg["count"]
+        if type(got) is not int or got != count:
+            raise _bad(op, f"count of type {_kind(got)}" if type(got) is not int
+                       else f"{got} contexts where the host has {count}")
+        return None
+    if op == "attach_failed":
+        _exact(op, msg, _ATTACH_FAILED_KEYS, seq)
+        message = msg["message"]
+        if type(message) is not str or len(message) > MESSAGE_MAX:
+            raise _bad(op, f"message of type {_kind(message)}" if type(message) is not str
+                       else f"message of {len(message)} characters")
+        return message
+    shown = op if len(op) <= 40 else op[:40] + "..."
+    raise ProtocolError(f"unexpected frame {shown!r} in answer to attach")
+
+
+def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int]]:
+    """Check the worker's answer to ``stats`` ``seq``; return one map of counters per context.
+
+    The answer must hold exactly ``count`` maps (the host's number of contexts), each with
+    exactly the keys of ``STAT_COUNTERS``, each an int in [0, 2**63). Names are not taken
+    from the worker: the host knows them. Raises ProtocolError otherwise.
+    """
+    op = msg["op"]
+    if op != "stats":
+        shown = op if len(op) <= 40 else op[:40] + "..."
+        raise ProtocolError(f"unexpected frame {shown!r} in answer to stats")
+    _exact(op, msg, _STATS_KEYS, seq)
+    rows = msg["contexts"]
+    if type(rows) is not list or len(rows) != count:
+        raise _bad(op, f"contexts of type {_kind(rows)}" if type(rows) is not list
+                   else f"{len(rows)} contexts where the host has {count}")
+    clean: list[dict[str, int]] = []
+    for row in rows:
+        if type(row) is not dict or row.keys() != _STAT_KEYS:
+            raise _bad(op, f"a context's counters of type {_kind(row)}" if type(row) is not dict
+                       else "a context's counters with other keys than " + ", ".join(STAT_COUNTERS))
+        for name in STAT_COUNTERS:
+            value = row[name]
+            if type(value) is not int or not 0 <= value <= _COUNTER_MAX:
+                raise _bad(op, f"{name} of type {_kind(value)}" if type(value) is not int else f"{name} out of range")
+        clean.append({name: row[name] for name in STAT_COUNTERS})
+    return clean

@@ -13,6 +13,7 @@ msgpack's own types.
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -46,24 +47,42 @@ def send(sock: socket.socket, message: dict[str, Any], deadline: float | None = 
     if deadline is None:
         sock.sendall(data)
         return
-    view = memoryview(data)
+    _send_rest(sock, memoryview(data), deadline, len(data))
+
+
+def send_with_fds(sock: socket.socket, message: dict[str, Any], fds: list[int], deadline: float | None = None) -> None:
+    """Send one frame with file descriptors attached (SCM_RIGHTS) to its first byte.
+
+    With ``deadline`` the whole frame must be taken by then, or TimeoutError (see ``send``).
+    """
+    data = encode(message)
+    if deadline is None:
+        sent = socket.send_fds(sock, [data], fds)
+        if sent < len(data):
+            sock.sendall(data[sent:])
+        return
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed before the descriptors were sent")
+    try:
+        sock.settimeout(left)
+        sent = socket.send_fds(sock, [data], fds)
+    finally:
+        sock.settimeout(None)
+    if sent < len(data):
+        _send_rest(sock, memoryview(data)[sent:], deadline, len(data))
+
+
+def _send_rest(sock: socket.socket, view: memoryview, deadline: float, total: int) -> None:
     try:
         while view:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"the peer took {len(data) - len(view)} of {len(data)} bytes by the deadline")
+                raise TimeoutError(f"the peer took {total - len(view)} of {total} bytes by the deadline")
             sock.settimeout(left)
             view = view[sock.send(view):]
     finally:
         sock.settimeout(None)
-
-
-def send_with_fds(sock: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
-    """Send one frame with file descriptors attached (SCM_RIGHTS) to its first byte."""
-    data = encode(message)
-    sent = socket.send_fds(sock, [data], fds)
-    if sent < len(data):
-        sock.sendall(data[sent:])
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
@@ -90,10 +109,11 @@ def _refuse_ext(code: int, data: bytes) -> Any:
     raise ValueError(f"msgpack extension type {code} is not allowed")
 
 
-def _decode(header: bytes, sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
+def _decode(header: bytes, sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_FRAME) -> dict[str, Any]:
     (length,) = HEADER.unpack(header)
-    if length > MAX_FRAME:
-        raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
+    if length > max_bytes:
+        # Refused before the body is read: a peer cannot make the reader allocate it.
+        raise ProtocolError(f"frame of {length} bytes exceeds the {max_bytes}-byte limit")
     body = _recv_exact(sock, length, deadline)
     try:
         message = msgpack.unpackb(body, raw=False, strict_map_key=True, unicode_errors="surrogatepass", ext_hook=_refuse_ext)
@@ -104,21 +124,44 @@ def _decode(header: bytes, sock: socket.socket, deadline: float | None = None) -
     return message
 
 
-def recv(sock: socket.socket, deadline: float | None = None) -> dict[str, Any]:
-    """Read one frame. Raises EOFError when the peer is gone, ProtocolError when malformed,
-    TimeoutError when ``deadline`` (a ``time.monotonic()`` value) passes before the whole
-    frame is in; the socket's timeout is left changed then (callers reset it)."""
-    return _decode(_recv_exact(sock, HEADER.size, deadline), sock, deadline)
+def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_FRAME) -> dict[str, Any]:
+    """Read one frame. Raises EOFError when the peer is gone, ProtocolError when malformed
+    or longer than ``max_bytes``, TimeoutError when ``deadline`` (a ``time.monotonic()``
+    value) passes before the whole frame is in; the socket's timeout is left changed then
+    (callers reset it)."""
+    return _decode(_recv_exact(sock, HEADER.size, deadline), sock, deadline, max_bytes)
 
 
 def recv_with_fds(sock: socket.socket, max_fds: int = 8) -> tuple[dict[str, Any], list[int]]:
     """Read one frame whose first byte may carry file descriptors."""
-    data, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, max_fds)
-    if not data:
-        raise EOFError("peer closed the channel")
-    if len(data) < HEADER.size:
-        data += _recv_exact(sock, HEADER.size - len(data))
-    return _decode(data, sock), list(fds)
+    message, fds, _truncated = recv_fds_frame(sock, max_fds)
+    return message, fds
+
+
+def recv_fds_frame(sock: socket.socket, max_fds: int) -> tuple[dict[str, Any], list[int], bool]:
+    """Read one frame whose first byte may carry up to ``max_fds`` descriptors.
+
+    Returns (frame, descriptors received, truncated): truncated is True when the kernel
+    dropped descriptors (more were attached than ``max_fds``, or the reader's RLIMIT_NOFILE
+    was reached); the dropped ones are closed by the kernel. The caller owns (and closes)
+    the descriptors returned, also when decoding the frame fails: they are closed here then.
+    """
+    data, fds, flags, _addr = socket.recv_fds(sock, HEADER.size, max_fds)
+    fds = list(fds)
+    try:
+        if not data:
+            raise EOFError("peer closed the channel")
+        if len(data) < HEADER.size:
+            data += _recv_exact(sock, HEADER.size - len(data))
+        message = _decode(data, sock)
+    except BaseException:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        raise
+    return message, fds, bool(flags & socket.MSG_CTRUNC)
 
 
 def check_plain(value: Any, what: str = "value") -> Any:

@@ -29,11 +29,13 @@ ioctl (TCGETS), newfstatat, openat, getdents64, getcwd, pipe2, recvfrom, sendto,
 clock_gettime (CLOCK_PROCESS_CPUTIME_ID), setitimer, prlimit64 (pid 0), rt_sigaction,
 rt_sigprocmask, rt_sigreturn, tgkill (self), sched_getaffinity (pid 0, glibc's
 get_nprocs fallback), getpid, gettid, getppid, getuid/geteuid/getgid, getpgid, uname and
-pause. The rest of ``_ALLOWED`` are the same operations under the other names glibc
-uses for them (x86_64's legacy calls, the ``*at`` forms, vectored I/O, sleeps), the
-descriptor-level and self-only calls an escaped cell may make through ``os``, and
-process exit. Attacks in tests/security made the others seen (socket, fork, execve,
-ptrace, pidfd_open, unshare, setuid, kill of other pids): all refused.
+pause; and recvmsg, since contexts can be attached to a live worker (its descriptors
+arrive over the channel with SCM_RIGHTS; tests/security/test_live_attach.py). The rest
+of ``_ALLOWED`` are the same operations under the other names glibc uses for them
+(x86_64's legacy calls, the ``*at`` forms, vectored I/O, sleeps), the descriptor-level
+and self-only calls an escaped cell may make through ``os``, and process exit. Attacks in
+tests/security made the others seen (socket, fork, execve, ptrace, pidfd_open, unshare,
+setuid, kill of other pids): all refused.
 
 The tables hold only the calls named here: x86_64 numbers from
 arch/x86/entry/syscalls/syscall_64.tbl, aarch64 numbers from
@@ -66,9 +68,12 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
                     "preadv2", "pwritev2", "lseek", "close", "close_range", "dup", "dup2", "dup3",
                     "fcntl", "ioctl", "fstat", "ftruncate", "fsync", "fdatasync", "fadvise64",
                     "getdents64"),
-    # The channel to the host, a socketpair inherited from the zygote. socket, connect, bind,
-    # accept and sendmsg (which could pass descriptors) are not here.
-    "channel": ("recvfrom", "sendto"),
+    # The channel to the host, a socketpair inherited from the zygote. socket, socketpair,
+    # connect, bind, accept and sendmsg (which could pass descriptors out) are not here.
+    # recvmsg takes the descriptors of contexts added to a live session (SCM_RIGHTS): the
+    # channel is the worker's only socket and it can make no other, so the host is the only
+    # process that can hand it a descriptor.
+    "channel": ("recvfrom", "sendto", "recvmsg"),
     # Paths: lazy imports from the stdlib and the worker's own temp dir. Landlock decides
     # which paths; these only name the operations.
     "paths": ("openat", "open", "newfstatat", "stat", "lstat", "statx", "access", "faccessat",
@@ -149,7 +154,8 @@ _X86_64 = {
     "rt_sigprocmask": 14, "rt_sigreturn": 15, "ioctl": 16, "pread64": 17, "pwrite64": 18, "readv": 19,
     "writev": 20, "access": 21, "pipe": 22, "select": 23, "sched_yield": 24, "mremap": 25, "msync": 26,
     "madvise": 28, "dup": 32, "dup2": 33, "pause": 34, "nanosleep": 35, "getitimer": 36, "alarm": 37,
-    "setitimer": 38, "getpid": 39, "sendto": 44, "recvfrom": 45, "exit": 60, "kill": 62, "uname": 63,
+    "setitimer": 38, "getpid": 39, "sendto": 44, "recvfrom": 45, "recvmsg": 47, "exit": 60, "kill": 62,
+    "uname": 63,
     "fcntl": 72, "fsync": 74, "fdatasync": 75, "ftruncate": 77, "getcwd": 79, "chdir": 80,
     "fchdir": 81, "rename": 82, "mkdir": 83, "rmdir": 84, "unlink": 87, "readlink": 89, "umask": 95,
     "gettimeofday": 96, "getrlimit": 97, "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104,
@@ -183,7 +189,8 @@ _AARCH64 = {
     "getpgid": 155, "getsid": 156, "getgroups": 158, "uname": 160, "getrlimit": 163,
     "setrlimit": 164, "getrusage": 165, "umask": 166, "getcpu": 168, "gettimeofday": 169,
     "getpid": 172, "getppid": 173, "getuid": 174, "geteuid": 175, "getgid": 176, "getegid": 177,
-    "gettid": 178, "sendto": 206, "recvfrom": 207, "brk": 214, "munmap": 215, "mremap": 216,
+    "gettid": 178, "sendto": 206, "recvfrom": 207, "recvmsg": 212, "brk": 214, "munmap": 215,
+    "mremap": 216,
     "mmap": 222, "fadvise64": 223, "mprotect": 226, "msync": 227, "madvise": 233,
     "rt_tgsigqueueinfo": 240, "prlimit64": 261, "renameat2": 276, "getrandom": 278, "preadv2": 286,
     "pwritev2": 287, "statx": 291, "close_range": 436, "faccessat2": 439,

@@ -19,7 +19,8 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,12 @@ from typing import Any
 import psutil
 
 from rlm_runtime.config import tiktoken_cache_dir
-from rlm_runtime.errors import HostCallError, ProtocolError, SandboxError
+from rlm_runtime.errors import ContextError, HostCallError, ProtocolError, SandboxError
 from rlm_runtime.sandbox import cleanup, contexts, frames, protocol
 from rlm_runtime.sandbox.limits import CellLimits
 from rlm_runtime.sandbox.oslayers import worker_uid
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
+from rlm_runtime.sandbox.pool import Lease, WaitInfo, WorkerPool, default_pool
 from rlm_runtime.sandbox.worker import RESERVED_BASE, stdlib_paths
 from rlm_runtime.sandbox.zygote import Zygote, shared_zygote
 
@@ -39,6 +41,9 @@ _WATCH_INTERVAL_S = 0.05
 _RESTART_NOTE = "The worker was restarted: every variable of this session was lost."
 _CLOSED = "this sandbox is closed"
 _CLOSED_WHILE_RUNNING = "the sandbox was closed while this cell was running; its worker was killed"
+#: Seconds a worker has to answer ``stats``, and ``attach`` (plus _ATTACH_PER_FD_S a descriptor).
+_CONTROL_TIMEOUT_S = 10.0
+_ATTACH_PER_FD_S = 0.002
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class _WorkerHandle:
         self.tmpdir = ""
         self.layers: dict[str, dict[str, Any]] = {}
         self.as_limit = 0
+        #: How many contexts this worker has mapped: the first n of ``Sandbox.contexts``.
+        self.n_contexts = 0
         self._killed = False
         self._kill_lock = threading.Lock()
         self.poller = select.poll()
@@ -164,11 +171,34 @@ class Sandbox:
             ``/proc/<pid>/environ``. This is a side effect on the calling program: debuggers,
             profilers (py-spy, perf) and core dumps stop working for it, for good. ``False``
             leaves the host as it is; ``host_layers`` (and ``rlm sandbox doctor``) report it.
+        pool: the ``WorkerPool`` whose slot the live worker holds (None: ``default_pool()``,
+            looked up when a worker starts).
+        pool_key: the call tree this sandbox belongs to: a session's root RLM and all its
+            child RLMs pass the same key (any hashable). None: a tree of its own. When every
+            slot of the pool is held by this sandbox's own tree, starting a worker raises
+            ``WorkersBusy`` at once (its ancestors wait for it: waiting would never end).
+        pool_timeout_s: how long starting a worker may wait for a slot held by other trees
+            before ``WorkersBusy``.
+        on_wait: called once per wait for a slot, when it begins, with plain data
+            (``pool_size``, ``in_use``, ``held_by_this_tree``, ``waiting``, ``timeout_s``,
+            ``waited_s``, ``detail``: see ``WorkerPool.acquire``); the loop turns it into a
+            trajectory event. An exception it raises is ignored.
 
     Use as a context manager, or call ``start()`` and ``close()``. ``execute`` returns a
     ``CellResult`` for anything user code does, a worker that breaks the protocol included;
     it raises ``SandboxError`` only when no worker can be started at all or the sandbox is
     (or gets) closed.
+
+    Worker slots: the sandbox takes a slot of its pool just before it forks a worker (so
+    ``start``, and ``execute`` after an interruption, may wait, or raise ``WorkersBusy``) and
+    gives it back once that worker is gone: ``close`` (any thread), an interruption of
+    ``execute`` (Ctrl-C), a worker that cannot start, the sandbox collected unclosed, the
+    host's exit. Replacing a worker after a timeout, a crash or a protocol breach keeps the
+    slot. ``execute`` never touches the pool while a worker is live.
+
+    Sessions that outlive one question: ``add_context`` maps a new context into the live
+    worker between cells, keeping every variable; ``context_stats`` reports how each context
+    was read.
 
     Threads: a Sandbox may be shared by threads. ``execute`` runs one cell at a time (a lock
     serialises callers, and each gets its own cell's result); a host function must not call
@@ -187,6 +217,10 @@ class Sandbox:
         contexts: Sequence[Any] | None = None,
         zygote: Zygote | None = None,
         protect_host: bool = True,
+        pool: WorkerPool | None = None,
+        pool_key: Hashable | None = None,
+        pool_timeout_s: float = 600.0,
+        on_wait: Callable[[WaitInfo], None] | None = None,
     ) -> None:
         from rlm_runtime.context import open_context
 
@@ -200,8 +234,18 @@ class Sandbox:
         self._unbound: list[str] = []
         self._zygote = zygote
         self._protect_host = protect_host
+        self._pool = pool
+        self._pool_key: Hashable = pool_key if pool_key is not None else object()
+        self._pool_timeout_s = pool_timeout_s
+        self._on_wait = on_wait
+        #: The pool slot of the live worker (none or one), taken in _new_worker; a list so
+        #: that the finalizer below can give it back without holding the sandbox.
+        self._slot: list[Lease] = []
+        self._starting = False  # _new_worker runs: it gives the slot back if it fails
+        self._waiting_on: WorkerPool | None = None  # the pool a start waits on
         self._worker: _WorkerHandle | None = None
         self._had_worker = False  # a worker existed, so a missing one means variables were lost
+        self._lost: str | None = None  # why a worker was replaced between cells, for the next cell
         self._cells = 0
         self._seq = 0  # numbers exec frames; the worker echoes it in every frame of that cell
         self._closed = False
@@ -214,6 +258,8 @@ class Sandbox:
         self._state = threading.Lock()
         #: Every worker from the moment it exists until it is fully discarded.
         self._owned: set[_WorkerHandle] = set()
+        # Dropped without close(): its workers die and its slot comes back when collected.
+        weakref.finalize(self, _reclaim, self._owned, self._slot)
         for name, fn in (host_functions or {}).items():
             self.register(name, fn)
 
@@ -237,8 +283,10 @@ class Sandbox:
     def _release_if_closed(self) -> None:
         """Close what close() could not (it found the lock held); called by the lock's holder."""
         if self._closed:
-            for worker in list(self._owned):
+            owned = list(self._owned)
+            for worker in owned:
                 self._discard(worker)
+            self._free_slot(owned)
 
     def _ensure_worker(self) -> _WorkerHandle:
         if self._closed:
@@ -266,9 +314,15 @@ class Sandbox:
             self._closed = True
             self._worker = None
             owned = list(self._owned)
+            starting = self._starting
         _open_sandboxes.discard(self)
         for worker in owned:  # processes and temp dirs go now, whoever holds the lock
             self._discard(worker, release=False)
+        if not starting:  # else the starting thread gives the slot back, after its worker
+            self._free_slot(owned)
+        pool = self._waiting_on
+        if pool is not None:
+            pool.wake()  # a start waiting for a slot ends now
         # A caller inside the sandbox sees the kill at once and leaves (unless a host function
         # still runs): then the channels are closed here, else by that caller on its way out.
         if self._lock.acquire(timeout=0.25):
@@ -301,6 +355,175 @@ class Sandbox:
             self._functions[name] = fn
             self._unbound.append(name)
 
+    # ------------------------------------------------------ contexts of a session
+
+    def add_context(self, source: Any) -> int:
+        """Add a context to the session; return its index in ``contexts``.
+
+        ``source`` is anything ``open_context`` takes (or a handle). Before the worker starts,
+        the handle is only appended. With a live worker, the host exports it (descriptors,
+        as at start) and the worker maps it between cells and appends it to its ``contexts``
+        (binding ``context``, ``peek``, ``grep``... if it is the first), keeping every variable.
+        Callers in several threads take turns with ``execute``.
+
+        A context mapped this way counts against the worker's limits, unlike those mapped
+        before lock-down: its address-space cap (``memory_mb``, Linux) and its open files
+        (``open_files``: CPython's mmap keeps one descriptor per mapped file or document, so a
+        corpus of more documents than that is too many). One the worker cannot map raises
+        ContextError and is not added; the worker and its variables stay (to have it anyway,
+        close the sandbox and open one with every context: they are mapped at start). A worker
+        that answers wrongly, late or out of turn is killed and replaced by one that maps
+        every context at start: the context is added, the variables are lost, and the next
+        cell's result says so (``worker_restarted`` and a warning).
+
+        Raises:
+            ContextError: the source cannot be opened, or the worker could not map it.
+            SandboxError: the sandbox is closed, or this is called from one of its own host
+                functions (a cell is running).
+        """
+        from rlm_runtime.context import open_context
+
+        handle = open_context(source)
+        with self._between_cells("add_context"):
+            worker = self._worker
+            index = len(self.contexts)
+            if worker is None:
+                self.contexts.append(handle)
+                return index
+            problem = _idle_problem(worker)
+            if problem is None:
+                problem = self._attach(worker, handle)
+            if problem is not None:
+                self.contexts.append(handle)
+                self._lose(worker, problem)  # the new worker maps every context, this one too
+            return index
+
+    def _attach(self, worker: _WorkerHandle, handle: Any) -> str | None:
+        """Send ``handle`` to the live worker; None once it is mapped and appended.
+
+        Returns why the worker must be replaced instead (it broke the protocol); raises
+        ContextError when the worker reports it cannot map the context.
+        """
+        # With it go any handles appended to ``contexts`` directly since the worker started.
+        new = [*self.contexts[worker.n_contexts :], handle]
+        specs, fds, _mapped = contexts.export(new)  # ContextError: nothing was sent
+        self._seq += 1
+        seq = self._seq
+        sock = worker.sock
+        deadline = time.monotonic() + _CONTROL_TIMEOUT_S + _ATTACH_PER_FD_S * len(fds)
+        try:
+            protocol.send(sock, {"op": "attach", "seq": seq, "contexts": specs, "fds": len(fds)}, deadline=deadline)
+            for k in range(0, len(fds), frames.ATTACH_FDS_PER_FRAME):
+                part = fds[k : k + frames.ATTACH_FDS_PER_FRAME]
+                protocol.send_with_fds(sock, {"op": "fds", "n": len(part)}, part, deadline=deadline)
+            _close_fds(fds)
+            reply = protocol.recv(sock, deadline=deadline, max_bytes=frames.ATTACH_REPLY_MAX)
+            refused = frames.attach_reply(reply, seq, worker.n_contexts + len(new))
+        except (EOFError, ConnectionError) as e:
+            return f"its channel closed during add_context ({e})"
+        except TimeoutError:
+            return "it did not answer add_context in time"
+        except (ProtocolError, OSError) as e:
+            return f"it broke the protocol in add_context ({e})"
+        except BaseException:  # interrupted: the worker is somewhere in the exchange
+            self._drop(worker)
+            raise
+        finally:
+            _close_fds(fds)
+            _reset_timeout(sock)
+        if refused is not None:
+            raise ContextError(f"the running worker could not map context {handle.name!r}: {refused}. A context added "
+                               "to a running worker counts against its memory_mb and open_files; contexts given when "
+                               "the sandbox starts do not")
+        worker.n_contexts += len(new)
+        self.contexts.append(handle)
+        return None
+
+    def context_stats(self) -> list[dict[str, Any]]:
+        """How user code read each context in the live worker: one dict per context.
+
+        Each holds ``name`` and the counters of ``AccessStats``: ``peeks``, ``greps``,
+        ``chunks``, ``slices``, ``lines``, ``full_loads``, ``chars_returned``, and
+        ``load_to_peek_ratio`` (computed here). Plain data. The counts accumulate over the
+        worker's life and start again at zero in a new worker (after a restart, an
+        interruption, or ``add_context``'s replacement of a misbehaving worker). ``[]`` when
+        there is no live worker (not started, closed) or no context, or when the worker
+        answered wrongly: it is then killed and replaced (the next cell's result says the
+        variables were lost).
+
+        The worker's answer is checked strictly (types, ranges, one entry per context, a
+        small size cap read before anything is allocated); names come from the host.
+        """
+        with self._between_cells("context_stats", closed_ok=True):
+            worker = self._worker
+            if worker is None or self._closed or not worker.n_contexts:
+                return []
+            n = worker.n_contexts
+            problem = _idle_problem(worker)
+            rows: list[dict[str, int]] = []
+            if problem is None:
+                self._seq += 1
+                seq = self._seq
+                deadline = time.monotonic() + _CONTROL_TIMEOUT_S
+                try:
+                    protocol.send(worker.sock, {"op": "stats", "seq": seq}, deadline=deadline)
+                    reply = protocol.recv(worker.sock, deadline=deadline, max_bytes=frames.stats_reply_max(n))
+                    rows = frames.stats_reply(reply, seq, n)
+                except (EOFError, ConnectionError) as e:
+                    problem = f"its channel closed during context_stats ({e})"
+                except TimeoutError:
+                    problem = "it did not answer context_stats in time"
+                except (ProtocolError, OSError) as e:
+                    problem = f"it broke the protocol in context_stats ({e})"
+                except BaseException:
+                    self._drop(worker)
+                    raise
+                finally:
+                    _reset_timeout(worker.sock)
+            if problem is not None:
+                if not self._closed:  # else close() killed it: nothing to replace
+                    self._lose(worker, problem)
+                return []
+            handles = self.contexts[:n]
+        out = []
+        for handle, row in zip(handles, rows, strict=True):
+            probes = row["peeks"] + row["greps"] + row["chunks"] + row["slices"] + row["lines"]
+            ratio = row["full_loads"] / probes if probes else float(row["full_loads"])
+            out.append({"name": str(handle.name), **row, "load_to_peek_ratio": ratio})
+        return out
+
+    @contextmanager
+    def _between_cells(self, what: str, closed_ok: bool = False) -> Iterator[None]:
+        """Hold the lock that ``execute`` holds, for a request between cells."""
+        if self._closed and not closed_ok:
+            raise SandboxError(_CLOSED)
+        if self._owner == threading.get_ident():
+            raise SandboxError(f"{what}() called from a host function of the same sandbox: it runs between cells")
+        with self._lock:
+            try:
+                if self._closed and not closed_ok:
+                    raise SandboxError(_CLOSED)
+                yield
+            finally:
+                self._release_if_closed()
+
+    def _lose(self, worker: _WorkerHandle, why: str) -> None:
+        """Replace a worker that broke the protocol between cells; the next cell says so."""
+        if self._closed:
+            raise SandboxError(_CLOSED)
+        self._discard(worker)
+        worker.zygote.reap(worker.pid)
+        self._lost = f"{why}, so it was killed"
+        self._replace_worker(worker)  # keeps the slot
+
+    def _drop(self, worker: _WorkerHandle) -> None:
+        """Discard a worker whose exchange was interrupted, and its slot (see ``_run``)."""
+        with self._state:
+            if self._worker is worker:
+                self._worker = None
+        self._discard(worker)
+        self._free_slot([worker])
+
     # ---------------------------------------------------------------- execution
 
     def execute(self, code: str | bytes) -> CellResult:
@@ -327,15 +550,17 @@ class Sandbox:
             return CellResult(error=report.text(), error_type="PolicyViolation", warnings=warnings)
         restarted = self._worker is None and self._had_worker  # lost to a kill or an interrupt
         worker = self._ensure_worker()
+        lost, self._lost = self._lost, None  # a worker replaced between cells (add_context, context_stats)
         self._cells += 1
         self._seq += 1
         text = code if isinstance(code, str) else code.decode("utf-8")
         frame = {"op": "exec", "seq": self._seq, "code": report.compiled, "source": text,
                  "filename": f"<cell-{self._cells}>", "timeout": self.limits.cell_timeout_s}
         result = self._run(worker, frame)
-        if restarted and not result.worker_restarted:
-            result = replace(result, worker_restarted=True, warnings=[
-                "the worker was replaced after an interruption before this cell: " + _RESTART_NOTE, *result.warnings])
+        if (restarted or lost) and not result.worker_restarted:
+            why = f"the worker was replaced before this cell ({lost}): " if lost else \
+                "the worker was replaced after an interruption before this cell: "
+            result = replace(result, worker_restarted=True, warnings=[why + _RESTART_NOTE, *result.warnings])
         return replace(result, warnings=warnings + result.warnings) if warnings else result
 
     def _run(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
@@ -345,10 +570,7 @@ class Sandbox:
             # Interrupted on the host (Ctrl-C), by a host function, or closed: the worker may
             # still be running the cell and would answer the next one with this one's result.
             # Replace it (the next execute() starts a new one and says so).
-            with self._state:
-                if self._worker is worker:
-                    self._worker = None
-            self._discard(worker)
+            self._drop(worker)
             raise
 
     def _drive(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
@@ -437,17 +659,70 @@ class Sandbox:
     # ------------------------------------------------------------- worker control
 
     def _new_worker(self) -> _WorkerHandle:
-        """Start a worker and make it the current one (SandboxError if none can start)."""
+        """Start a worker and make it the current one (SandboxError if none can start).
+
+        Takes a pool slot first, unless the sandbox holds one (a restart keeps its slot);
+        gives it back when no worker comes of it.
+        """
+        started: list[_WorkerHandle] = []
+        try:
+            self._take_slot()
+            with self._state:
+                self._starting = True
+            return self._start_worker(started)
+        except BaseException:
+            self._free_slot(started)  # no worker is left: _start_worker discarded it
+            raise
+        finally:
+            with self._state:
+                self._starting = False
+            if self._closed:  # close() left the slot to this thread
+                self._free_slot(started)
+
+    def _take_slot(self) -> None:
+        """Hold a slot of the pool (waiting for one if need be), unless one is held already."""
+        if self._slot:
+            return
+        pool = self._pool or default_pool()
+        self._waiting_on = pool
+        try:
+            lease = pool.acquire(self._pool_key, timeout=self._pool_timeout_s, on_wait=self._on_wait,
+                                 cancelled=lambda: self._closed)
+        finally:
+            self._waiting_on = None
+        with self._state:
+            if not self._closed:
+                self._slot.append(lease)
+                return
+        lease.release()
+        raise SandboxError(_CLOSED_WHILE_RUNNING if self._owner else _CLOSED)
+
+    def _free_slot(self, workers: Sequence[_WorkerHandle]) -> None:
+        """Give the pool slot back once ``workers`` (killed already) have ended."""
+        if not self._slot:
+            return
+        with cleanup.hold_interrupts():
+            for worker in workers:
+                cleanup.wait_gone(worker.pid, 2.0)
+            with self._state:
+                leases = list(self._slot)
+                self._slot.clear()
+            for lease in leases:
+                lease.release()
+
+    def _start_worker(self, started: list[_WorkerHandle]) -> _WorkerHandle:
         zygote = self._zygote or shared_zygote(list(self.policy.allowed_imports))
         if not zygote.alive():
             zygote = shared_zygote(list(self.policy.allowed_imports))
-        specs, fds, _mapped = contexts.export(self.contexts)
+        n_contexts = len(self.contexts)
+        specs, fds, _mapped = contexts.export(self.contexts[:n_contexts])
         try:
             # From fork to record, nothing may be left unrecorded by a Ctrl-C: close() and
             # the error paths below clean up only what _owned holds.
             with cleanup.hold_interrupts():
                 pid, sock = zygote.spawn()
                 worker = _WorkerHandle(pid, sock, zygote)
+                started.append(worker)
                 self._own(worker)
                 tmpdir = worker.tmpdir = tempfile.mkdtemp(prefix="rlm-worker-", dir=zygote.scratch)
         except BaseException:
@@ -477,6 +752,7 @@ class Sandbox:
             protocol.send(sock, init)
             worker.layers, worker.as_limit = frames.ready_frame(protocol.recv(sock, deadline=time.monotonic() + 10))
             sock.settimeout(None)
+            worker.n_contexts = n_contexts
             self._install(worker)
         except BaseException as e:
             _close_fds(fds)
@@ -596,6 +872,34 @@ def _close_all() -> None:
     """Kill live workers and remove their temp dirs when the host exits without closing."""
     for sandbox in list(_open_sandboxes):
         sandbox.close()
+
+
+def _idle_problem(worker: _WorkerHandle) -> str | None:
+    """Why a worker cannot be asked anything between cells (it spoke out of turn or left), or None."""
+    waiting = worker.pending()
+    if waiting == "data":
+        return "it sent a frame between cells, when nothing was asked of it"
+    if waiting == "eof":
+        return "it closed its channel between cells"
+    return None
+
+
+def _reset_timeout(sock: socket.socket) -> None:
+    try:
+        sock.settimeout(None)
+    except OSError:  # closed by a kill
+        pass
+
+
+def _reclaim(owned: set[_WorkerHandle], slot: list[Lease]) -> None:
+    """Finalizer of a Sandbox collected without close(): kill its workers, give its slot back."""
+    for worker in list(owned):
+        worker.kill()
+        if worker.tmpdir:
+            cleanup.remove_tree(worker.tmpdir)
+    for lease in list(slot):
+        lease.release()
+    slot.clear()
 
 
 def _close_fds(fds: list[int]) -> None:

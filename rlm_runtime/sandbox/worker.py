@@ -12,6 +12,10 @@ Lifecycle (driven by the zygote and the host):
    ends each cell. Every frame sent for a cell echoes the ``seq`` of its ``exec``, and every
    field stays within the sizes the host checks (``frames``). EOF on the channel ends the
    worker.
+4. Between cells the host may ask two more things, each answered by one frame echoing its
+   ``seq``: ``attach`` (contexts added to a live session: their descriptors follow in
+   ``fds`` frames, SCM_RIGHTS, which the worker maps and closes) is answered by
+   ``attached`` or ``attach_failed``; ``stats`` by the access counters of every context.
 """
 
 from __future__ import annotations
@@ -125,6 +129,8 @@ class Worker:
         self.in_user_code = False
         self.cells = 0
         self.seq = 0  # of the cell running now, echoed in every frame sent for it
+        #: The context handles, in the host's order: ``contexts`` in the namespace.
+        self.handles: list[Any] = []
         self._reserve = _make_reserve()
 
     # ------------------------------------------------------------------ set-up
@@ -133,7 +139,7 @@ class Worker:
         from rlm_runtime.sandbox import contexts, lockdown
 
         # Contexts are mapped before lock-down: afterwards the worker can open nothing.
-        handles = contexts.build(list(msg.get("contexts", [])), fds)
+        handles = self.handles = contexts.build(list(msg.get("contexts", [])), fds)
         layers = lockdown.lock_down(msg)
         self.limits = msg["limits"]
         self.ns = make_globals(set(msg["allowed_imports"]), set(msg["denied_attributes"]), Printer)
@@ -174,6 +180,70 @@ class Worker:
             del displaced  # finalizers of the cell's values run here
         ns[SHOW_NAME] = self._show
         return rebound
+
+    # ------------------------------------------------------- between cells
+
+    def attach(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Map contexts added after lock-down; keep every variable.
+
+        The descriptors come in ``fds`` frames of at most ``frames.ATTACH_FDS_PER_FRAME``,
+        read with recvmsg (allowed by seccomp for this; only the host is at the other end of
+        the channel), then ``contexts.build`` maps them and closes them, as at start. Every
+        announced frame is read, even after a failure, so the channel stays in step.
+
+        Unlike contexts mapped before lock-down, these count against the worker's limits:
+        the address-space cap (``memory_mb``), and ``open_files``, because the descriptors
+        arrive under it and CPython's mmap keeps a duplicate of each for as long as the map
+        lives (one per file or document). What does not fit is answered ``attach_failed``.
+        """
+        from rlm_runtime.sandbox import contexts
+        from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
+
+        seq = msg.get("seq", 0)
+        total = int(msg.get("fds", 0))
+        set_cell_cpu_limit(self.limits, time.process_time())  # a fresh CPU allowance, as for a cell
+        fds: list[int] = []
+        added: list[Any] = []
+        problem: str | None = None
+        try:
+            n = 0
+            while n < total:
+                frame, got, truncated = protocol.recv_fds_frame(self.sock, frames.ATTACH_FDS_PER_FRAME)
+                fds.extend(got)
+                if frame.get("op") != "fds":
+                    raise EOFError("the host broke the attach protocol")  # ends the worker
+                if truncated and problem is None:
+                    problem = (f"the worker has too many open files to take the context's descriptors "
+                               f"(its limit is {self.limits.get('open_files')})")
+                n += int(frame.get("n", len(got)))
+            if problem is None and len(fds) != total:
+                problem = f"{len(fds)} of {total} descriptors arrived"
+            if problem is None:
+                batch, fds = fds, []  # build closes every one of them, whatever happens
+                try:
+                    added = contexts.build(list(msg.get("contexts", [])), batch)
+                except Exception as e:  # too big for the address-space cap, out of descriptors, binary
+                    problem = f"{type(e).__name__}: {e}"
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if problem is not None:
+            return {"op": "attach_failed", "seq": seq, "message": problem[: frames.MESSAGE_MAX]}
+        self.handles.extend(added)
+        self.reserved.update(contexts.namespace(self.handles))
+        self._restore_reserved()
+        return {"op": "attached", "seq": seq, "count": len(self.handles)}
+
+    def stats(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The access counters of every context handle, in the host's order."""
+        rows = []
+        for handle in self.handles:
+            counts = getattr(handle, "stats", None)
+            rows.append({name: _counter(getattr(counts, name, 0)) for name in frames.STAT_COUNTERS})
+        return {"op": "stats", "seq": msg.get("seq", 0), "contexts": rows}
 
     # ------------------------------------------------------- namespace functions
 
@@ -319,7 +389,14 @@ class Worker:
             if op == "shutdown":
                 return
             try:
-                reply = self.run_cell(msg) if op == "exec" else {"op": "protocol_error", "message": f"unknown op {op[:40]!r}"}
+                if op == "exec":
+                    reply = self.run_cell(msg)
+                elif op == "attach":
+                    reply = self.attach(msg)
+                elif op == "stats":
+                    reply = self.stats(msg)
+                else:
+                    reply = {"op": "protocol_error", "message": f"unknown op {op[:40]!r}"}
                 protocol.send(self.sock, reply)
             except OSError:
                 return
@@ -329,6 +406,11 @@ class Worker:
                 self._reserve = b""
                 protocol.send(self.sock, _fallback_reply(e, self.limits, self.seq))
                 self._reserve = _make_reserve()
+
+
+def _counter(value: Any) -> int:
+    # type() and not isinstance(): a counter replaced by escaped code must not break the frame.
+    return value if type(value) is int and 0 <= value < 2**63 else 0
 
 
 def _make_reserve() -> bytes:

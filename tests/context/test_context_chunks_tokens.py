@@ -9,7 +9,7 @@ import pytest
 
 from rlm_runtime.context import Chunk, TextHandle
 from rlm_runtime.context import tokens as tokens_module
-from rlm_runtime.context.handles import ACCESS_LOG_SIZE
+from rlm_runtime.context.protocol import ACCESS_LOG_SIZE
 from rlm_runtime.errors import ContextError
 
 VOCAB = ("the quick brown fox jumps over lazy dog lorem ipsum dolor sit amet café naïve élan "

@@ -188,7 +188,7 @@ def test_corpus_with_binary_content_document(tmp_path: Path) -> None:
     assert [m.doc for m in corpus.grep("needle")] == ["a.txt"]
     assert corpus.n_chunks() == 1
     assert "needle" in corpus.chunk(0)
-    assert corpus.n_tokens > 0
+    assert corpus.n_tokens.value > 0
 
 
 def test_glob_corpus(project: Path) -> None:

@@ -86,7 +86,7 @@ def test_add_context_keeps_the_variables() -> None:
         assert s.execute("x = len(context)").ok
         s.add_context("second, longer text", name="second")
         out = s.execute("print(x, len(contexts), contexts[1][:6])")
-    assert out.stdout.split() == ["10", "2", "second,"], out
+    assert out.stdout.split() == ["10", "2", "second"], out
 
 
 def test_usage_counts_every_question_and_the_session_budget_holds() -> None:

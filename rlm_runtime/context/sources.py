@@ -1,0 +1,80 @@
+"""From a source to a handle or a probe: ``open_context`` and ``probe_path``.
+
+``open_context(source)`` picks the handle: a str is a ``TextHandle``, a path to a file a
+``FileHandle`` (read-only mmap), a folder or a glob a ``CorpusHandle``, a list a corpus of
+its items, a callable a ``LazyHandle``, and a handle is returned as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.context.corpus import CorpusHandle
+from rlm_runtime.context.handles import FileHandle, LazyHandle, TextHandle
+from rlm_runtime.context.probe import FileProbe, FolderProbe, probe_corpus
+from rlm_runtime.context.protocol import ContextHandle
+from rlm_runtime.context.settings import ProbeConfig
+from rlm_runtime.errors import ContextError
+
+
+def open_context(source: Any, *, name: str | None = None, as_text: bool = False) -> ContextHandle:
+    """The right handle for ``source``.
+
+    Args:
+        source: a str (a path if one exists there, else text; ``as_text=True`` forces text),
+            a ``pathlib.Path``, a folder, a glob (``*``/``?`` in a str), a list or tuple
+            (a corpus of its items), a callable returning str (lazy), or a handle.
+        name: the handle's display name.
+    """
+    if isinstance(source, ContextHandle):
+        return source
+    if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
+        return LazyHandle(source, name=name or str(getattr(source, "__name__", "lazy")))
+    if isinstance(source, (list, tuple)):
+        return CorpusHandle.from_items(list(source))
+    if isinstance(source, bytes):
+        raise ContextError("bytes are not a context: decode them to str first, or pass a file path")
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and not as_text and _path_like(source)):
+        path = Path(source).expanduser()
+        if path.is_dir():
+            return CorpusHandle.from_folder(path)
+        if path.is_file():
+            return FileHandle(path, name=name)
+        if isinstance(source, str) and any(c in source for c in "*?["):
+            return CorpusHandle.from_glob(str(Path(source).expanduser()))
+        raise ContextError(f"context path not found: {source}")
+    if isinstance(source, str):
+        return TextHandle(source, name=name or "text")
+    raise ContextError(f"cannot open a context from a {type(source).__name__}")
+
+
+def _path_like(text: str) -> bool:
+    """A str names a path when it is one line, short, and exists or looks like a path/glob."""
+    if "\n" in text or len(text) > 4096 or not text.strip():
+        return False
+    if os.path.exists(os.path.expanduser(text)):
+        return True
+    if any(c.isspace() for c in text):
+        return False  # "Is this a question?" is text, not a glob
+    return text.startswith(("/", "./", "../", "~")) or any(c in text for c in "*?") or os.sep in text
+
+
+def probe_path(path: str | Path, config: ProbeConfig | None = None) -> FileProbe | FolderProbe:
+    """Probe a file or a folder on disk (a folder under the config's extensions, depth and excludes)."""
+    config = config or ProbeConfig()
+    p = Path(path)
+    if p.is_dir():
+        corpus = CorpusHandle.from_folder(p, extensions=config.extensions, max_depth=config.max_depth,
+                                          excludes=config.excludes)
+        return probe_corpus(corpus, config, excluded=list(config.excludes))
+    handle = FileHandle(p)
+    try:
+        return handle.probe(config)
+    finally:
+        handle.close()
+
+
+# For the type checker: every handle class keeps the protocol (a mismatch fails mypy here).
+_HANDLE_CLASSES: tuple[type[ContextHandle], ...] = (TextHandle, FileHandle, LazyHandle, CorpusHandle)
