@@ -156,3 +156,18 @@ def test_rlm_is_a_context_manager_and_a_one_question_session() -> None:
         assert rlm.run("two", NEEDLE).answer == "gone"
     with pytest.raises(SessionClosed):
         rlm.run("after close", NEEDLE)
+
+
+def test_the_readme_session_demo_runs(tmp_path: Path) -> None:
+    """It runs examples/session_demo.py offline: three answers, the third through the tool."""
+    import os
+    import subprocess
+    import sys
+
+    demo = Path(__file__).parents[2] / "examples" / "session_demo.py"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, timeout=120, env=env, check=True).stdout
+    lines = out.splitlines()
+    assert lines[:3] == ["['INC-101', 'INC-107']", "['INC-112', 'INC-118']", "2281.6"]
+    events = read_trace(tmp_path / "rlm-session-demo.jsonl")
+    assert [e["name"] for e in of_type(events, "tool_call")] == ["fx_rate"]
