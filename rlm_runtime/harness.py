@@ -146,11 +146,12 @@ def stringify(value: Any) -> str:
     return str(value) if isinstance(value, (int, float)) else repr(value)
 
 
-def cap(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters, keeping its head and tail."""
+def cap(text: str, limit: int, marker: str = "... [{cut} characters cut] ...") -> str:
+    """``text`` cut to about ``limit`` characters, keeping its head and tail; ``marker`` (with
+    ``{cut}``, the number of characters left out) stands on its own line between them."""
     if len(text) <= limit:
         return text
-    return text[: limit // 2] + f"\n... [{len(text) - limit} characters cut] ...\n" + text[-limit // 2:]
+    return text[: limit // 2] + "\n" + marker.replace("{cut}", str(len(text) - limit)) + "\n" + text[-limit // 2:]
 
 
 @dataclass(frozen=True)

@@ -296,7 +296,7 @@ class Run:
                 return harness.stringify(result.final), "", False
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
-        return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars), failed
+        return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed
 
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)

@@ -210,7 +210,7 @@ class Session:
         text = (result.stdout or "").strip()
         if not result.ok or not text or text == "(no variables)":
             return ""
-        return harness.cap(text, _VARIABLES_CHARS)
+        return harness.cap(text, _VARIABLES_CHARS, self.setup.prompts.notes["cut"])
 
     def _on_wait(self, info: dict[str, Any]) -> None:
         self._emit({"type": "worker_wait", "run_id": None, "parent_id": None, "depth": 0,

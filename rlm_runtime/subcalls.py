@@ -86,7 +86,8 @@ def sub_call(run: Run, kind: str, prompt: str) -> str:
     tree = run.tree
     cap = tree.setup.limits.sub_call_max_chars
     if len(prompt) > cap:
-        prompt = prompt[:cap] + f"\n[... {len(prompt) - cap} characters cut: the sub-call limit is {cap}]"
+        note = tree.setup.prompts.notes["sub_call_cut"].replace("{cut}", str(len(prompt) - cap)).replace("{limit}", str(cap))
+        prompt = prompt[:cap] + "\n" + note
     client = tree.setup.sub_client
     began = time.monotonic()
     error = None

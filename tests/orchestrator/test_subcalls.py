@@ -101,14 +101,39 @@ def test_batched_fan_out_with_one_failure(tmp_path: Path) -> None:
     assert sorted(c["error"] is None for c in calls) == [False, True, True]
 
 
+class PeakCounter:
+    """A sub-model that sleeps ``delay_s`` per call and records the most calls in flight at once."""
+
+    def __init__(self, delay_s: float = 0.2) -> None:
+        import threading
+
+        self.delay_s = delay_s
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def __call__(self, messages: list[dict[str, str]]) -> str:
+        import time
+
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.delay_s)
+        with self.lock:
+            self.now -= 1
+        return "fine"
+
+
 def test_batched_calls_run_concurrently_under_the_ceiling(tmp_path: Path) -> None:
     """It runs a batch's calls at the same time, never more than ``max_concurrency``: nine calls of
-    0.2 s in three waves of three take about 0.6 s (one at a time 1.8 s, all at once 0.2 s)."""
-    slow = ScriptedClient([{"when": "p", "content": "fine"}], model="scripted:sub", delay_s=0.2)
+    0.2 s reach exactly three in flight, and take at least three waves (0.6 s)."""
+    counter = PeakCounter()
+    slow = ScriptedClient(counter, model="scripted:sub")
     result, events, _, _ = run([code("rs = llm_query_batched(['p%d' % i for i in range(9)])\nFINAL(rs[8])")],
                                slow, tmp_path, limits=fast(max_concurrency=3))
     assert result.answer == "fine"
-    assert 0.55 <= batch_seconds(events) < 1.5
+    assert counter.peak == 3
+    assert batch_seconds(events) >= 0.55
 
 
 def test_limits_cap_concurrency_even_with_an_explicit_governor(tmp_path: Path) -> None:
@@ -123,13 +148,15 @@ def test_limits_cap_concurrency_even_with_an_explicit_governor(tmp_path: Path) -
 
 def test_a_sub_model_server_with_slots_caps_concurrency(tmp_path: Path) -> None:
     """It runs no more calls at once than the sub-model's server serves (a local server's slots,
-    its ``parallel``): eight calls of 0.2 s on two slots take at least 0.8 s, and under 1.6 s."""
-    slow = ScriptedClient([{"when": "p", "content": "fine"}], model="scripted:sub", delay_s=0.2)
+    its ``parallel``): eight calls on two slots reach exactly two in flight."""
+    counter = PeakCounter()
+    slow = ScriptedClient(counter, model="scripted:sub")
     slow.parallel = 2  # type: ignore[attr-defined]
     roomy = Governor(available_bytes=64 << 30, cpu_count=16)
     _, events, _, _ = run([code("rs = llm_query_batched(['p%d' % i for i in range(8)])\nFINAL(len(rs))")],
                           slow, tmp_path, limits=fast(max_concurrency=8), governor=roomy)
-    assert 0.75 <= batch_seconds(events) < 1.6
+    assert counter.peak == 2
+    assert batch_seconds(events) >= 0.75
 
 
 def test_batched_rejects_a_non_list(tmp_path: Path) -> None:
