@@ -47,7 +47,7 @@ from typing import Any
 
 from _common import machine
 
-from rlm_runtime import orchestrator
+from rlm_runtime import loop
 from rlm_runtime.budget import Governor, RunLimits
 from rlm_runtime.config import Paths
 from rlm_runtime.llm import ScriptedClient
@@ -297,25 +297,26 @@ def instrumented() -> Iterator[dict[str, int]]:
         close = timing("session_close", Sandbox.close)
         execute = timing("execute", Sandbox.execute)
 
-    run_cls = orchestrator._Run
-    saved = {name: run_cls.__dict__[name] for name in ("call", "emit", "_system_prompt", "_trim")}
-    orchestrator.Sandbox = TimedSandbox  # type: ignore[misc]
-    for name, key in (("call", "call"), ("emit", "emit"), ("_system_prompt", "system_prompt"), ("_trim", "trim")):
-        setattr(run_cls, name, timing(key, saved[name]))
+    parts = [(loop.Tree, "call", "call"), (loop.Run, "emit", "emit"), (loop.Run, "_system_prompt", "system_prompt"),
+             (loop.Run, "_trim", "trim")]
+    saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in parts]
+    loop.Sandbox = TimedSandbox  # type: ignore[misc]
+    for (cls, name, key), (_, _, fn) in zip(parts, saved, strict=True):
+        setattr(cls, name, timing(key, fn))
     try:
         yield spent
     finally:
-        orchestrator.Sandbox = Sandbox  # type: ignore[misc]
-        for name, fn in saved.items():
-            setattr(run_cls, name, fn)
+        loop.Sandbox = Sandbox  # type: ignore[misc]
+        for cls, name, fn in saved:
+            setattr(cls, name, fn)
 
 
 BREAKDOWN_PARTS = (
     ("execute", "cells: Sandbox.execute (check + IPC + exec)"),
-    ("tokens_orchestrator", "token counting of the prompt in _Run.call (tiktoken)"),
+    ("tokens_orchestrator", "token counting of the prompt in Tree.call (tiktoken)"),
     ("tokens_scripted", "token counting for the scripted model's usage (tiktoken)"),
     ("model_other", "scripted model, rest of complete()"),
-    ("call_other", "_Run.call, rest (budget reserve/settle)"),
+    ("call_other", "Tree.call, rest (budget reserve/settle)"),
     ("emit", "trace events (json.dumps + write + flush)"),
     ("trim", "_trim of the conversation"),
     ("session", "session start + close, amortised"),
@@ -365,14 +366,18 @@ def bench_system_prompt(paths: Paths, repeat: int) -> list[Figure]:
 
     text = LINE * (CONTEXT_BYTES // len(LINE))
     rlm = _rlm(CountingClient(instant_responder(2)), paths, trace=False, n=2)
-    run = orchestrator._Run(rlm, None, None, None)  # type: ignore[arg-type]  # _system_prompt needs none of them
+    session = rlm.session()
+    setup = session.setup
+    run = loop.Run(loop.Tree(setup, None, lambda e: None, pool_key="bench"), "benchmark", depth=0,  # type: ignore[arg-type]
+                   parent_id=None)
+    session.close()
     total: list[float] = []
     tokens: list[float] = []
     with Sandbox(POLICY) as sb:
         for _ in range(repeat):
             handle = open_context(text, as_text=True, name="bench")  # fresh: the probe caches nothing across handles
             t = time.perf_counter()
-            prompt = run._system_prompt([handle], 0, sb)
+            prompt = run._system_prompt(sb, loop._describe([handle], "benchmark", setup))
             total.append((time.perf_counter() - t) * 1e3)
             t = time.perf_counter()
             count_text(text)
@@ -380,7 +385,7 @@ def bench_system_prompt(paths: Paths, repeat: int) -> list[Figure]:
     assert "bench" in prompt
     t = time.perf_counter()
     for _ in range(repeat):
-        bare = run._system_prompt([], 0, sb)
+        bare = run._system_prompt(sb, [])
     bare_ms = (time.perf_counter() - t) / repeat * 1e3
     assert bare
     return [
@@ -467,6 +472,55 @@ def bench_fanout(paths: Paths, tmp: Path, repeat: int) -> tuple[list[Figure], di
     return rows, {"fanout_runs": got, "locked_run": locked}
 
 
+# -------------------------------------------------------------- 3: sessions
+
+
+def bench_session(paths: Paths, repeat: int) -> list[Figure]:
+    """A question of one turn asked as the second of a session (its worker already runs)
+    against the same question through ``RLM.run`` (a one-question session: a new worker)."""
+    fresh: list[float] = []
+    second: list[float] = []
+    first_cell_fresh: list[float] = []
+    first_cell_second: list[float] = []
+
+    def first_cell_timer(out: list[float]) -> Callable[[dict[str, Any]], None]:
+        state: dict[str, float] = {}
+
+        def watch(event: dict[str, Any]) -> None:
+            if event["type"] == "run_start" and not event.get("depth"):
+                state["start"] = time.perf_counter()
+            elif event["type"] == "iteration" and "start" in state:
+                # The iteration event ends the turn: its one cell has run by then.
+                out.append((time.perf_counter() - state.pop("start")) * 1e3)
+        return watch
+
+    for k in range(repeat):
+        order = ("fresh", "session") if k % 2 == 0 else ("session", "fresh")
+        for which in order:
+            if which == "fresh":
+                rlm = _rlm(CountingClient(instant_responder(1)), paths, trace=False, n=1,
+                           on_event=first_cell_timer(first_cell_fresh))
+                t = time.perf_counter()
+                assert rlm.run("benchmark").answer == "done"
+                fresh.append((time.perf_counter() - t) * 1e3)
+            else:
+                rlm = _rlm(CountingClient(instant_responder(1)), paths, trace=False, n=1)
+                with rlm.session() as session:
+                    assert session.ask("warm-up").answer == "done"
+                    session.on_event = first_cell_timer(first_cell_second)
+                    t = time.perf_counter()
+                    assert session.ask("benchmark").answer == "done"
+                    second.append((time.perf_counter() - t) * 1e3)
+    return [
+        _median_fig("session_fresh_ms", "3  a one-turn question through RLM.run (new worker, session start and close)", fresh),
+        _median_fig("session_second_ms", "3  the same question, second in a session (its worker runs already)", second),
+        _median_fig("session_saved_ms", "   saved per question", [a - b for a, b in zip(fresh, second, strict=True)]),
+        _median_fig("session_first_cell_fresh_ms", "3  run start to the first turn's end, RLM.run", first_cell_fresh),
+        _median_fig("session_first_cell_second_ms", "   run start to the first turn's end, second question of a session",
+                    first_cell_second),
+    ]
+
+
 # ---------------------------------------------------------------------- profile
 
 
@@ -526,7 +580,7 @@ def run(n: int, repeat: int, long_n: int, fanout_repeat: int, profile: bool) -> 
         bd_rows, extra = bench_breakdown(n, paths, tmp)
         rows += bd_rows + [bench_count_at_trim(5)] + bench_system_prompt(paths, 5)
         fan_rows, fan_extra = bench_fanout(paths, tmp, fanout_repeat)
-        rows += fan_rows
+        rows += fan_rows + bench_session(paths, max(5, repeat))
         extra.update(fan_extra)
         if profile:
             extra["profile"] = profile_run(n, paths, tmp)
