@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question over contexts with a recursive LM")
     ask.add_argument("question")
-    ask.add_argument("-c", "--context", action="append", default=[], metavar="PATH", help="a file or folder (repeatable)")
+    ask.add_argument("-c", "--context", action="append", default=[], metavar="PATH",
+                     help="a file or folder (repeatable); memory: or memory:STORE searches the memory store")
+    ask.add_argument("--memory", nargs="?", const=True, default=None, metavar="STORE",
+                     help="search the memory store too (default store: $RLM_HOME/brain/memory.db)")
+    ask.add_argument("--remember", action="store_true", help="store the answer in the memory store (implies --memory)")
     ask.add_argument("--model", help="root model, e.g. openai/gpt-4o-mini or scripted:PATH (default: $RLM_MODEL)")
     ask.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
     ask.add_argument("--api-base", help="server URL for an OpenAI-compatible model")
@@ -126,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--policy", default="default", help="policy name or TOML path (default: default)")
     sd.add_argument("--json", action="store_true", help="print the layers as JSON")
     sd.set_defaults(run=_sandbox_doctor)
+
+    from rlm_runtime.cli_memory import add_memory_commands  # here: cli_memory imports this module
+
+    add_memory_commands(commands)
     return parser
 
 
@@ -211,9 +219,17 @@ def _ask(args: argparse.Namespace) -> int:
     from rlm_runtime.llm import make_client
     from rlm_runtime.orchestrator import RLM
 
+    memory: Any = args.memory
+    paths = []
     for path in args.context:
-        if not Path(path).exists():
+        if path.startswith("memory:"):
+            memory = path.removeprefix("memory:") or True
+        elif not Path(path).exists():
             raise _Usage(f"no such context file or folder: {path}")
+        else:
+            paths.append(path)
+    if args.remember and memory is None:
+        memory = True
     overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd,
                  "max_llm_calls": args.max_calls, "max_input_tokens": args.max_tokens}
     name = args.model
@@ -229,9 +245,10 @@ def _ask(args: argparse.Namespace) -> int:
     model = make_client(name, **options)
     sub = make_client(args.sub_model, **options) if args.sub_model else None
     show = None if args.quiet else _LiveView()
-    rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show)
+    rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show, memory=memory,
+              remember=args.remember)
     try:
-        result = rlm.run(args.question, contexts=[Path(p) for p in args.context])
+        result = rlm.run(args.question, contexts=[Path(p) for p in paths])
     finally:
         rlm.close()
     if args.json:

@@ -134,6 +134,11 @@ def insisted_answer(reply: str, previous_prose: str, reprompted: bool) -> str | 
     return None
 
 
+def grep_found_nothing(stdout: str) -> bool:
+    """Whether a cell's output is (or ends with) an empty grep's report."""
+    return "(no lines match /" in stdout[-2000:]
+
+
 def only_comments(code: str) -> bool:
     """Whether a block holds nothing but comments and blank lines."""
     return not any(line.strip() and not line.strip().startswith("#") for line in code.splitlines())

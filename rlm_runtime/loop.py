@@ -88,8 +88,11 @@ class Setup:
 class Tree:
     """What every run of one question's call tree shares."""
 
-    def __init__(self, setup: Setup, budget: Budget, emit: Callable[[Event], None], *, pool_key: str) -> None:
+    def __init__(self, setup: Setup, budget: Budget, emit: Callable[[Event], None], *, pool_key: str,
+                 search: Any = None) -> None:
         self.setup = setup
+        #: The session's ``ChunkSearch`` (search_chunks / read_chunk), or None.
+        self.search = search
         self.budget = budget
         self.emit = emit
         self.slots = Slots(setup.max_concurrent_calls())
@@ -131,7 +134,7 @@ class ToolTable:
         return call
 
 
-BUILTINS = ("llm_query", "llm_query_batched", "rlm_query")
+BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk")
 
 
 def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
@@ -158,6 +161,8 @@ class Run:
         self.budget_error: BudgetExceeded | None = None
         self.last_blocks: list[str] = []
         self.own_usage: dict[str, Usage] = {}
+        #: Every code block this run executed, in order (what ``remember`` stores).
+        self.cells: list[str] = []
 
     @property
     def client(self) -> LLMClient:
@@ -178,7 +183,7 @@ class Run:
         self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
                    "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
                    "contexts": [b.to_dict() for b in briefs]})
-        table.current = self._functions()
+        table.current = self.functions()
         stats_before = _context_stats(sandbox)
         result: RunResult
         try:
@@ -210,7 +215,8 @@ class Run:
         self.emit({"type": "worker_wait", "waited_s": float(info.get("waited_s", 0.0)),
                    "pool_size": int(info.get("pool_size", 0)), "detail": str(info.get("detail", ""))})
 
-    def _functions(self) -> dict[str, Callable[..., Any]]:
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        """The host functions of this run: the built-ins and the program's tools."""
         functions = subcalls.builtin_tools(self)
         for t in self.tree.setup.tools:
             functions[t.name] = subcalls.user_tool(self, t)
@@ -285,11 +291,14 @@ class Run:
                 failed = True
                 continue
             result = sandbox.execute(code)
+            self.cells.append(code)
             outputs.append(cell_output(result))
             if result.stdout.strip():
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
+            if self.tree.search is not None and harness.grep_found_nothing(result.stdout):
+                text += "\n" + notes["empty_grep"]
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
@@ -348,9 +357,23 @@ class Run:
         setup = self.tree.setup
         lim = setup.limits
         builtins = ["llm_query"] + (["rlm_query"] if self.depth < lim.max_depth else [])
-        return setup.prompts.system(contexts=setup.prompts.contexts(briefs), builtins=builtins, tools=setup.tools,
+        search = self.tree.search
+        memory_chunks = None
+        if search is not None:
+            builtins.append("search_chunks")
+            if search.memory is not None:
+                memory_chunks = _memory_size(search.memory)
+        contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks)
+        return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars)
+
+
+def _memory_size(store: Any) -> int:
+    try:
+        return int(store.stats().chunks)
+    except RLMError:
+        return 0
 
 
 def cell_output(result: CellResult) -> dict[str, Any]:

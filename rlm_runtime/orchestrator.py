@@ -45,6 +45,9 @@ class RLM:
         on_event: called with every trajectory event as it happens (for live display).
         governor: concurrency caps (default: from this machine's memory and CPUs).
         probe: a ``ProbeConfig`` (default: ``[probe]`` of the nearest rlm.toml / pyproject.toml).
+        memory: the memory store searched with the contexts (True: the default store; a
+            path; a ``MemoryStore``); see ``Session``.
+        remember: store each answer in the memory store.
 
     A context manager: leaving it closes the clients it made.
     """
@@ -53,7 +56,8 @@ class RLM:
                  limits: RunLimits | None = None, policy: str | Path | Policy = "default",
                  cell_limits: CellLimits | None = None, tools: Sequence[Tool | Callable[..., Any]] = (),
                  trace: str | Path | bool | None = None, on_event: Callable[[Event], None] | None = None,
-                 governor: Governor | None = None, probe: Any = None, paths: Paths | None = None) -> None:
+                 governor: Governor | None = None, probe: Any = None, paths: Paths | None = None,
+                 memory: Any = None, remember: bool = False) -> None:
         self.client = make_client(model)
         self.sub_client = make_client(sub_model) if sub_model is not None else self.client
         self.limits = limits or RunLimits.for_model(self.client.model)
@@ -64,6 +68,8 @@ class RLM:
         self.paths = paths or paths_from_env()
         self.trace = trace
         self.probe = probe
+        self.memory = memory
+        self.remember = remember
         worker_mb = (cell_limits or self.policy.limits).memory_mb
         self.governor = governor or Governor.from_system(worker_mb=worker_mb, ceiling=self.limits.max_concurrency)
         self._closed = False
@@ -80,7 +86,8 @@ class RLM:
             raise SessionClosed("this RLM is closed")
         return Session(self.client, self.sub_client, contexts=contexts, limits=self.limits, policy=self.policy,
                        cell_limits=self.cell_limits, tools=self.tools, trace=self.trace, on_event=self.on_event,
-                       governor=self.governor, probe=self.probe, paths=self.paths)
+                       governor=self.governor, probe=self.probe, paths=self.paths, memory=self.memory,
+                       remember=self.remember)
 
     def run(self, query: str, context: Any = None, *, contexts: list[Any] | None = None) -> RunResult:
         """Answer ``query`` over ``context`` (one source) or ``contexts`` (several)."""
@@ -107,7 +114,8 @@ def retrieve(query: str, context: Any = None, *, model: str | LLMClient | None =
 
     For programs: raises the run's failure as its ``RLMError`` class (``BudgetExceeded``
     with ``.partial``, ``NoAnswer``, ``TooManyErrors``, an ``LLMError``...). ``options`` go
-    to ``RLM`` (sub_model, limits, policy, tools, trace...).
+    to ``RLM`` (sub_model, limits, policy, tools, trace, ``memory=True`` to search the memory
+    store too...).
     """
     from rlm_runtime.config import default_model
 

@@ -21,7 +21,7 @@ WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count")
 
 #: Hints shown inside feedback, from prompts/notes/.
 NOTES = ("only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header", "cut",
-         "sub_call_cut")
+         "sub_call_cut", "empty_grep")
 
 
 class Prompts:
@@ -52,10 +52,12 @@ class Prompts:
         return self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
                          output_chars=output_chars, max_iterations=max_iterations)
 
-    def contexts(self, briefs: Sequence[Any]) -> str:
-        """What the system prompt says about the contexts (``ContextBrief``s, in order)."""
+    def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None) -> str:
+        """What the system prompt says about the contexts (``ContextBrief``s, in order) and
+        the memory store (its chunk count; None: no store)."""
+        memory = "" if memory_chunks is None else "\n" + self.text("context_memory", chunks=memory_chunks)
         if not briefs:
-            return self.text("contexts_none")
+            return (self.text("contexts_none") if memory_chunks is None else "") + memory
         parts = []
         for k, b in enumerate(briefs):
             text = b.summary
@@ -67,7 +69,7 @@ class Prompts:
             parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)
         if len(briefs) > 1:
             parts.append(self.text("contexts_several"))
-        return "\n".join(parts)
+        return "\n".join(parts) + memory
 
     def first_user(self, query: str, *, history: str = "", variables: str = "") -> str:
         """The question, after what earlier questions of the session left (if any)."""

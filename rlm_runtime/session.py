@@ -27,11 +27,13 @@ from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, Sessi
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context import open_context
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
-from rlm_runtime.errors import SessionBusy, SessionClosed
+from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.loop import Event, Run, RunResult, Setup, Tree, cell_output, open_sandbox
+from rlm_runtime.memory.store import MemoryStore, default_store_path
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
+from rlm_runtime.searching import ChunkSearch
 from rlm_runtime.tools import Tool, as_tools
 from rlm_runtime.trajectory import TraceWriter
 
@@ -59,6 +61,12 @@ class Session:
             from the current directory, else the defaults).
         pool: the worker pool (default: the process's, sized from memory).
         protect_host: see ``Sandbox``.
+        memory: the memory store ``search_chunks`` searches too: True for the default one
+            (``$RLM_HOME/brain/memory.db``), a path, or a ``MemoryStore`` (None: no store;
+            ``search_chunks`` still searches the contexts, each indexed on first use).
+        remember: store every answered question in the memory store (question, answer,
+            the cells that found it, the memory chunks it read), as ``ask(remember=...)``
+            does for one question.
     """
 
     def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
@@ -66,7 +74,8 @@ class Session:
                  policy: str | Path | Policy = "default", cell_limits: CellLimits | None = None,
                  tools: Sequence[Tool | Callable[..., Any]] = (), trace: str | Path | bool | None = None,
                  on_event: Callable[[Event], None] | None = None, governor: Governor | None = None,
-                 probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True) -> None:
+                 probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
+                 memory: bool | str | Path | MemoryStore | None = None, remember: bool = False) -> None:
         self.paths = paths or paths_from_env()
         self._owns_clients = isinstance(model, str) or isinstance(sub_model, str)
         client = make_client(model)
@@ -89,6 +98,11 @@ class Session:
         self._cells = 0
         self._closed = False
         self._busy = threading.Lock()
+        self._owns_memory = memory is not None and not isinstance(memory, MemoryStore)
+        self.memory: MemoryStore | None = _open_memory(memory, self.paths)
+        self.remember = remember
+        self.search = ChunkSearch(self.paths.home / "index", self.memory)
+        self.search.set_contexts(self._handles)
         self._trace_path = _trace_path(trace, self.paths)
         self._writer = TraceWriter(self._trace_path)
         self._emit({"type": "trace_start", "schema": 2, "version": _version, "session_id": self.session_id,
@@ -109,6 +123,9 @@ class Session:
             return
         self._closed = True
         self._sandbox.close()
+        self.search.close()
+        if self.memory is not None and self._owns_memory:
+            self.memory.close()
         self._emit({"type": "session_end", "session_id": self.session_id, "usage": self.budget.usage(),
                     "questions": self._questions})
         self._writer.close()
@@ -131,8 +148,13 @@ class Session:
 
     # ------------------------------------------------------------------ questions
 
-    def ask(self, question: str, *, limits: RunLimits | None = None) -> RunResult:
-        """Answer ``question`` in this session's sandbox (``limits``: this question's own)."""
+    def ask(self, question: str, *, limits: RunLimits | None = None, remember: bool | None = None) -> RunResult:
+        """Answer ``question`` in this session's sandbox.
+
+        Args:
+            limits: this question's own limits (default: the session's).
+            remember: store the answer in the memory store (default: the session's setting).
+        """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("a question must be a non-empty str")
         with self._turn():
@@ -142,7 +164,9 @@ class Session:
             history = harness.compact_history(self._history, setup.limits.history_chars,
                                               no_answer=setup.prompts.notes["no_answer"])
             variables = self._variables() if turn > 0 or self._cells > 0 else ""
-            tree = Tree(setup, Budget(setup.limits, parent=self.budget), self._emit, pool_key=self.session_id)
+            tree = Tree(setup, Budget(setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
+                        search=self.search)
+            self.search.memory_ids_read = []
             began = time.monotonic()
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
             result = run.execute(self._sandbox, self._table, history=history, variables=variables)
@@ -151,12 +175,36 @@ class Session:
             result.duration_s = time.monotonic() - began
             result.trajectory = str(self._trace_path) if self._trace_path else None
             self._history.append(harness.Exchange(question, result.answer, result.error))
+            if result.answer is not None and (self.remember if remember is None else remember):
+                self._remember(question, result, run)
             return result
 
+    def _remember(self, question: str, result: RunResult, run: Run) -> None:
+        if self.memory is None:
+            raise ConfigError("remember needs a memory store: Session(memory=True) or a store path")
+        try:
+            ids = self.memory.remember(question, result.answer or "", run_id=run.run_id, trajectory=self._trace_path,
+                                       cells=run.cells, read_chunk_ids=self.search.memory_ids_read)
+        except RLMError as e:  # the answer stands; say why nothing was stored
+            self._emit({"type": "tool_call", "run_id": run.run_id, "parent_id": None, "depth": 0, "name": "remember",
+                        "args": "", "result": "", "error": str(e), "duration_s": 0.0})
+            return
+        self._emit({"type": "tool_call", "run_id": run.run_id, "parent_id": None, "depth": 0, "name": "remember",
+                    "args": "", "result": f"chunks {ids}", "error": None, "duration_s": 0.0})
+
     def execute(self, code: str) -> CellResult:
-        """Run a cell typed by a person, through the same policy, in the namespace the model uses."""
+        """Run a cell typed by a person, through the same policy, in the namespace the model uses.
+        ``llm_query``, ``search_chunks`` and the session's tools work in it too (on the
+        session's budget)."""
         with self._turn():
-            result = self._sandbox.execute(code)
+            # A person's cell may call the built-ins and tools by hand, on the session's budget.
+            tree = Tree(self.setup, Budget(self.setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
+                        search=self.search)
+            self._table.current = Run(tree, "(a cell typed by a person)", depth=0, parent_id=None, turn=self._questions).functions()
+            try:
+                result = self._sandbox.execute(code)
+            finally:
+                self._table.current = {}
             self._cells += 1
             self._emit({"type": "cell", "run_id": None, "parent_id": None, "depth": 0, "turn": self._questions,
                         "code": code, "output": cell_output(result)})
@@ -172,6 +220,7 @@ class Session:
             mark_skipped_documents([handle], self.setup.probe)
             self._sandbox.add_context(handle)
             self._handles = list(self._sandbox.contexts)
+            self.search.set_contexts(self._handles)
             return handle
 
     @property
@@ -242,6 +291,14 @@ def _trace_path(trace: str | Path | bool | None, paths: Paths) -> Path | None:
     if folder.suffix == ".jsonl":
         return folder
     return folder / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -> MemoryStore | None:
+    if memory is None or memory is False:
+        return None
+    if isinstance(memory, MemoryStore):
+        return memory
+    return MemoryStore(default_store_path(paths) if memory is True else Path(memory).expanduser())
 
 
 def _probe_config() -> Any:

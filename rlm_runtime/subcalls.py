@@ -71,7 +71,28 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError(f"rlm_query found no answer: {child.error}")
         return child.answer
 
-    return {"llm_query": llm_query, "llm_query_batched": llm_query_batched, "rlm_query": rlm_query}
+    def search_chunks(query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
+                      source: str | None = None) -> list[dict[str, Any]]:
+        """Ranked search over the session's contexts and memory."""
+        search = run.tree.search
+        if search is None:
+            raise HostCallError("search_chunks is not available in this run")
+        began = time.monotonic()
+        hits = search.search(query, k, kind, tags, source, run_id=run.run_id)
+        run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
+                       "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
+                       "error": None, "duration_s": time.monotonic() - began})
+        return hits
+
+    def read_chunk(chunk_id: str, around: int = 0) -> str:
+        """One chunk's text (and ``around`` neighbours each side)."""
+        search = run.tree.search
+        if search is None:
+            raise HostCallError("read_chunk is not available in this run")
+        return str(search.read(chunk_id, around))
+
+    return {"llm_query": llm_query, "llm_query_batched": llm_query_batched, "rlm_query": rlm_query,
+            "search_chunks": search_chunks, "read_chunk": read_chunk}
 
 
 def _plain(run: Run, prompt: str, context: Any, kind: str) -> str:

@@ -343,3 +343,14 @@ def test_a_lone_surrogate_in_cell_output(write_script: Script, hay: Path, rlm_cl
     res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{script}", "--trace", trace)
     assert (res.code, res.out) == (0, "done\n"), res.err
     assert of_type(read_trace(trace), "iteration")[0]["outputs"][0]["stdout"] == "x\ud800\n"
+
+
+def test_remember_then_ask_the_memory(write_script: Script, rlm_cli: CLI) -> None:
+    """It stores an answer with --remember, and a later ask with -c memory: finds it with search_chunks."""
+    first = rlm_cli("ask", "Where do they meet?", "--remember", "-q", "--model",
+                    f"scripted:{write_script(code('FINAL(' + repr('They meet in Ljubljana') + ')'))}")
+    assert first.code == 0, first.err
+    later = write_script(code("hits = search_chunks('meet')\nFINAL(read_chunk(hits[0]['id']))"))
+    res = rlm_cli("ask", "Where did we say they meet?", "-c", "memory:", "-q", "--model", f"scripted:{later}")
+    assert res.code == 0, res.err
+    assert "They meet in Ljubljana" in res.out

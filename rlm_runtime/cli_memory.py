@@ -1,0 +1,578 @@
+"""The ``rlm memory`` commands: add files to the memory store, search it, show a chunk and its
+links, link chunks, report its size, run its lifecycle (decay, promote, prune), move it as
+JSONL and forget what it holds. Each command is one ``MemoryStore`` call or a few; this module
+only parses, opens the store and prints.
+
+Every command takes ``--store PATH`` (default ``$RLM_HOME/brain/memory.db``). ``add`` and
+``import`` create the store when it is missing; the other commands need it to exist. Commands
+that only look (``search``, ``show``, ``stats``, ``export``, ``prune --dry-run``) open it
+read-only, so they never wait for a writer and work on a store on a read-only disk.
+
+Exit codes (those of ``rlm``, see ``cli``): 0 done; 1 nothing found or nothing done: an
+unknown chunk id, a search without hits, ``forget --source`` of a source the store does not
+hold, an ``add`` that stored nothing because every path was skipped, or the store refused the
+change (another writer held it past the busy timeout); 2 bad usage: options, a missing input
+file, a file that is not an export, and a store path that is not a usable memory store (no
+store there yet, a folder, not SQLite, another program's database, unreadable, or needing
+migrations when opened read-only); 130 interrupted. Errors are one line on stderr, and with
+``--json`` the one JSON object on stdout.
+
+Everything stored is someone else's text (files, model answers, imports): what is printed from
+it goes through ``termsafe`` (``cli._say`` escapes every line; single-line fields go through
+``one_line`` first, so a stored newline cannot forge a line of the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rlm_runtime import cli
+from rlm_runtime.termsafe import one_line
+
+if TYPE_CHECKING:
+    from rlm_runtime.memory import ChunkView, IngestProgress, Link, MemoryStore, StoreError
+
+#: Chunk ids are SQLite integers: a larger number would be an internal error, not "no such chunk".
+_MAX_ID = 2**63 - 1
+#: Ids listed in a text report before "and N more".
+_LIST_IDS = 20
+#: Links listed by ``show --links`` as text (``--json`` has them all).
+_LIST_LINKS = 50
+
+
+class _Unusable(Exception):
+    """The store path names no usable memory store (exit 2, reported as the StoreError it was)."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# ---------------------------------------------------------------------------------- parser
+
+
+def add_memory_commands(commands: Any) -> None:
+    """Register ``rlm memory ...`` on ``rlm``'s subcommand table (``add_subparsers()``)."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--store", metavar="PATH", help="the memory store file (default: $RLM_HOME/brain/memory.db)")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print one JSON object")
+    both = [store, as_json]
+
+    memory = commands.add_parser(
+        "memory", help="the persistent memory store: add, search, show, link, stats, prune, export, import, forget",
+        description="The persistent memory store (one SQLite file).",
+        epilog="exit codes: 0 done; 1 nothing found or done (unknown id, no hits, every path skipped); "
+               "2 bad usage or not a usable memory store; 130 interrupted")
+    actions = memory.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    ad = actions.add_parser("add", parents=both, help="chunk and store files and folders (unchanged files are skipped)")
+    ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder")
+    ad.add_argument("--tags", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
+    ad.add_argument("--kind", help="the kind of every chunk (default: detected per file)")
+    ad.set_defaults(run=_guarded(_add))
+
+    se = actions.add_parser("search", parents=both, help="ranked full-text search (read-only: not counted as recalls)")
+    se.add_argument("query")
+    se.add_argument("-k", type=_positive, default=10, metavar="N", help="hits wanted (default 10)")
+    se.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
+    se.add_argument("--tags", action="append", default=[], metavar="A,B", help="only chunks having every tag")
+    se.add_argument("--source", metavar="PATH", help="only chunks from this file, folder or memory label")
+    se.set_defaults(run=_guarded(_search))
+
+    sh = actions.add_parser("show", parents=both, help="one chunk: its text, where it came from, its statistics")
+    sh.add_argument("id", type=_chunk_id, metavar="ID")
+    sh.add_argument("--around", type=_count, default=0, metavar="N", help="neighbouring chunks to show on each side")
+    sh.add_argument("--links", action="store_true", help="list the chunk's links")
+    sh.set_defaults(run=_guarded(_show))
+
+    li = actions.add_parser("link", parents=both, help="link chunk A to chunk B (supports, contradicts, any type)")
+    li.add_argument("a", type=_chunk_id, metavar="A")
+    li.add_argument("b", type=_chunk_id, metavar="B")
+    li.add_argument("type", metavar="TYPE")
+    li.add_argument("--strength", type=_strength, default=1.0, metavar="S", help="the link's strength (default 1.0)")
+    li.set_defaults(run=_guarded(_link))
+
+    st = actions.add_parser("stats", parents=both, help="chunks, sources, links by type, tiers, size on disk")
+    st.set_defaults(run=_guarded(_stats))
+
+    pr = actions.add_parser("prune", parents=both, help="decay strengths, promote often-recalled chunks, drop expired and faded ones")
+    pr.add_argument("--dry-run", action="store_true", help="only say what would change")
+    pr.set_defaults(run=_guarded(_prune))
+
+    ex = actions.add_parser("export", parents=[store], help="write the whole store as JSON lines")
+    ex.add_argument("file", metavar="FILE", help="the JSONL file to write, or - for standard output")
+    ex.set_defaults(run=_guarded(_export))
+
+    im = actions.add_parser("import", parents=both, help="read an export into the store (merged when the store has content)")
+    im.add_argument("file", metavar="FILE", help="a JSONL export, or - for standard input")
+    im.set_defaults(run=_guarded(_import))
+
+    fo = actions.add_parser("forget", parents=both, help="delete one chunk, or every chunk of a source")
+    which = fo.add_mutually_exclusive_group(required=True)
+    which.add_argument("id", nargs="?", type=_chunk_id, metavar="ID", help="the chunk to delete")
+    which.add_argument("--source", metavar="PATH", help="a stored file's path or a memory label (run:<id>, notes)")
+    fo.set_defaults(run=_guarded(_forget))
+
+
+def _chunk_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a chunk id: {text!r}") from None
+    if not 0 <= value <= _MAX_ID:
+        raise argparse.ArgumentTypeError(f"not a chunk id: {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
+    return value
+
+
+def _strength(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more: {text}")
+    return value
+
+
+def _words(values: Sequence[str]) -> list[str]:
+    """``--tags a,b --tags c`` as ``[a, b, c]``: split at commas, blanks dropped, order kept."""
+    return list(dict.fromkeys(w.strip() for v in values for w in v.split(",") if w.strip()))
+
+
+# ---------------------------------------------------------------------------------- the store
+
+
+def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Report an unusable store as its StoreError with exit 2; every other error goes on to
+    ``cli.main`` (an unknown id, ChunkNotFound, is a StoreError and exits 1 there)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _Unusable as e:
+            return cli._report(args, f"error: {e.error}", str(e.error), type(e.error).__name__, cli.EXIT_USAGE)
+
+    return run
+
+
+def _store_path(args: argparse.Namespace) -> Path:
+    from rlm_runtime.memory import default_store_path
+
+    return Path(os.path.expanduser(args.store)) if args.store else default_store_path()
+
+
+def _check_store_file(path: Path, *, must_exist: bool) -> None:
+    """Refuse a path that holds something other than a memory store, before ``MemoryStore``
+    opens it: opened for writing, an SQLite file of another program would be switched to WAL
+    and given the store's tables.
+
+    Raises:
+        StoreError: no store there (when one must exist), a folder, not SQLite, or an SQLite
+            database without the store's migrations table that is not empty.
+    """
+    from rlm_runtime.memory import StoreError
+
+    if not path.exists():
+        if must_exist:
+            raise StoreError(f"no memory store at {path} (`rlm memory add PATH` creates one)")
+        return
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a memory store file")
+    try:
+        if path.stat().st_size == 0:
+            return  # SQLite takes an empty file for an empty database: a new store
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError) as e:
+        raise StoreError(f"{path} is not a memory store: {e}") from e
+    if names and "_migrations" not in names:
+        raise StoreError(f"{path} is an SQLite database of something else, not a memory store (left unchanged)")
+
+
+@contextmanager
+def _open(args: argparse.Namespace, *, readonly: bool, must_exist: bool = True) -> Iterator[MemoryStore]:
+    """The store of ``--store``, closed at the end; an unusable one raises ``_Unusable``."""
+    from rlm_runtime.memory import MemoryStore, StoreError
+
+    path = _store_path(args)
+    try:
+        _check_store_file(path, must_exist=must_exist or readonly)
+        store = MemoryStore(path, readonly=readonly)
+    except StoreError as e:
+        raise _Unusable(e) from e
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------------------------- formatting
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover - the loop returns
+
+
+def _when(t: float | None) -> str:
+    return "never" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:_LIST_IDS])
+    return shown + (f" and {len(ids) - _LIST_IDS} more" if len(ids) > _LIST_IDS else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _where(source: str, start_line: int, end_line: int) -> str:
+    return f"{one_line(source)}:{start_line}-{end_line}"
+
+
+def _tags(tags: Sequence[str]) -> str:
+    return ",".join(one_line(t) for t in tags)
+
+
+# ---------------------------------------------------------------------------------- add
+
+
+class _Progress:
+    """The ingest's progress on stderr: one line rewritten in place on a terminal (at most ten
+    times a second), else a plain line every few seconds, so a log is not flooded."""
+
+    def __init__(self, stream: TextIO, *, live: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.live = stream.isatty() if live is None else live
+        self.interval = 0.1 if self.live else 5.0
+        self.clock = clock
+        self.last = clock()
+        self.shown = False
+
+    def line(self, p: IngestProgress) -> str:
+        rate = p.bytes / 1e6 / p.seconds if p.seconds > 0 else 0.0
+        return (f"files {p.files_done:,}/{p.files_total:,}  chunks {p.chunks:,}  {_size(p.bytes)}  {rate:.1f} MB/s  "
+                f"{one_line(os.path.basename(p.path))}")
+
+    def __call__(self, p: IngestProgress) -> None:
+        now = self.clock()
+        last_file = p.files_done == p.files_total and self.live
+        if now - self.last < self.interval and not last_file:
+            return
+        self.last = now
+        text = self.line(p)
+        try:
+            if self.live:  # our own controls: go to the line start, clear to its end; the text is escaped
+                width = shutil.get_terminal_size((80, 24)).columns - 1
+                self.stream.write(f"\r{text[:width]}\x1b[K")
+            else:
+                self.stream.write(f"rlm: {text}\n")
+            self.stream.flush()
+            self.shown = True
+        except (OSError, ValueError):
+            pass  # progress is a courtesy: a closed stderr must not stop the ingest
+
+    def finish(self) -> None:
+        if self.live and self.shown:
+            try:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _add(args: argparse.Namespace) -> int:
+    for path in args.paths:
+        if not os.path.lexists(path):
+            raise cli._Usage(f"no such file or folder: {path}")
+    progress = _Progress(sys.stderr)
+    with _open(args, readonly=False, must_exist=False) as store:
+        try:
+            report = store.ingest(args.paths, tags=_words(args.tags), kind=args.kind or None, progress=progress)
+        finally:
+            progress.finish()
+        total = store.stats()
+    skipped = [s for s in report.skipped if not s.stored]
+    nothing = bool(skipped) and report.files == 0 and report.unchanged == 0
+    if args.json:
+        cli._print_json(args, {**report.to_dict(), "store": str(store.path), "store_chunks": total.chunks})
+        return cli.EXIT_FAILED if nothing else cli.EXIT_OK
+    cli._say(f"stored {_plural(report.files, 'file')} ({_size(report.bytes)} in {report.seconds:.2f} s, {report.mb_per_s:.1f} MB/s): "
+             f"{_plural(report.chunks_added, 'new chunk')}, {report.chunks_kept:,} kept, {report.chunks_removed:,} removed")
+    if report.unchanged or report.removed_files:
+        cli._say(f"unchanged: {_plural(report.unchanged, 'file')}; gone from their folder: {_plural(report.removed_files, 'file')}")
+    for note in (s for s in report.skipped if s.stored):
+        cli._say(f"note: {one_line(note.path)}: {one_line(note.reason)}")
+    if skipped:
+        cli._say(f"skipped {_plural(len(skipped), 'path')}:")
+        for s in skipped:
+            cli._say(f"  {one_line(s.path)}: {one_line(s.reason)}")
+    cli._say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
+    return cli.EXIT_FAILED if nothing else cli.EXIT_OK
+
+
+# ---------------------------------------------------------------------------------- search, show
+
+
+def _search(args: argparse.Namespace) -> int:
+    with _open(args, readonly=True) as store:
+        # record=False: a person searching from a shell is looking, not recalling for an
+        # answer. Counting these hits would reinforce (and in time promote) whatever someone
+        # happened to inspect, while the lifecycle is meant to follow what runs use; it also
+        # keeps the search read-only (no write lock, works on a read-only store).
+        hits = store.search(args.query, k=args.k, kind=_words(args.kind) or None, tags=_words(args.tags) or None,
+                            source=args.source, record=False)
+    if args.json:
+        cli._print_json(args, {**hits.to_dict(), "store": str(store.path)})
+        return cli.EXIT_OK if hits else cli.EXIT_FAILED
+    if hits.dropped or hits.capped:
+        left = f"left out common words: {', '.join(one_line(w) for w in hits.dropped)}" if hits.dropped else ""
+        capped = f"only common words: ranked the {hits.scanned:,} newest matching chunks" if hits.capped else ""
+        cli._say(f"rlm: note: {'; '.join(x for x in (left, capped) if x)}", err=True)
+    if not hits:
+        terms = " ".join(one_line(t) for t in hits.terms) or one_line(args.query)
+        cli._say(f"rlm: no chunks match: {terms}", err=True)
+        return cli.EXIT_FAILED
+    for h in hits:
+        tags = f"  tags: {_tags(h.tags)}" if h.tags else ""
+        cli._say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}")
+        cli._say(f"    {one_line(h.snippet)[:400]}")
+    return cli.EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory.links import SYMMETRIC_TYPES
+
+    with _open(args, readonly=True) as store:
+        view = store.read(args.id, around=args.around, record=False)
+        stats = store.chunk_stats(args.id)
+        found = store.links(args.id) if args.links else []
+        others = {v.chunk_id: v for v in store.read_many([_other(link, args.id) for link in found[:_LIST_LINKS]], record=False)}
+    if args.json:
+        value: dict[str, Any] = {"chunk": view.to_dict(), "stats": stats.to_dict()}
+        if args.links:
+            value["links"] = [link.to_dict() for link in found]
+        cli._print_json(args, value)
+        return cli.EXIT_OK
+    tags = f", tags: {_tags(view.tags)}" if view.tags else ""
+    cli._say(f"chunk {view.chunk_id} of {one_line(view.source)} ({one_line(view.source_kind)}), lines {view.start_line}-{view.end_line}, "
+             f"bytes {view.start_byte}-{view.end_byte}, {view.tokens:,} tokens, kind {one_line(view.kind)}{tags}")
+    cli._say(f"created {_when(view.created)}; recalled {_plural(stats.recall_count, 'time')} (last {_when(stats.last_recall)}); "
+             f"strength {stats.strength:.2f}, {stats.tier}{', pinned' if stats.pinned else ''}; expires {_when(stats.expires_at)}")
+    if view.run_id or view.meta:
+        cli._say(f"run {one_line(view.run_id or '-')}; meta {one_line(repr(view.meta))[:300]}")
+    if view.before or view.after:
+        for v in (*view.before, view, *view.after):
+            cli._say(f"--- chunk {v.chunk_id}, lines {v.start_line}-{v.end_line}{' (this one)' if v is view else ''} ---")
+            cli._say(v.text)
+    else:
+        cli._say("---")
+        cli._say(view.text)
+    if args.links:
+        cli._say(f"--- {_plural(len(found), 'link')} ---")
+        for link in found[:_LIST_LINKS]:
+            cli._say(_link_line(link, args.id, others, SYMMETRIC_TYPES))
+        if len(found) > _LIST_LINKS:
+            cli._say(f"... and {len(found) - _LIST_LINKS} more (--json lists them all)")
+    return cli.EXIT_OK
+
+
+def _other(link: Link, chunk_id: int) -> int:
+    return link.dst if link.src == chunk_id else link.src
+
+
+def _link_line(link: Link, chunk_id: int, others: dict[int, ChunkView], symmetric: frozenset[str]) -> str:
+    other = _other(link, chunk_id)
+    arrow = "<->" if link.type in symmetric else ("->" if link.src == chunk_id else "<-")
+    v = others.get(other)
+    where = f"{_where(v.source, v.start_line, v.end_line)}  {one_line(v.text)[:60]}" if v else "(chunk gone)"
+    return f"  {one_line(link.type)} {arrow} {other}  strength {link.strength:.2f} x{link.count}  {where}"
+
+
+# ---------------------------------------------------------------------------------- link, stats, prune
+
+
+def _link(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory.links import SYMMETRIC_TYPES
+
+    kind = args.type.strip()
+    if not kind:
+        raise cli._Usage("a link needs a type (supports, contradicts, ...)")
+    if args.a == args.b:
+        raise cli._Usage("a chunk cannot be linked to itself")
+    with _open(args, readonly=False) as store:
+        store.link(args.a, args.b, kind, args.strength)
+        made = next((x for x in store.links(args.a, kind) if {x.src, x.dst} == {args.a, args.b}), None)
+    if args.json:
+        cli._print_json(args, made.to_dict() if made else {"src": args.a, "dst": args.b, "type": kind, "strength": args.strength})
+        return cli.EXIT_OK
+    arrow = "<->" if kind in SYMMETRIC_TYPES else "->"
+    cli._say(f"linked {args.a} {arrow} {args.b} as {one_line(kind)} (strength {args.strength:g})")
+    return cli.EXIT_OK
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with _open(args, readonly=True) as store:
+        s = store.stats()
+    if args.json:
+        cli._print_json(args, s.to_dict())
+        return cli.EXIT_OK
+    links = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.links_by_type.items()) or "none"
+    tiers = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.tiers.items()) or "none"
+    cli._say(f"store: {s.path}")
+    cli._say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {_plural(s.sources, 'source')}")
+    cli._say(f"links: {sum(s.links_by_type.values()):,} ({links})")
+    cli._say(f"tiers: {tiers}; pinned {s.pinned:,}")
+    cli._say(f"recall traces: {s.traces:,}")
+    cli._say(f"size on disk: {_size(s.size_bytes)}")
+    cli._say(f"migrations: {len(s.migrations)} ({s.migrations[-1] if s.migrations else 'none'})")
+    return cli.EXIT_OK
+
+
+def _prune(args: argparse.Namespace) -> int:
+    # Decay first: prune then judges strengths as of now. A dry run writes nothing, so it
+    # opens the store read-only.
+    with _open(args, readonly=args.dry_run) as store:
+        decay = store.decay_and_promote(dry_run=args.dry_run)
+        pruned = store.prune(dry_run=args.dry_run)
+    if args.json:
+        cli._print_json(args, {"dry_run": args.dry_run, "decay": decay.to_dict(), "prune": pruned.to_dict()})
+        return cli.EXIT_OK
+    would = "would be " if args.dry_run else ""
+    promoted = f": {_ids(decay.promoted)}" if decay.promoted else ""
+    cli._say(f"decay: {_plural(decay.decayed, 'strength')} {would}decayed; {_plural(len(decay.promoted), 'chunk')} {would}promoted "
+             f"to long-term{promoted}")
+    why: dict[str, list[int]] = {}
+    for chunk_id in pruned.removed:
+        why.setdefault(one_line(pruned.reasons.get(chunk_id, "?")), []).append(chunk_id)
+    detail = "; ".join(f"{reason}: {_ids(ids)}" for reason, ids in why.items())
+    cli._say(f"prune: {_plural(len(pruned.removed), 'chunk')} {would}removed{f' ({detail})' if detail else ''}; "
+             f"{_plural(pruned.traces_removed, 'recall trace')} {would}removed")
+    if args.dry_run:
+        cli._say("dry run: nothing was changed")
+    return cli.EXIT_OK
+
+
+# ---------------------------------------------------------------------------------- export, import, forget
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _open(args, readonly=True) as store:
+        if args.file == "-":
+            try:
+                n = store.export_jsonl(sys.stdout)
+                sys.stdout.flush()
+            except BrokenPipeError as e:
+                raise cli._OutputClosed() from e
+            cli._say(f"exported {_plural(n, 'record')}", err=True)
+            return cli.EXIT_OK
+        target = Path(args.file)
+        if target.exists() and target.resolve() in {Path(f"{store.path.resolve()}{end}") for end in ("", "-wal", "-shm")}:
+            raise cli._Usage(f"{args.file} is the store itself")
+        # Written beside the target and renamed at the end: a failed export leaves no half file.
+        partial = target.with_name(f"{target.name}.partial")
+        try:
+            with open(partial, "w", encoding="utf-8", newline="\n") as fh:
+                n = store.export_jsonl(fh)
+            os.replace(partial, target)
+        except OSError as e:
+            raise cli._Usage(f"cannot write {args.file}: {e.strerror or e}") from e
+        finally:
+            if partial.exists():
+                partial.unlink()
+    cli._say(f"exported {_plural(n, 'record')} to {args.file}")
+    return cli.EXIT_OK
+
+
+@contextmanager
+def _input(name: str) -> Iterator[TextIO]:
+    if name == "-":
+        yield sys.stdin
+        return
+    try:
+        fh = open(name, encoding="utf-8", newline="")  # closed by the with below
+    except FileNotFoundError as e:
+        raise cli._Usage(f"no such file: {name}") from e
+    except IsADirectoryError as e:
+        raise cli._Usage(f"is a directory, not a file: {name}") from e
+    except OSError as e:
+        raise cli._Usage(f"cannot read {name}: {e.strerror or e}") from e
+    with fh:
+        yield fh
+
+
+def _import(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory import StoreError
+
+    with _input(args.file) as fh, _open(args, readonly=False, must_exist=False) as store:
+        try:
+            counts = store.import_jsonl(fh)
+        except UnicodeDecodeError as e:
+            raise cli._Usage(f"{args.file} is not a memory store export: not UTF-8 text ({e.reason})") from e
+        except StoreError as e:
+            raise _Unusable(StoreError(f"{args.file}: {e}")) from e  # the file is not a (valid) export
+    if args.json:
+        cli._print_json(args, {**counts, "store": str(store.path)})
+        return cli.EXIT_OK
+    merged = f"; {_plural(counts['merged'], 'chunk')} already stored" if counts.get("merged") else ""
+    cli._say(f"imported {_plural(counts.get('source', 0), 'source')}, {_plural(counts.get('chunk', 0), 'chunk')}, "
+             f"{_plural(counts.get('link', 0), 'link')}, {_plural(counts.get('trace', 0), 'recall trace')}{merged} into {store.path}")
+    return cli.EXIT_OK
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory import ChunkNotFound, StoreError
+
+    with _open(args, readonly=False) as store:
+        if args.source is None:
+            if not store.forget(args.id):
+                raise ChunkNotFound(args.id)
+            value: dict[str, Any] = {"forgotten": [args.id]}
+            line = f"forgot chunk {args.id}"
+        else:
+            n = store.forget_source(args.source)
+            if n == 0:
+                hint = " (a folder: forget its files one by one)" if os.path.isdir(args.source) else ""
+                raise StoreError(f"no source {args.source} with chunks in the memory store{hint}")
+            value = {"source": args.source, "chunks": n}
+            line = f"forgot {_plural(n, 'chunk')} of {args.source}"
+    if args.json:
+        cli._print_json(args, value)
+    else:
+        cli._say(line)
+    return cli.EXIT_OK

@@ -1,0 +1,166 @@
+"""The SQLite connection of a memory store: opening it (WAL, busy timeout, foreign keys), the
+check that this SQLite has FTS5 with the porter and unicode61 tokenizers, and short
+transactions.
+
+Concurrency model: many readers and one writer, across processes. WAL lets readers go on
+while a writer commits; every write is a ``BEGIN IMMEDIATE`` transaction (it takes the write
+lock at once, so two writers queue on ``busy_timeout`` instead of failing half-way with
+"database is locked"), kept short by its caller. ``synchronous=NORMAL``: a killed process
+loses at most the transaction in flight and never corrupts the file; a power cut may also
+lose the last commits before a checkpoint (``durable=True`` selects ``FULL``).
+
+One ``Database`` serves one process: its connection is shared by threads under a lock.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rlm_runtime.memory.errors import StoreError
+
+#: The FTS5 tokenizer of the chunk index (porter stemming over unicode61, accents folded).
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def now() -> float:
+    """Seconds since the epoch: every timestamp of the store."""
+    return time.time()
+
+
+def decay(strength: float, since: float, at: float, half_life_s: float) -> float:
+    """``strength`` set at time ``since``, decayed to time ``at`` with this half-life."""
+    if half_life_s <= 0 or at <= since:
+        return float(strength)
+    return float(strength) * math.pow(0.5, (at - since) / half_life_s)
+
+
+def fts5_features(conn: sqlite3.Connection) -> dict[str, bool]:
+    """Which FTS5 features this SQLite has: ``fts5`` (with porter and unicode61) and ``trigram``."""
+    found = {}
+    for name, tokenize in (("fts5", TOKENIZER), ("trigram", "trigram")):
+        try:
+            conn.execute(f"CREATE VIRTUAL TABLE temp._rlm_probe USING fts5(x, tokenize='{tokenize}')")
+            conn.execute("DROP TABLE temp._rlm_probe")
+            found[name] = True
+        except sqlite3.Error:
+            found[name] = False
+    return found
+
+
+def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False) -> sqlite3.Connection:
+    """A connection to the store at ``path`` with the store's pragmas, after checking FTS5.
+
+    Raises:
+        StoreError: the file cannot be opened, is not a database, or this SQLite lacks FTS5.
+    """
+    try:
+        if readonly:
+            if not path.exists():
+                raise StoreError(f"no memory store at {path}")
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=busy_timeout_s)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
+    except (sqlite3.Error, OSError) as e:
+        raise StoreError(f"cannot open the memory store {path}: {e}") from e
+    try:
+        features = fts5_features(conn)
+        if not features["fts5"]:
+            raise StoreError(
+                f"the SQLite in this Python ({sqlite3.sqlite_version}) has no FTS5 with the porter and unicode61 "
+                "tokenizers, which the memory store needs: use a Python whose sqlite3 module is built with FTS5 "
+                "(python.org, Homebrew, uv and Debian builds are)")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"the memory store {path} cannot use WAL mode (journal mode stays {mode})")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32000")  # 32 MB of page cache
+        conn.create_function("rlm_decay", 4, decay, deterministic=True)
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise StoreError(f"{path} is not a usable memory store: {e}") from e
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
+class Database:
+    """One connection and the transactions on it. ``write()`` is a short ``BEGIN IMMEDIATE``
+    transaction; ``snapshot()`` a read transaction (one consistent view for several queries);
+    plain ``conn`` statements outside both run in autocommit."""
+
+    def __init__(self, path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.conn = connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s, durable=durable)
+        self.lock = threading.RLock()
+        self._depth = 0
+        #: Bumped by every write of this connection (caches of counts key on it).
+        self.generation = 0
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; nested calls join the outer one. Commits at the end of the
+        outermost block, rolls back on any exception."""
+        if self.readonly:
+            raise StoreError(f"the memory store {self.path} is open read-only")
+        with self.lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"the memory store {self.path} is busy (another writer held it past the timeout): {e}") from e
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException:
+                self._depth = 0
+                self.conn.rollback()
+                raise
+            self._depth = 0
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error:
+                self.conn.rollback()
+                raise
+            self.generation += 1
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: the queries inside see one state of the store."""
+        with self.lock:
+            if self._depth:  # inside a write: that transaction is the snapshot
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def data_version(self) -> tuple[int, int]:
+        """Changes when any connection (ours or another process's) commits."""
+        with self.lock:
+            return int(self.conn.execute("PRAGMA data_version").fetchone()[0]), self.generation
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

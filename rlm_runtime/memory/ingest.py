@@ -1,0 +1,371 @@
+"""Ingest of files and folders: walk, read in bounded windows, chunk, write incrementally.
+
+* Folders are walked with symlinks followed; a folder reached twice (a symlink loop) or a
+  file reached twice (two links to it) is walked once and the repeat reported. Names in
+  ``IngestConfig.excludes`` are not entered; files with a binary extension, files whose first
+  bytes look binary, empty files, non-regular files (FIFOs, devices) and unreadable ones are
+  skipped with their reason in ``IngestReport.skipped``, and the ingest goes on.
+* A file is read one window (``window_bytes``, cut after a blank line or a newline) at a time
+  and fed to ``chunking.chunk_stream``, which finds the same pieces whatever the windows, so a
+  1 GB file costs a window of memory (and the chunker's bounded look-ahead). Invalid UTF-8 is
+  replaced with U+FFFD and reported (``stored=True``); byte spans of such a file count the
+  replacement characters (3 bytes each), not the original bytes.
+* Incremental: a file whose size and mtime match its source row is skipped unread; one whose
+  content hash matches is skipped after hashing. A changed file is re-chunked and each piece
+  whose text is already stored for that file keeps its chunk (id, statistics, links); only the
+  chunks whose text is gone are deleted, at the end, in the transaction that marks the source
+  complete. Chunks are written about ``batch_chunks`` per transaction (small files share
+  one): a killed ingest leaves every committed batch, and a file cut off in the middle keeps
+  its source in state ``ingesting``, which the next ingest redoes.
+* Skipping never deletes: a file that turned binary, empty or unreadable keeps what it had.
+  Only a file gone from a re-ingested folder loses its chunks (``remove_missing``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import hashlib
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING
+
+from rlm_runtime.context.buffer import looks_binary
+from rlm_runtime.context.protocol import BINARY_EXTENSIONS, BINARY_SNIFF_BYTES
+from rlm_runtime.memory.chunking import ChunkingConfig, chunk_stream
+from rlm_runtime.memory.chunks import NewChunk, delete_chunks
+from rlm_runtime.memory.db import Database, now
+from rlm_runtime.memory.records import IngestProgress, IngestReport, Skipped
+from rlm_runtime.memory.writer import SourceWriter
+
+if TYPE_CHECKING:
+    from rlm_runtime.memory.settings import MemorySettings
+
+Progress = Callable[[IngestProgress], None]
+_READ_BLOCK = 1024 * 1024
+
+
+def _open_binary(path: str) -> IO[bytes]:
+    """Open a file for reading (a seam: tests make it fail)."""
+    return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
+
+
+def windows(fh: IO[bytes], window_bytes: int) -> Iterator[tuple[bytes, int, int]]:
+    """(bytes, byte offset, 1-based line) of consecutive windows of a file, each at most
+    ``window_bytes`` long unless a line is longer, cut after a blank line when one lies in the
+    second half of the window, else after a newline, else at a UTF-8 character boundary."""
+    buf = b""
+    offset, line = 0, 1
+    eof = False
+    while not eof or buf:
+        while not eof and len(buf) <= window_bytes:  # one byte more: is a cut at the window's end a boundary?
+            block = fh.read(window_bytes + 1 - len(buf))
+            if not block:
+                eof = True
+            buf += block
+        if eof and len(buf) <= window_bytes:
+            cut = len(buf)
+        else:
+            cut = buf.rfind(b"\n\n", window_bytes // 2, window_bytes) + 2
+            if cut < 2:
+                cut = buf.rfind(b"\n", 0, window_bytes) + 1
+            if cut <= 0:  # one very long line: cut before a UTF-8 continuation byte never
+                cut = window_bytes
+                while cut > 0 and (buf[cut] & 0xC0) == 0x80:
+                    cut -= 1
+                cut = cut or window_bytes
+        if cut == 0:
+            break
+        raw, buf = buf[:cut], buf[cut:]
+        yield raw, offset, line
+        offset += len(raw)
+        line += raw.count(b"\n")
+
+
+def file_hash(fh: IO[bytes]) -> str:
+    """The content hash of a whole file, read in blocks."""
+    h = hashlib.blake2b(digest_size=16)
+    while block := fh.read(_READ_BLOCK):
+        h.update(block)
+    return h.hexdigest()
+
+
+def _excluded(name: str, excludes: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(name, ex) for ex in excludes)
+
+
+def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
+            report: IngestReport) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """The files to ingest (absolute path, stat), sorted, and the folders walked; what is
+    skipped goes into ``report``."""
+    files: dict[str, os.stat_result] = {}
+    seen_files: dict[tuple[int, int], str] = {}
+    seen_dirs: set[tuple[int, int]] = set()
+    roots: list[str] = []
+
+    def skip(path: str, reason: str) -> None:
+        report.skipped.append(Skipped(path, reason))
+
+    def status(path: str) -> os.stat_result | None:
+        try:
+            return os.stat(path)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                skip(path, "symlink loop")
+            elif os.path.islink(path) and isinstance(e, FileNotFoundError):
+                skip(path, "broken symlink")
+            elif isinstance(e, FileNotFoundError):
+                skip(path, "not found")
+            else:
+                skip(path, f"unreadable: {e.strerror or e}")
+            return None
+
+    def add_file(path: str, st: os.stat_result, explicit: bool) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            skip(path, "not a regular file")
+            return
+        ext = os.path.splitext(path)[1].lower()
+        if not explicit and ext in BINARY_EXTENSIONS:
+            skip(path, f"binary file type ({ext})")
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_files:
+            if seen_files[key] != path:
+                skip(path, f"same file as {seen_files[key]}")
+            return
+        seen_files[key] = path
+        files[path] = st
+
+    def walk(root: str) -> None:
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name, reverse=True)
+            except OSError as e:
+                skip(folder, f"unreadable folder: {e.strerror or e}")
+                continue
+            for entry in entries:
+                if _excluded(entry.name, excludes):
+                    continue
+                st = status(entry.path)
+                if st is None:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    key = (st.st_dev, st.st_ino)
+                    if key in seen_dirs:
+                        skip(entry.path, "symlink loop (folder already walked)")
+                        continue
+                    seen_dirs.add(key)
+                    stack.append(entry.path)
+                else:
+                    add_file(entry.path, st, explicit=False)
+
+    for given in paths:
+        path = os.path.abspath(os.path.expanduser(os.fspath(given)))
+        st = status(path)
+        if st is None:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            seen_dirs.add((st.st_dev, st.st_ino))
+            roots.append(path)
+            walk(path)
+        else:
+            add_file(path, st, explicit=True)
+    return sorted(files.items()), roots
+
+
+class Ingest:
+    """One ``ingest`` call: the files, the report, the progress callback.
+
+    Writes are queued and committed ``batch_chunks`` chunks at a time, across files: a folder
+    of small files costs one transaction per batch, not one per file (each commit makes FTS5
+    flush a segment). A file longer than a batch is committed batch by batch, its source
+    marked ``ingesting`` until its last batch."""
+
+    def __init__(self, db: Database, settings: MemorySettings, *, tags: Sequence[str] = (), kind: str | None = None,
+                 progress: Progress | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.cfg = settings.ingest
+        self.chunking = ChunkingConfig(min_tokens=self.cfg.min_tokens, max_tokens=self.cfg.max_tokens, exact_tokens=self.cfg.exact_tokens)
+        self.tags = tuple(dict.fromkeys(tags))
+        self.kind = kind
+        self.progress = progress
+        self.report = IngestReport()
+        self.started = time.perf_counter()
+        self.files_total = 0
+        self.files_done = 0
+        self.chunks_written = 0
+        self._queue: list[Callable[[sqlite3.Connection], object]] = []
+        self._queued = 0
+        self._queued_chunks = 0
+        self._path = ""
+
+    def run(self, paths: Sequence[str | os.PathLike[str]]) -> IngestReport:
+        files, roots = collect(paths, self.cfg.excludes, self.report)
+        self.files_total = len(files)
+        for done, (path, st) in enumerate(files, 1):
+            self._path = path
+            self._file(path, st)
+            self.files_done = done
+        self._flush()
+        if self.cfg.remove_missing:
+            for root in roots:
+                self._remove_missing(root, {p for p, _ in files})
+        self.report.seconds = time.perf_counter() - self.started
+        self._tell()
+        return self.report
+
+    def _tell(self) -> None:
+        if self.progress is not None:
+            self.progress(IngestProgress(self._path, self.files_done, self.files_total, self.chunks_written, self.report.bytes,
+                                         time.perf_counter() - self.started))
+
+    def _enqueue(self, write: Callable[[sqlite3.Connection], object], chunks: int) -> None:
+        """Queue a write of ``chunks`` chunks (a row update counts as one)."""
+        self._queue.append(write)
+        self._queued += max(chunks, 1)
+        self._queued_chunks += chunks
+        if self._queued >= self.cfg.batch_chunks:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Commit what is queued, in order, in one transaction."""
+        if not self._queue:
+            return
+        with self.db.write() as conn:
+            for write in self._queue:
+                write(conn)
+        self.chunks_written += self._queued_chunks
+        self._queue, self._queued, self._queued_chunks = [], 0, 0
+        self._tell()
+
+    def _skip(self, path: str, reason: str, *, stored: bool = False) -> None:
+        self.report.skipped.append(Skipped(path, reason, stored))
+
+    def _file(self, path: str, st: os.stat_result) -> None:
+        with self.db.lock:
+            row = self.db.conn.execute("SELECT id, size, mtime_ns, hash, state FROM sources WHERE kind = 'file' AND path = ?",
+                                       (path,)).fetchone()
+        complete = row is not None and row[4] == "complete"
+        if st.st_size == 0:
+            self._skip(path, "empty file" + (" (the chunks stored before are kept)" if row else ""))
+            return
+        if complete and row[1] == st.st_size and row[2] == st.st_mtime_ns:
+            self.report.unchanged += 1
+            return
+        try:
+            fh = _open_binary(path)
+        except OSError as e:
+            self._skip(path, f"unreadable: {e.strerror or e}")
+            return
+        with fh:
+            try:
+                if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
+                    self._skip(path, "binary content" + (" (the chunks stored before are kept)" if row else ""))
+                    return
+                fh.seek(0)
+                if complete and row[3]:
+                    digest = file_hash(fh)
+                    if digest == row[3]:
+                        self._enqueue(lambda conn: conn.execute("UPDATE sources SET size = ?, mtime_ns = ?, updated = ? WHERE id = ?",
+                                                                (st.st_size, st.st_mtime_ns, now(), row[0])), 0)
+                        self.report.unchanged += 1
+                        return
+                    fh.seek(0)
+                self._write(path, st, fh)
+            except OSError as e:
+                self._skip(path, f"read error: {e.strerror or e} (committed chunks kept; the next ingest redoes the file)")
+
+    def _write(self, path: str, st: os.stat_result, fh: IO[bytes]) -> None:
+        state: dict[str, SourceWriter] = {}
+        sid = 0
+
+        def writer(conn: sqlite3.Connection) -> SourceWriter:
+            """The file's writer; made by the first write, which marks the source as being
+            ingested and maps the texts it held to their chunks."""
+            nonlocal sid
+            if "w" not in state:
+                stamp = now()
+                conn.execute("""INSERT INTO sources (kind, path, size, mtime_ns, state, created, updated)
+                                VALUES ('file', ?, ?, ?, 'ingesting', ?, ?)
+                                ON CONFLICT (kind, path) DO UPDATE SET state = 'ingesting', updated = excluded.updated""",
+                             (path, st.st_size, st.st_mtime_ns, stamp, stamp))
+                sid = int(conn.execute("SELECT id FROM sources WHERE kind = 'file' AND path = ?", (path,)).fetchone()[0])
+                old: dict[str, list[int]] = {}
+                for chunk_id, digest in conn.execute("SELECT id, hash FROM chunks WHERE source_id = ? ORDER BY seq, id", (sid,)):
+                    old.setdefault(str(digest), []).append(int(chunk_id))
+                state["w"] = SourceWriter(sid, self.settings.links, tags=self.tags, old=old)
+            return state["w"]
+
+        def write(batch: list[NewChunk]) -> Callable[[sqlite3.Connection], object]:
+            return lambda conn: writer(conn).write(conn, batch, now())
+
+        hasher = hashlib.blake2b(digest_size=16)
+        invalid = False
+        size = 0
+
+        def texts() -> Iterator[str]:
+            nonlocal invalid, size
+            for raw, _, _ in windows(fh, self.cfg.window_bytes):
+                hasher.update(raw)
+                size += len(raw)
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    invalid = True
+                    yield raw.decode("utf-8", "replace")
+
+        pending: list[NewChunk] = []
+        for p in chunk_stream(texts(), path=path, kind=self.kind, config=self.chunking):
+            pending.append(NewChunk(p.text, p.start_byte, p.end_byte, p.start_line, p.end_line, p.tokens, p.kind, p.header or None))
+            if len(pending) >= self.cfg.batch_chunks:
+                self._enqueue(write(pending), len(pending))
+                pending = []
+        note = "invalid UTF-8 replaced with U+FFFD" if invalid else None
+        digest = hasher.hexdigest()
+
+        def finish(conn: sqlite3.Connection) -> None:
+            w = writer(conn)
+            w.write(conn, pending, now())
+            gone = delete_chunks(conn, w.leftover(), now(), bridge=False)
+            w.drop_stale_follows(conn)
+            conn.execute("UPDATE sources SET size = ?, mtime_ns = ?, hash = ?, state = 'complete', note = ?, updated = ? WHERE id = ?",
+                         (size, st.st_mtime_ns, digest, note, now(), sid))
+            self.report.files += 1
+            self.report.bytes += size
+            self.report.chunks_added += w.added
+            self.report.chunks_kept += w.kept
+            self.report.chunks_removed += gone
+
+        if invalid:
+            self._skip(path, "invalid UTF-8 replaced with U+FFFD (byte spans count the replacements)", stored=True)
+        self._enqueue(finish, len(pending))
+
+    def _remove_missing(self, root: str, present: set[str]) -> None:
+        prefix = root.rstrip(os.sep) + os.sep
+        with self.db.lock:
+            rows = self.db.conn.execute("SELECT id, path FROM sources WHERE kind = 'file' AND substr(path, 1, ?) = ?",
+                                        (len(prefix), prefix)).fetchall()
+        for sid, path in rows:
+            if path in present or os.path.lexists(path):
+                continue
+            self.report.chunks_removed += remove_source(self.db, int(sid))
+            self.report.removed_files += 1
+
+
+def remove_source(db: Database, sid: int, batch: int = 1000) -> int:
+    """Delete a source and its chunks, ``batch`` chunks per transaction; return the chunks deleted."""
+    removed = 0
+    while True:
+        with db.write() as conn:
+            ids = [int(r[0]) for r in conn.execute("SELECT id FROM chunks WHERE source_id = ? LIMIT ?", (sid, batch))]
+            if not ids:
+                conn.execute("DELETE FROM sources WHERE id = ?", (sid,))
+                return removed
+            removed += delete_chunks(conn, ids, now(), bridge=False)

@@ -1,0 +1,214 @@
+"""The schema of the memory store as named, append-only migrations (simonw/llm style).
+
+``MIGRATIONS`` lists functions in order; ``migrate`` applies those not yet named in the
+``_migrations`` table, each in its own ``BEGIN IMMEDIATE`` transaction together with its
+record, so two processes opening a new store at once do not both apply it. Never edit or
+reorder a released migration: add a new one at the end.
+
+The tables:
+
+* ``sources``: where chunks come from: a file (``kind='file'``, its absolute path, size,
+  mtime and hash for incremental re-ingest; ``state`` is ``ingesting`` until its last batch
+  commits) or a memory (``kind='memory'``, a label such as ``run:<id>``).
+* ``chunks``: the text, its source and position (``seq``, byte and line span), tokens, kind,
+  content hash, run id, provenance (``meta``, JSON), created/modified/accessed times.
+  ``AUTOINCREMENT``: an id is never reused, so an id printed once never names other text.
+* ``chunks_fts``: the FTS5 index (BM25) over ``chunks.text``, external content. Triggers
+  remove a deleted or edited chunk's entry; an insert writes the index explicitly
+  (``chunks.insert_chunk``): an insert trigger opens a savepoint per row, which makes FTS5
+  flush its pending terms each time (ingest measured twice as slow).
+  ``chunk_tags``; ``chunk_terms`` (a chunk's rare key terms, for ``related_to``).
+* ``links``: typed, weighted edges between chunks (an open set of types).
+* ``chunk_stats``: recall count, last recall, strength (as of ``strength_at``), tier, pinned,
+  expires_at; a separate table so that a recall does not rewrite the row holding the text.
+* ``recall_traces`` and ``trace_chunks``: each search or recall, and the chunks it returned.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from rlm_runtime.memory.db import TOKENIZER
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration (its name is its identity)."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    # executescript would COMMIT the migration's transaction: run statement by statement
+    # (a trigger body holds semicolons: a statement ends where SQLite says it is complete).
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in a migration: {statement.strip()[:80]}")
+
+
+@migration
+def m001_sources_and_chunks(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        CREATE TABLE sources (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER,
+            mtime_ns INTEGER,
+            hash TEXT,
+            state TEXT NOT NULL DEFAULT 'complete',
+            note TEXT,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            UNIQUE (kind, path)
+        );
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            source_id INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start_byte INTEGER NOT NULL,
+            end_byte INTEGER NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            run_id TEXT,
+            meta TEXT,
+            created REAL NOT NULL,
+            modified REAL NOT NULL,
+            accessed REAL
+        );
+        CREATE INDEX chunks_source_seq ON chunks (source_id, seq);
+        CREATE INDEX chunks_run ON chunks (run_id) WHERE run_id IS NOT NULL;
+        CREATE TABLE chunk_tags (
+            tag TEXT NOT NULL,
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            PRIMARY KEY (tag, chunk_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX chunk_tags_chunk ON chunk_tags (chunk_id);
+    """)
+
+
+@migration
+def m002_chunks_fts(conn: sqlite3.Connection) -> None:
+    _script(conn, f"""
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', tokenize='{TOKENIZER}');
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild');
+    """)
+
+
+@migration
+def m003_links_and_terms(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        CREATE TABLE links (
+            src INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            type TEXT NOT NULL,
+            strength REAL NOT NULL DEFAULT 1.0,
+            count INTEGER NOT NULL DEFAULT 1,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            PRIMARY KEY (src, type, dst)
+        ) WITHOUT ROWID;
+        CREATE INDEX links_dst ON links (dst, type);
+        CREATE TABLE chunk_terms (
+            term TEXT NOT NULL,
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            PRIMARY KEY (term, chunk_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX chunk_terms_chunk ON chunk_terms (chunk_id);
+    """)
+
+
+@migration
+def m004_chunk_stats(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        CREATE TABLE chunk_stats (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+            recall_count INTEGER NOT NULL DEFAULT 0,
+            last_recall REAL,
+            strength REAL NOT NULL DEFAULT 1.0,
+            strength_at REAL NOT NULL,
+            tier TEXT NOT NULL DEFAULT 'working' CHECK (tier IN ('working', 'long_term')),
+            pinned INTEGER NOT NULL DEFAULT 0,
+            expires_at REAL
+        );
+        CREATE INDEX chunk_stats_expires ON chunk_stats (expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX chunk_stats_last_recall ON chunk_stats (last_recall) WHERE last_recall IS NOT NULL;
+        INSERT INTO chunk_stats (chunk_id, strength_at) SELECT id, created FROM chunks;
+    """)
+
+
+@migration
+def m005_recall_traces(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        CREATE TABLE recall_traces (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            op TEXT NOT NULL,
+            query TEXT,
+            run_id TEXT
+        );
+        CREATE INDEX recall_traces_at ON recall_traces (at);
+        CREATE TABLE trace_chunks (
+            trace_id INTEGER NOT NULL REFERENCES recall_traces(id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            score REAL,
+            PRIMARY KEY (trace_id, rank)
+        ) WITHOUT ROWID;
+        CREATE INDEX trace_chunks_chunk ON trace_chunks (chunk_id);
+    """)
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations applied to this database, in the order they were applied."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, rowid")]
+
+
+def pending(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
+    """Names of the migrations not yet applied."""
+    done = set(applied(conn))
+    return [fn.__name__ for fn in (MIGRATIONS if migrations is None else migrations) if fn.__name__ not in done]
+
+
+def migrate(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
+    """Apply every pending migration (``migrations`` defaults to all of them); return the
+    names applied now. ``conn`` must be in autocommit mode (``isolation_level=None``)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done_now = []
+    for fn in MIGRATIONS if migrations is None else migrations:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                conn.execute("COMMIT")
+                continue
+            fn(conn)
+            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+        done_now.append(fn.__name__)
+    return done_now

@@ -1,0 +1,222 @@
+"""What the memory store hands back: search hits, chunk views, statistics and the reports of
+ingest and of the lifecycle operations. Plain frozen dataclasses; ``to_dict`` gives the plain
+data a sandbox RPC or ``--json`` output carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """The terms of a ``recall`` score before weighting, each in [0, 1] (see ``RecallConfig``)."""
+
+    text: float = 0.0
+    link: float = 0.0
+    recency: float = 0.0
+    reinforcement: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked chunk. ``score`` is higher for better hits (BM25 for ``search``, the
+    weighted sum for ``recall``, whose terms are in ``parts``); ``snippet`` marks the
+    matched terms with « and »."""
+
+    chunk_id: int
+    score: float
+    source: str
+    start_line: int
+    end_line: int
+    snippet: str
+    kind: str
+    tags: tuple[str, ...] = ()
+    parts: ScoreParts | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+class Hits(list[Hit]):
+    """The hits of a search or recall, best first, and how the query was run: ``terms`` are
+    the terms searched, ``dropped`` the stop words and too-common words left out, ``capped``
+    says that the hits are the ``scanned`` newest chunks holding all the terms (``all_of``)
+    or any of them, unranked (a query of common words only). ``recorded``: the hits were counted as
+    recalled (False when not asked, or when another writer held the store past the busy
+    timeout: the hits are still right). ``note`` says all this in a sentence, for a model."""
+
+    def __init__(self, hits: Iterable[Hit] = (), *, terms: tuple[str, ...] = (), dropped: tuple[str, ...] = (),
+                 capped: bool = False, scanned: int = 0, all_of: bool = False) -> None:
+        super().__init__(hits)
+        self.terms = terms
+        self.dropped = dropped
+        self.capped = capped
+        self.scanned = scanned
+        self.all_of = all_of
+        self.recorded = False
+
+    @property
+    def note(self) -> str:
+        parts = []
+        if self.dropped:
+            parts.append(f"left out (stop words, or in too many chunks): {', '.join(self.dropped)}")
+        if self.capped:
+            which = "all" if self.all_of else "any"
+            parts.append(f"every word is common: these are the newest chunks holding {which} of: {', '.join(self.terms)}, unranked")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hits": [h.to_dict() for h in self], "terms": list(self.terms), "dropped": list(self.dropped),
+                "capped": self.capped, "scanned": self.scanned, "all_of": self.all_of, "recorded": self.recorded, "note": self.note}
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """A chunk's text and where it came from; ``before`` / ``after`` hold up to ``around``
+    neighbours in the same source (the chunks linked by ``follows``), nearest last / first."""
+
+    chunk_id: int
+    text: str
+    source: str
+    source_kind: str
+    seq: int
+    start_byte: int
+    end_byte: int
+    start_line: int
+    end_line: int
+    tokens: int
+    kind: str
+    tags: tuple[str, ...]
+    created: float
+    run_id: str | None = None
+    meta: dict[str, Any] | None = None
+    before: tuple[ChunkView, ...] = ()
+    after: tuple[ChunkView, ...] = ()
+
+    @property
+    def full_text(self) -> str:
+        """The neighbours before, this chunk and the neighbours after, joined by newlines."""
+        return "\n".join([*(c.text for c in self.before), self.text, *(c.text for c in self.after)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class ChunkStats:
+    """A chunk's lifecycle state; ``strength`` is decayed to the time it was read."""
+
+    chunk_id: int
+    recall_count: int
+    last_recall: float | None
+    strength: float
+    tier: str
+    pinned: bool
+    expires_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class Link:
+    """An edge between two chunks. Symmetric types are stored once, smaller id first."""
+
+    src: int
+    dst: int
+    type: str
+    strength: float
+    count: int
+    created: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path the ingest did not store, or stored with a caveat (``stored=True``)."""
+
+    path: str
+    reason: str
+    stored: bool = False
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` did. ``files`` counts files whose chunks were written or checked;
+    ``unchanged`` those skipped by size and mtime or by hash; ``removed_files`` files gone
+    from a re-ingested folder, whose chunks went with them."""
+
+    files: int = 0
+    unchanged: int = 0
+    removed_files: int = 0
+    chunks_added: int = 0
+    chunks_kept: int = 0
+    chunks_removed: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_plain(self), "mb_per_s": self.mb_per_s}
+
+
+@dataclass(frozen=True)
+class IngestProgress:
+    """Passed to an ingest's ``progress`` callback after each committed batch and at the end:
+    the file being read, files done of those found, chunks committed, bytes of finished files."""
+
+    path: str
+    files_done: int
+    files_total: int
+    chunks: int
+    bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """The size and shape of a store."""
+
+    path: str
+    chunks: int
+    sources: int
+    tokens: int
+    links_by_type: dict[str, int]
+    tiers: dict[str, int]
+    pinned: int
+    traces: int
+    size_bytes: int
+    migrations: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class LifecycleReport:
+    """What ``decay_and_promote`` or ``prune`` did (or would do, with ``dry_run``): the ids
+    promoted or removed, and why each removed id went."""
+
+    dry_run: bool
+    decayed: int = 0
+    promoted: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    reasons: dict[int, str] = field(default_factory=dict)
+    traces_removed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)

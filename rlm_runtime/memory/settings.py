@@ -1,0 +1,109 @@
+"""Settings of the memory store, grouped by concern: ingest (windows, batches, chunk sizes,
+excludes), links (how ``related_to`` and ``co_recalled`` are made), search (caps that bound
+the cost of any query) and recall (``lifecycle.RecallConfig``). Pydantic models, frozen.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlm_runtime.context.protocol import DEFAULT_EXCLUDES
+from rlm_runtime.memory.lifecycle import RecallConfig
+
+
+class IngestConfig(BaseModel):
+    """How files are read and cut.
+
+    Args:
+        window_bytes: a file is read and chunked one window at a time (cut at a blank line or
+            a newline), so a 1 GB file never sits in memory whole.
+        batch_chunks: chunks written per transaction (a transaction stays short: readers and
+            other writers wait at most one batch).
+        min_tokens / max_tokens: the chunk size bounds handed to the chunker.
+        exact_tokens: count each chunk's tokens exactly (tiktoken: most of the chunker's
+            time); False stores the chunker's estimate and ingests about twice as fast.
+        excludes: folder and file names (globs) not walked into.
+        remove_missing: a re-ingested folder drops the chunks of files no longer in it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    window_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    batch_chunks: int = Field(256, ge=1)
+    min_tokens: int = Field(100, ge=1)
+    max_tokens: int = Field(800, ge=1)
+    exact_tokens: bool = True
+    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
+    remove_missing: bool = True
+
+
+class LinkConfig(BaseModel):
+    """How links are made on write.
+
+    Args:
+        key_terms: distinctive words taken from each chunk (``terms.key_terms``).
+        rare_df: a key term or tag shared by fewer chunks than this is rare; only rare ones
+            make ``related_to`` links, and a term's list of chunks stops growing here, so each
+            lookup reads at most ``rare_df`` rows whatever the size of the store.
+        related_min_score: shared rare terms (1 each) plus shared rare tags (2 each) needed.
+        related_max: ``related_to`` links made per new chunk, strongest first.
+        context_max: ``context_of`` links per new chunk to earlier chunks of the same run.
+        co_recall_top: hits of one search or recall linked ``co_recalled`` pairwise.
+        co_recall_step / co_recall_max: added to a ``co_recalled`` link each time, and its cap.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key_terms: int = Field(8, ge=0)
+    rare_df: int = Field(16, ge=2)
+    related_min_score: float = Field(2.0, gt=0)
+    related_max: int = Field(5, ge=0)
+    context_max: int = Field(16, ge=0)
+    co_recall_top: int = Field(5, ge=0)
+    co_recall_step: float = Field(0.2, gt=0)
+    co_recall_max: float = Field(2.0, gt=0)
+
+
+class SearchConfig(BaseModel):
+    """Caps that bound what one query costs.
+
+    Args:
+        max_k: the most hits one search returns.
+        max_terms: query terms beyond this are ignored.
+        rank_budget: the most matching chunks one query ranks by BM25 (ranking costs a few
+            microseconds per match). Terms are taken rarest first while the sum of the
+            chunks they match stays within it; the others are dropped (each count stops
+            here, so counting is bounded too).
+            A query whose every word is a stop word or matches more than ``rank_budget``
+            chunks is capped: the newest chunks holding all its words (or any, when fewer
+            than k hold all), unranked; the answer says so.
+        snippet_tokens: the length of a hit's snippet.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_k: int = Field(100, ge=1)
+    max_terms: int = Field(16, ge=1)
+    rank_budget: int = Field(10_000, ge=1)
+    snippet_tokens: int = Field(24, ge=4, le=64)
+
+
+class MemorySettings(BaseModel):
+    """Every setting of a store.
+
+    Args:
+        busy_timeout_s: how long a writer waits for another process's write to finish.
+        durable: ``synchronous=FULL`` (survives a power cut, slower commits) instead of NORMAL
+            (survives a killed process).
+        trace_retention_days: ``prune`` drops recall traces older than this.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ingest: IngestConfig = IngestConfig()
+    links: LinkConfig = LinkConfig()
+    search: SearchConfig = SearchConfig()
+    recall: RecallConfig = RecallConfig()
+    busy_timeout_s: float = Field(10.0, gt=0)
+    durable: bool = False
+    trace_retention_days: float = Field(90.0, gt=0)

@@ -1,0 +1,436 @@
+"""``MemoryStore``: the persistent memory of rlm_runtime, one SQLite file.
+
+The one object the rest of the runtime uses: the sandbox's ``search_chunks`` / ``read_chunk``
+are ``search`` / ``read`` with ``record=True``; ``rlm memory ...`` maps a command to a method;
+a session calls ``remember`` after a run. Each method is one short transaction or a few (see
+``db`` for the concurrency model); the work is done by one module per concern: ``ingest``,
+``writer`` and ``chunks`` (writing), ``links``, ``search``, ``lifecycle``, ``transfer``.
+
+A store is used from one process by any number of threads (one connection under a lock), and
+by any number of processes at once (many readers, one writer at a time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.config import Paths, paths_from_env
+from rlm_runtime.memory import chunks as _chunks
+from rlm_runtime.memory import ingest as _ingest
+from rlm_runtime.memory import lifecycle, links, search, transfer
+from rlm_runtime.memory.chunking import ChunkingConfig, chunk_text
+from rlm_runtime.memory.db import Database
+from rlm_runtime.memory.errors import ChunkNotFound, StoreError
+from rlm_runtime.memory.migrations import applied, migrate, pending
+from rlm_runtime.memory.records import (
+    ChunkStats,
+    ChunkView,
+    Hit,
+    Hits,
+    IngestReport,
+    LifecycleReport,
+    Link,
+    StoreStats,
+)
+from rlm_runtime.memory.settings import MemorySettings
+from rlm_runtime.memory.writer import SourceWriter
+
+#: Chunk ids one remembered answer links ``derived_from`` at most.
+MAX_DERIVED = 64
+
+
+def default_store_path(paths: Paths | None = None) -> Path:
+    """``$RLM_HOME/brain/memory.db`` (``~/.rlm/brain/memory.db`` without RLM_HOME)."""
+    return (paths or paths_from_env()).home / "brain" / "memory.db"
+
+
+class MemoryStore:
+    """A memory store on disk: chunks of text with their sources, links and statistics.
+
+    Args:
+        path: the database file (created with its folder when missing); default
+            ``default_store_path()``.
+        settings: ingest, link, search and recall settings.
+        readonly: open without writing (no migrations: the store must be current); every
+            write raises ``StoreError``, and searches are not recorded.
+        clock: seconds since the epoch (tests pass a fake one).
+
+    Raises:
+        StoreError: the file cannot be opened, is not a store, is read-only and not migrated,
+            or this Python's SQLite has no FTS5.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, settings: MemorySettings | None = None,
+                 readonly: bool = False, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        self.settings = settings or MemorySettings()
+        self.clock = clock
+        self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
+        try:
+            if readonly:
+                missing = pending(self.db.conn)
+                if missing:
+                    raise StoreError(f"the memory store {self.path} needs migrations ({', '.join(missing)}): open it once for writing")
+            else:
+                migrate(self.db.conn)
+        except sqlite3.Error as e:
+            self.db.close()
+            raise StoreError(f"cannot prepare the memory store {self.path}: {e}") from e
+        except BaseException:
+            self.db.close()
+            raise
+        self._df_cache: dict[str, int] = {}
+        self._df_version: tuple[int, int] | None = None
+
+    # ------------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        """Close the connection (the store stays on disk)."""
+        self.db.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<MemoryStore {self.path}{' (read-only)' if self.db.readonly else ''}>"
+
+    @contextmanager
+    def _sql_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise StoreError(f"memory store {self.path}: {e}") from e
+
+    # ------------------------------------------------------------------ writing
+
+    def ingest(self, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *, tags: Sequence[str] = (),
+               kind: str | None = None, progress: _ingest.Progress | None = None) -> IngestReport:
+        """Chunk and store files and folders (incrementally: unchanged files are skipped,
+        unchanged chunks of a changed file are kept). See ``ingest`` for what is skipped.
+
+        Args:
+            paths: files and folders.
+            tags: tags of every chunk written (added to kept chunks too).
+            kind: the kind of every chunk (default: detected by the chunker per file).
+            progress: called with an ``IngestProgress`` after every committed batch and at the end.
+        """
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        with self._sql_errors():
+            return _ingest.Ingest(self.db, self.settings, tags=tags, kind=kind, progress=progress).run(paths)
+
+    def _pieces(self, text: str, kind: str | None) -> list[_chunks.NewChunk]:
+        cfg = self.settings.ingest
+        found = chunk_text(text, kind=kind, config=ChunkingConfig(min_tokens=cfg.min_tokens, max_tokens=cfg.max_tokens,
+                                                                  exact_tokens=cfg.exact_tokens))
+        return [_chunks.NewChunk(p.text, p.start_byte, p.end_byte, p.start_line, p.end_line, p.tokens, kind or p.kind, p.header or None)
+                for p in found]
+
+    def _writer(self, conn: sqlite3.Connection, source: str, now: float, **kw: Any) -> SourceWriter:
+        sid = _chunks.source_id(conn, "memory", source, now)
+        assert sid is not None
+        tail = conn.execute("SELECT id, seq FROM chunks WHERE source_id = ? ORDER BY seq DESC, id DESC LIMIT 1", (sid,)).fetchone()
+        return SourceWriter(sid, self.settings.links, next_seq=int(tail[1]) + 1 if tail else 0, prev_id=int(tail[0]) if tail else None, **kw)
+
+    def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
+                 run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
+                 ttl_s: float | None = None) -> list[int]:
+        """Store a text that is not a file (a note, a fact, a decision) as one or more chunks
+        appended to the memory source ``source`` (``follows`` its last chunk); return the ids.
+
+        Args:
+            source: the label of the memory source (``notes``, ``run:<id>``...).
+            kind: the chunks' kind (default: detected).
+            tags: their tags.
+            run_id: the run that wrote it (``context_of`` links to the run's other chunks).
+            meta: provenance, kept as JSON.
+            pinned: never pruned.
+            ttl_s: pruned this many seconds from now (unless pinned or promoted first).
+
+        Raises:
+            StoreError: the text is empty.
+        """
+        pieces = self._pieces(text, kind)
+        if not pieces:
+            raise StoreError("nothing to store: the text is empty")
+        now = self.clock()
+        with self._sql_errors(), self.db.write() as conn:
+            writer = self._writer(conn, source, now, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
+                                  expires_at=None if ttl_s is None else now + ttl_s)
+            return writer.write(conn, pieces, now)
+
+    def remember(self, question: str, answer: str, *, run_id: str, trajectory: str | os.PathLike[str] | None = None,
+                 cells: Sequence[str] = (), read_chunk_ids: Sequence[int] = (), tags: Sequence[str] = ()) -> list[int]:
+        """Store what a run found: the question and answer as kind ``answer``, the cells that
+        produced it as kind ``code``, with provenance (run id, trajectory path) in ``meta``,
+        under the memory source ``run:<run_id>``. The answer is linked ``derived_from`` the
+        chunks the run read (which are linked ``co_recalled``: read together for one answer)
+        and ``context_of`` the run's other chunks. Returns the ids, the answer's first."""
+        now = self.clock()
+        meta = {"run_id": run_id, "trajectory": os.fspath(trajectory) if trajectory is not None else None,
+                "read_chunk_ids": list(read_chunk_ids)}
+        answer_pieces = self._pieces(f"Question: {question}\nAnswer: {answer}", "answer")  # one paragraph: one chunk when it fits
+        cell_pieces = self._pieces("\n\n".join(cells), "code") if any(c.strip() for c in cells) else []
+        with self._sql_errors(), self.db.write() as conn:
+            writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta)
+            answer_ids = writer.write(conn, answer_pieces, now)
+            cell_ids = writer.write(conn, cell_pieces, now)
+            used = [i for i in dict.fromkeys(read_chunk_ids) if conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone()]
+            for a in answer_ids:
+                for b in used[:MAX_DERIVED]:
+                    links.upsert(conn, a, b, "derived_from", 1.0, now)
+            links.co_recall(conn, used, self.settings.links, now)
+        return answer_ids + cell_ids
+
+    def link(self, a: int, b: int, type: str, strength: float = 1.0) -> None:
+        """Link two chunks (``supports``, ``contradicts``, any type); an existing link of that
+        type gets this strength.
+
+        Raises:
+            ChunkNotFound: either chunk does not exist.
+        """
+        if not type or not type.strip():
+            raise StoreError("a link needs a type")
+        with self._sql_errors(), self.db.write() as conn:
+            for i in (a, b):
+                if not conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone():
+                    raise ChunkNotFound(i)
+            links.set_link(conn, a, b, type.strip(), strength, self.clock())
+
+    def unlink(self, a: int, b: int, type: str) -> bool:
+        """Remove a link; whether there was one."""
+        with self._sql_errors(), self.db.write() as conn:
+            return links.unlink(conn, a, b, type)
+
+    def pin(self, ids: Iterable[int], pinned: bool = True) -> int:
+        """Pin chunks (never pruned) or unpin them; return how many exist."""
+        ids = list(ids)
+        with self._sql_errors(), self.db.write() as conn:
+            return sum(conn.execute("UPDATE chunk_stats SET pinned = ? WHERE chunk_id = ?", (int(pinned), i)).rowcount for i in ids)
+
+    def expire(self, ids: Iterable[int], at: float | None) -> int:
+        """Set when chunks expire (seconds since the epoch; None: never); return how many exist."""
+        ids = list(ids)
+        with self._sql_errors(), self.db.write() as conn:
+            return sum(conn.execute("UPDATE chunk_stats SET expires_at = ? WHERE chunk_id = ?", (at, i)).rowcount for i in ids)
+
+    def forget(self, chunk_id: int) -> bool:
+        """Delete one chunk with its links and statistics (its neighbours stay linked
+        ``follows``); whether it existed."""
+        with self._sql_errors(), self.db.write() as conn:
+            return _chunks.delete_chunks(conn, [chunk_id], self.clock()) > 0
+
+    def forget_source(self, path: str | os.PathLike[str]) -> int:
+        """Delete a source (a file path, or a memory label such as ``run:<id>``) and all its
+        chunks; return how many chunks went (0 when no such source)."""
+        name = os.fspath(path)
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                row = conn.execute("SELECT id FROM sources WHERE (kind = 'file' AND path = ?) OR (kind = 'memory' AND path = ?)",
+                                   (os.path.abspath(os.path.expanduser(name)), name)).fetchone()
+            return 0 if row is None else _ingest.remove_source(self.db, int(row[0]))
+
+    # ------------------------------------------------------------------ reading
+
+    def _df(self) -> dict[str, int]:
+        version = self.db.data_version()
+        if version != self._df_version:
+            self._df_cache.clear()
+            self._df_version = version
+        return self._df_cache
+
+    def search(self, query: str, *, k: int = 10, kind: str | Sequence[str] | None = None, tags: str | Sequence[str] | None = None,
+               source: str | os.PathLike[str] | None = None, record: bool = True, run_id: str | None = None) -> Hits:
+        """Ranked full-text search (BM25) over chunk text; see ``search`` for how any text
+        becomes a safe, bounded query.
+
+        Args:
+            query: plain text (never FTS syntax).
+            k: hits wanted (at most ``SearchConfig.max_k``).
+            kind / tags / source: keep chunks of this kind (or kinds), having every tag, from
+                this source path or folder.
+            record: count every hit as recalled (trace, reinforcement, ``co_recalled``).
+            run_id: the run searching, kept in the trace.
+        """
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                found = search.search(conn, query, k, search.Filters.of(kind, tags, source), self.settings.search, self._df())
+            if record:
+                found.recorded = self._record(found, "search", query, run_id, self.clock())
+        return found
+
+    def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:
+        """Count hits as recalled together; False when there is nothing to record, the store
+        is read-only, or another writer kept it busy past the timeout (the hits stand)."""
+        if not hits or self.db.readonly:
+            return False
+        try:
+            with self.db.write() as conn:
+                lifecycle.record(conn, hits, op=op, query=query, run_id=run_id, now=now, cfg=self.settings.recall,
+                                 link_cfg=self.settings.links)
+        except StoreError:
+            return False
+        return True
+
+    def read(self, chunk_id: int, around: int = 0, *, record: bool = True) -> ChunkView:
+        """A chunk's text and position, with up to ``around`` neighbours each side.
+
+        Args:
+            record: set the chunk's ``accessed`` time.
+
+        Raises:
+            ChunkNotFound: no chunk has this id.
+        """
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                found = _chunks.view(conn, int(chunk_id), max(0, int(around)))
+            if record and not self.db.readonly:
+                with self.db.write() as conn:
+                    conn.execute("UPDATE chunks SET accessed = ? WHERE id = ?", (self.clock(), found.chunk_id))
+        return found
+
+    def read_many(self, ids: Iterable[int], around: int = 0, *, record: bool = True) -> list[ChunkView]:
+        """Several chunks (in the order given; ids that name no chunk are left out)."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        out = []
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                for i in ids:
+                    try:
+                        out.append(_chunks.view(conn, i, max(0, int(around))))
+                    except ChunkNotFound:
+                        continue
+            if record and out and not self.db.readonly:
+                with self.db.write() as conn:
+                    now = self.clock()
+                    conn.executemany("UPDATE chunks SET accessed = ? WHERE id = ?", [(now, v.chunk_id) for v in out])
+        return out
+
+    def links(self, chunk_id: int, type: str | None = None) -> list[Link]:
+        """The links from and to a chunk, strongest first."""
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return links.links_of(conn, chunk_id, type)
+
+    def chunk_stats(self, chunk_id: int) -> ChunkStats:
+        """A chunk's recall count, strength (decayed to now), tier, pin and expiry.
+
+        Raises:
+            ChunkNotFound: no chunk has this id.
+        """
+        cfg = self.settings.recall
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return _chunks.stats_of(conn, chunk_id, self.clock(), cfg.half_life_s, cfg.long_half_life_s)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def recall(self, query: str | None = None, seeds: Sequence[int] = (), k: int = 10, *, record: bool = True,
+               run_id: str | None = None) -> Hits:
+        """The ``k`` chunks most worth recalling for a query and/or seed chunks, ranked by text
+        relevance, link strength from the seeds, recency and reinforcement (see
+        ``lifecycle``; each hit's ``parts`` holds its four terms). Without a query or seeds,
+        the recently created or recalled chunks are ranked. Seeds are not returned.
+
+        Args:
+            record: count the hits as recalled together.
+        """
+        cfg = self.settings.recall
+        now = self.clock()
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                text_scores: dict[int, float] = {}
+                snips: dict[int, str] = {}
+                the_plan = search.Plan()
+                if query:
+                    the_plan = search.plan(conn, query, self.settings.search, self._df())
+                    scored = search.ranked(conn, the_plan, cfg.candidates, search.Filters())
+                    text_scores = dict(scored)
+                link_sums = links.neighbours(conn, list(seeds), cfg.link_candidates) if seeds else {}
+                top = lifecycle.rank(conn, cfg, now, text_scores=text_scores, link_sums=link_sums, exclude=seeds, k=max(0, k),
+                                     recent=not query and not seeds)
+                if the_plan.terms:
+                    snips = search.snippets(conn, the_plan.any_match, [i for i, _, _ in top if i in text_scores],
+                                            self.settings.search.snippet_tokens)
+                base = {h.chunk_id: h for h in search.hits(conn, [(i, s) for i, _, s in top], snips)}
+            found = Hits((dataclasses.replace(base[i], parts=parts) for i, parts, _ in top if i in base),
+                         terms=tuple(the_plan.terms), dropped=tuple(the_plan.dropped), capped=the_plan.capped,
+                         all_of=the_plan.all_of)
+            if record:
+                found.recorded = self._record(found, "recall", query, run_id, now)
+        return found
+
+    def reinforce(self, ids: Iterable[int]) -> int:
+        """Count chunks as recalled once more (count, time, strength); return how many exist."""
+        with self._sql_errors(), self.db.write() as conn:
+            return lifecycle.reinforce(conn, list(ids), self.settings.recall, self.clock())
+
+    def decay_and_promote(self, now: float | None = None, dry_run: bool = False) -> LifecycleReport:
+        """Write strengths down decayed to ``now`` and promote chunks recalled often enough
+        to long-term (see ``lifecycle``); ``dry_run`` only reports."""
+        with self._sql_errors():
+            return lifecycle.decay_and_promote(self.db, self.settings.recall, self.clock() if now is None else now, dry_run=dry_run)
+
+    def prune(self, now: float | None = None, dry_run: bool = False) -> LifecycleReport:
+        """Remove expired and faded memories (never pinned ones, never file chunks by
+        strength; see ``lifecycle``) and old recall traces; ``dry_run`` only reports."""
+        at = self.clock() if now is None else now
+        with self._sql_errors():
+            return lifecycle.prune(self.db, self.settings.recall, at, dry_run=dry_run,
+                                   trace_before=at - self.settings.trace_retention_days * lifecycle.DAY)
+
+    # ------------------------------------------------------------------ the store as a whole
+
+    def stats(self) -> StoreStats:
+        """Chunks, sources, tokens, links by type, tiers, pinned chunks, traces, size on disk."""
+        with self._sql_errors(), self.db.snapshot() as conn:
+            chunks, tokens = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM chunks").fetchone()
+            sources = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
+            by_type = dict(conn.execute("SELECT type, count(*) FROM links GROUP BY type ORDER BY type").fetchall())
+            tiers = dict(conn.execute("SELECT tier, count(*) FROM chunk_stats GROUP BY tier ORDER BY tier").fetchall())
+            pinned = conn.execute("SELECT count(*) FROM chunk_stats WHERE pinned = 1").fetchone()[0]
+            traces = conn.execute("SELECT count(*) FROM recall_traces").fetchone()[0]
+            names = tuple(applied(conn))
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists())
+        return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names)
+
+    def export_jsonl(self, target: transfer.Target) -> int:
+        """Write the whole store as JSON lines (see ``transfer``); return the records written."""
+        with self._sql_errors():
+            return transfer.export_jsonl(self.db, target, self.clock())
+
+    def import_jsonl(self, source: transfer.Target) -> dict[str, int]:
+        """Read an export into this store (ids kept when the store is empty, else merged; see
+        ``transfer``); return the counts added."""
+        with self._sql_errors():
+            return transfer.import_jsonl(self.db, source)
+
+    def integrity_check(self) -> list[str]:
+        """Problems found by SQLite's ``integrity_check`` and FTS5's own check of the index
+        against the chunks; empty when the store is sound. Reads the whole file (about a
+        minute per GB)."""
+        problems: list[str] = []
+        with self.db.lock:
+            rows = [str(r[0]) for r in self.db.conn.execute("PRAGMA integrity_check").fetchall()]
+            if rows != ["ok"]:
+                problems += rows
+            try:
+                self.db.conn.execute("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.Error as e:
+                problems.append(f"full-text index: {e}")
+        return problems
+
+    def optimize(self) -> None:
+        """Merge the full-text index into one segment (faster searches after a big ingest;
+        rewrites the index: minutes at 1M chunks) and refresh the planner's statistics."""
+        with self._sql_errors(), self.db.write() as conn:
+            conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+            conn.execute("PRAGMA optimize")

@@ -1,0 +1,211 @@
+"""Export and import of a whole store as JSON lines, so a store can be moved, merged or read.
+
+One record per line, each with a ``type``, in this order: ``header`` (format, version, the
+migrations of the exporting store), ``source``, ``chunk`` (text, position, provenance, tags,
+key terms and statistics), ``link``, ``trace`` (a search or recall and the chunks it gave).
+
+Import into an empty store keeps every id, so exporting the imported store gives the same
+records. Import into a store that has content merges: sources are matched by kind and path,
+a chunk whose text that source already holds maps to the stored chunk (its statistics stay),
+the others get new ids; links and traces follow the mapping (a stronger link wins).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Any
+
+from rlm_runtime.memory import links
+from rlm_runtime.memory.chunks import NewChunk, insert_chunk
+from rlm_runtime.memory.errors import StoreError
+from rlm_runtime.memory.migrations import applied
+
+if TYPE_CHECKING:
+    from rlm_runtime.memory.db import Database
+
+FORMAT = "rlm-memory"
+VERSION = 1
+_BATCH = 1000
+
+Target = str | os.PathLike[str] | IO[str]
+
+
+@contextmanager
+def _open(target: Target, mode: str) -> Iterator[IO[str]]:
+    if isinstance(target, (str, os.PathLike)):
+        with open(target, mode, encoding="utf-8", newline="\n") as fh:
+            yield fh
+    else:
+        yield target
+
+
+def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
+    """Every record of the store, in export order."""
+    yield {"type": "header", "format": FORMAT, "version": VERSION, "migrations": applied(conn), "exported_at": now}
+    for r in conn.execute("SELECT id, kind, path, size, mtime_ns, hash, state, note, created, updated FROM sources ORDER BY id"):
+        yield {"type": "source", "id": r[0], "kind": r[1], "path": r[2], "size": r[3], "mtime_ns": r[4], "hash": r[5],
+               "state": r[6], "note": r[7], "created": r[8], "updated": r[9]}
+    cur = conn.execute(
+        """SELECT c.id, c.source_id, c.seq, c.text, c.start_byte, c.end_byte, c.start_line, c.end_line, c.tokens, c.kind, c.hash,
+                  c.run_id, c.meta, c.created, c.modified, c.accessed, s.recall_count, s.last_recall, s.strength, s.strength_at,
+                  s.tier, s.pinned, s.expires_at,
+                  (SELECT json_group_array(tag) FROM (SELECT tag FROM chunk_tags WHERE chunk_id = c.id ORDER BY tag)),
+                  (SELECT json_group_array(term) FROM (SELECT term FROM chunk_terms WHERE chunk_id = c.id ORDER BY term))
+           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id ORDER BY c.id""")
+    for r in cur:
+        yield {"type": "chunk", "id": r[0], "source_id": r[1], "seq": r[2], "text": r[3], "start_byte": r[4], "end_byte": r[5],
+               "start_line": r[6], "end_line": r[7], "tokens": r[8], "kind": r[9], "hash": r[10], "run_id": r[11],
+               "meta": json.loads(r[12]) if r[12] else None, "created": r[13], "modified": r[14], "accessed": r[15],
+               "stats": {"recall_count": r[16], "last_recall": r[17], "strength": r[18], "strength_at": r[19], "tier": r[20],
+                         "pinned": bool(r[21]), "expires_at": r[22]},
+               "tags": json.loads(r[23]), "terms": json.loads(r[24])}
+    for r in conn.execute("SELECT src, dst, type, strength, count, created, updated FROM links ORDER BY src, type, dst"):
+        yield {"type": "link", "src": r[0], "dst": r[1], "link_type": r[2], "strength": r[3], "count": r[4], "created": r[5], "updated": r[6]}
+    for r in conn.execute(
+            """SELECT t.id, t.at, t.op, t.query, t.run_id,
+                      (SELECT json_group_array(json_array(rank, chunk_id, score))
+                       FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id ORDER BY rank))
+               FROM recall_traces t ORDER BY t.id"""):
+        yield {"type": "trace", "id": r[0], "at": r[1], "op": r[2], "query": r[3], "run_id": r[4], "chunks": json.loads(r[5])}
+
+
+def export_jsonl(db: Database, target: Target, now: float) -> int:
+    """Write every record to ``target`` (a path or a text file); return how many."""
+    n = 0
+    with db.snapshot() as conn, _open(target, "w") as fh:
+        for rec in records(conn, now):
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+class _Importer:
+    def __init__(self, conn: sqlite3.Connection, keep_ids: bool) -> None:
+        self.conn = conn
+        self.keep_ids = keep_ids
+        self.sources: dict[int, int] = {}
+        self.chunks: dict[int, int] = {}
+        self.hashes: dict[int, dict[str, int]] = {}  # new source id -> hash -> chunk id (merge mode)
+        self.counts = {"source": 0, "chunk": 0, "link": 0, "trace": 0, "merged": 0}
+
+    def handlers(self) -> dict[str, Callable[[dict[str, Any]], None]]:
+        return {"source": self.source, "chunk": self.chunk, "link": self.link, "trace": self.trace}
+
+    def source(self, r: dict[str, Any]) -> None:
+        row = self.conn.execute("SELECT id FROM sources WHERE kind = ? AND path = ?", (r["kind"], r["path"])).fetchone()
+        if row is not None:
+            self.sources[r["id"]] = int(row[0])
+            return
+        cur = self.conn.execute(
+            """INSERT INTO sources (id, kind, path, size, mtime_ns, hash, state, note, created, updated)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (r["id"] if self.keep_ids else None, r["kind"], r["path"], r["size"], r["mtime_ns"], r["hash"], r["state"], r["note"],
+             r["created"], r["updated"]))
+        self.sources[r["id"]] = int(cur.lastrowid or 0)
+        # A source the import creates holds only the file's chunks: two of them with the same
+        # text are two chunks (a repeated paragraph), never one merged into the other.
+        self.hashes[self.sources[r["id"]]] = {}
+        self.counts["source"] += 1
+
+    def chunk(self, r: dict[str, Any]) -> None:
+        sid = self.sources.get(r["source_id"])
+        if sid is None:
+            raise StoreError(f"chunk {r['id']} names source {r['source_id']}, which the file does not hold before it")
+        if not self.keep_ids:
+            known = self.hashes.get(sid)
+            if known is None:
+                rows = self.conn.execute("SELECT id, hash FROM chunks WHERE source_id = ?", (sid,))
+                known = self.hashes[sid] = {str(h): int(i) for i, h in rows}
+            if r["hash"] in known:
+                self.chunks[r["id"]] = known[r["hash"]]
+                self.counts["merged"] += 1
+                return
+        st = r["stats"]
+        piece = NewChunk(r["text"], r["start_byte"], r["end_byte"], r["start_line"], r["end_line"], r["tokens"], r["kind"])
+        new_id = insert_chunk(self.conn, source_id=sid, seq=r["seq"], piece=piece, tags=r["tags"], now=r["created"], run_id=r["run_id"],
+                              meta=r["meta"], digest=r["hash"], pinned=bool(st["pinned"]), expires_at=st["expires_at"],
+                              chunk_id=r["id"] if self.keep_ids else None)
+        self.conn.execute("UPDATE chunks SET modified = ?, accessed = ? WHERE id = ?", (r["modified"], r["accessed"], new_id))
+        self.conn.execute("""UPDATE chunk_stats SET recall_count = ?, last_recall = ?, strength = ?, strength_at = ?, tier = ?
+                             WHERE chunk_id = ?""",
+                          (st["recall_count"], st["last_recall"], st["strength"], st["strength_at"], st["tier"], new_id))
+        self.conn.executemany("INSERT OR IGNORE INTO chunk_terms (term, chunk_id) VALUES (?, ?)", [(t, new_id) for t in r.get("terms", ())])
+        # Not added to ``hashes``: only chunks the store held before this import are merged
+        # onto (a re-import merges), never two chunks of one file with the same text.
+        self.chunks[r["id"]] = new_id
+        self.counts["chunk"] += 1
+
+    def link(self, r: dict[str, Any]) -> None:
+        a, b = self.chunks.get(r["src"]), self.chunks.get(r["dst"])
+        if a is None or b is None:
+            return
+        if self.keep_ids:
+            self.conn.execute("""INSERT OR REPLACE INTO links (src, dst, type, strength, count, created, updated)
+                                 VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                              (a, b, r["link_type"], r["strength"], r["count"], r["created"], r["updated"]))
+        else:
+            links.upsert(self.conn, a, b, r["link_type"], r["strength"], r["updated"])
+        self.counts["link"] += 1
+
+    def trace(self, r: dict[str, Any]) -> None:
+        cur = self.conn.execute("INSERT INTO recall_traces (id, at, op, query, run_id) VALUES (?, ?, ?, ?, ?)",
+                                (r["id"] if self.keep_ids else None, r["at"], r["op"], r["query"], r["run_id"]))
+        tid = int(cur.lastrowid or 0)
+        rows = [(tid, rank, self.chunks[cid], score) for rank, cid, score in r["chunks"] if cid in self.chunks]
+        self.conn.executemany("INSERT INTO trace_chunks (trace_id, rank, chunk_id, score) VALUES (?, ?, ?, ?)", rows)
+        self.counts["trace"] += 1
+
+
+def import_jsonl(db: Database, source: Target) -> dict[str, int]:
+    """Read records written by ``export_jsonl`` into the store, ``_BATCH`` per transaction;
+    return how many sources, chunks, links and traces were added and chunks merged.
+
+    Raises:
+        StoreError: the file is not an export of this format, or a line is not valid.
+    """
+    with db.snapshot() as conn:
+        empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM sources) AND NOT EXISTS (SELECT 1 FROM recall_traces)").fetchone()[0]
+    importer: _Importer | None = None
+    with _open(source, "r") as fh:
+        pending: list[tuple[int, dict[str, Any]]] = []
+
+        def flush() -> None:
+            if not pending or importer is None:
+                return
+            with db.write() as conn:
+                importer.conn = conn
+                for number, rec in pending:
+                    handler = importer.handlers().get(str(rec.get("type")))
+                    if handler is None:
+                        raise StoreError(f"line {number}: unknown record type {rec.get('type')!r}")
+                    try:
+                        handler(rec)
+                    except (KeyError, TypeError, ValueError) as e:
+                        raise StoreError(f"line {number}: invalid {rec.get('type')} record ({e!r})") from e
+            pending.clear()
+
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise StoreError(f"line {number} is not JSON: {e}") from e
+            if importer is None:
+                if not isinstance(rec, dict) or rec.get("type") != "header" or rec.get("format") != FORMAT:
+                    raise StoreError("not a memory store export: the first line is not its header")
+                if int(rec.get("version", 0)) > VERSION:
+                    raise StoreError(f"the export has format version {rec.get('version')}; this version reads up to {VERSION}")
+                importer = _Importer(db.conn, keep_ids=bool(empty))
+                continue
+            pending.append((number, rec))
+            if len(pending) >= _BATCH:
+                flush()
+        flush()
+    if importer is None:
+        raise StoreError("not a memory store export: the file is empty")
+    return importer.counts

@@ -1,0 +1,158 @@
+"""``search_chunks`` and ``read_chunk``: ranked search over a session's contexts and memory.
+
+Served on the host, like ``llm_query``: the worker never opens an index or the store. Each
+context is chunked and indexed on first use into a store of its own under
+``$RLM_HOME/index/`` (``MemoryStore``: SQLite + FTS5), keyed by the file's or folder's path
+(re-ingest is incremental: unchanged files are skipped) or by the text's hash, so a second
+question over the same 1 GB file does not index it again. The memory store, when the
+session has one, is searched with them, and its hits count as recalls.
+
+Chunk ids given to the model are strings naming where they live: ``m12`` is chunk 12 of the
+memory store, ``c0.31`` chunk 31 of the index of ``contexts[0]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.errors import HostCallError, RLMError
+from rlm_runtime.memory.records import ChunkView, Hit
+from rlm_runtime.memory.store import MemoryStore
+
+#: Most hits one search returns.
+MAX_K = 50
+#: Characters of a hit's snippet given to the model.
+SNIPPET_CHARS = 300
+
+
+class ChunkSearch:
+    """The searchable chunks of one session: an index per context, and the memory store.
+
+    Args:
+        index_dir: where context indexes live (``$RLM_HOME/index``).
+        memory: the memory store searched too (None: none).
+    """
+
+    def __init__(self, index_dir: Path, memory: MemoryStore | None = None) -> None:
+        self.index_dir = index_dir
+        self.memory = memory
+        self.handles: list[Any] = []
+        self._indexes: dict[int, MemoryStore] = {}
+        self._lock = threading.Lock()
+        #: Memory chunk ids the current run searched or read (for ``remember``).
+        self.memory_ids_read: list[int] = []
+
+    def set_contexts(self, handles: Sequence[Any]) -> None:
+        self.handles = list(handles)
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._indexes.values():
+                store.close()
+            self._indexes.clear()
+
+    # ------------------------------------------------------------------ indexes
+
+    def _index(self, k: int) -> MemoryStore:
+        """The index of ``contexts[k]``, built (or brought up to date) on first use."""
+        with self._lock:
+            if k in self._indexes:
+                return self._indexes[k]
+            handle = self.handles[k]
+            key, paths, text = _index_key(handle)
+            store = MemoryStore(self.index_dir / f"{key}.db")
+            try:
+                if paths:
+                    store.ingest(paths)
+                elif text is not None and store.stats().chunks == 0:
+                    store.add_text(text, source=handle.name, kind=None)
+            except BaseException:
+                store.close()
+                raise
+            self._indexes[k] = store
+            return store
+
+    # ------------------------------------------------------------------ the tools
+
+    def search(self, query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
+               source: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The ``k`` best chunks for ``query`` over every context and the memory store."""
+        if not isinstance(query, str) or not query.strip():
+            raise HostCallError("search_chunks takes a non-empty query str")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise HostCallError(f"k must be an int from 1 to {MAX_K}")
+        if kind is not None and not isinstance(kind, str):
+            raise HostCallError("kind must be a str")
+        if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+            raise HostCallError("tags must be a list of str")
+        if source is not None and not isinstance(source, str):
+            raise HostCallError("source must be a str")
+        found: list[tuple[str, Hit]] = []
+        try:
+            for n in range(len(self.handles)):
+                hits = self._index(n).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
+                found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
+            if self.memory is not None:
+                hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=True, run_id=run_id)
+                found += [(f"m{h.chunk_id}", h) for h in hits]
+                self.memory_ids_read += [h.chunk_id for h in hits]
+        except RLMError as e:
+            raise HostCallError(f"search_chunks failed: {e}") from e
+        found.sort(key=lambda pair: pair[1].score, reverse=True)
+        return [_hit(cid, h) for cid, h in found[:k]]
+
+    def read(self, chunk_id: str, around: int = 0) -> str:
+        """A chunk's text, with ``around`` neighbours each side, headed by where it is from."""
+        if not isinstance(around, int) or isinstance(around, bool) or not 0 <= around <= 5:
+            raise HostCallError("around must be an int from 0 to 5")
+        store, number = self._locate(chunk_id)
+        try:
+            view = store.read(number, around=around, record=store is self.memory)
+        except RLMError as e:
+            raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
+        if store is self.memory:
+            self.memory_ids_read.append(number)
+        return _render(view)
+
+    def _locate(self, chunk_id: Any) -> tuple[MemoryStore, int]:
+        text = str(chunk_id) if isinstance(chunk_id, (str, int)) and not isinstance(chunk_id, bool) else ""
+        try:
+            if text.startswith("m") and self.memory is not None:
+                return self.memory, int(text[1:])
+            if text.startswith("c") and "." in text:
+                k, number = text[1:].split(".", 1)
+                if 0 <= int(k) < len(self.handles):
+                    return self._index(int(k)), int(number)
+        except ValueError:
+            pass
+        except RLMError as e:
+            raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
+        raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
+
+
+def _hit(cid: str, h: Hit) -> dict[str, Any]:
+    snippet = " ".join(h.snippet.split())
+    return {"id": cid, "score": round(h.score, 3), "source": h.source, "lines": f"{h.start_line}-{h.end_line}",
+            "snippet": snippet[:SNIPPET_CHARS]}
+
+
+def _render(view: ChunkView) -> str:
+    parts = [*view.before, view, *view.after]
+    first, last = parts[0], parts[-1]
+    head = f"[{view.source} lines {first.start_line}-{last.end_line}]"
+    return head + "\n" + "\n".join(p.text for p in parts)
+
+
+def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
+    """(file name of the index, paths to ingest, or the text to index)."""
+    path = getattr(handle, "path", None) or getattr(handle, "root", None)
+    if isinstance(path, (str, os.PathLike)) and os.path.exists(path):
+        real = os.path.realpath(path)
+        return "path-" + hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:32], [real], None
+    text = handle.get_full()
+    return "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], [], text

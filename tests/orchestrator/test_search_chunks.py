@@ -1,0 +1,89 @@
+"""search_chunks and read_chunk: ranked search over the contexts and the memory store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlm_runtime import Session
+from rlm_runtime.llm import ScriptedClient
+from rlm_runtime.memory.store import MemoryStore
+
+from .support import code, fast, of_type, read_trace
+
+FACT = "Every spring the apiarists' guild convenes its yearly assembly in Ljubljana, beside the river."
+
+
+def corpus(tmp_path: Path) -> Path:
+    """A document of many paragraphs; one of them holds FACT, in words the question does not use."""
+    paras = [f"Paragraph {i}. The committee reviewed routine matters of budget number {i} and adjourned early."
+             for i in range(300)]
+    paras[187] = FACT
+    path = tmp_path / "minutes.md"
+    path.write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_answer_no_regex_of_the_question_finds_is_found_by_search(tmp_path: Path) -> None:
+    """It answers through search_chunks when grep of the question's words finds nothing, and hints at search after the empty grep."""
+    client = ScriptedClient([
+        code("print(grep('beekeepers meet', ignore_case=True))"),
+        code("hits = search_chunks('apiarists yearly assembly')\nprint(hits[:2])"),
+        code("text = read_chunk(hits[0]['id'])\nFINAL('Ljubljana' if 'Ljubljana' in text else text[:80])"),
+    ])
+    trace = tmp_path / "t.jsonl"
+    with Session(client, contexts=[corpus(tmp_path)], limits=fast(), trace=trace) as s:
+        result = s.ask("Where do the beekeepers hold their annual meeting?")
+    assert result.answer == "Ljubljana", result.error
+    second_prompt = client.prompts[1][-1]["content"]
+    assert "(no lines match" in second_prompt and "search_chunks(" in second_prompt
+    assert "search_chunks(query, k=10)" in client.prompts[0][0]["content"]
+    calls = of_type(read_trace(trace), "tool_call")
+    assert [c["name"] for c in calls] == ["search_chunks"]
+
+
+def test_the_index_is_kept_on_disk_and_reused(tmp_path: Path, _rlm_home: Path) -> None:
+    """It indexes a context once: a second session over the same file finds the index under $RLM_HOME/index."""
+    path = corpus(tmp_path)
+    for _ in range(2):
+        client = ScriptedClient([code("FINAL(search_chunks('apiarists')[0]['id'])")])
+        with Session(client, contexts=[path], limits=fast(), trace=False) as s:
+            assert s.ask("q").answer.startswith("c0.")
+    assert len(list((_rlm_home / "index").glob("*.db"))) == 1
+
+
+def test_bad_arguments_are_refused_with_a_clear_error(tmp_path: Path) -> None:
+    """It refuses an empty query, a k out of range and an unknown chunk id, as errors the code sees."""
+    with Session(ScriptedClient([]), contexts=["some text here"], trace=False) as s:
+        assert "non-empty query" in (s.execute("search_chunks('')").error or "")
+        assert "k must be" in (s.execute("search_chunks('text', k=10**6)").error or "")
+        assert "no chunk" in (s.execute("read_chunk('x99')").error or "")
+
+
+def test_a_second_run_recalls_the_first_runs_answer(tmp_path: Path) -> None:
+    """It remembers a session's answer in the store, and a later session finds it with search_chunks."""
+    store_path = tmp_path / "memory.db"
+    first = ScriptedClient([code("FINAL('The launch code is TANGERINE-4471')")])
+    with Session(first, limits=fast(), trace=False, memory=store_path, remember=True) as s:
+        assert s.ask("What is the launch code?").answer == "The launch code is TANGERINE-4471"
+    second = ScriptedClient([
+        code("hits = search_chunks('launch code')\nprint(hits)"),
+        code("FINAL(read_chunk(hits[0]['id']))"),
+    ])
+    with Session(second, limits=fast(), trace=False, memory=store_path) as s:
+        result = s.ask("What did we find out about the launch code earlier?")
+    assert result.answer is not None and "TANGERINE-4471" in result.answer
+    assert result.answer.startswith("[run:")
+    assert "memory: a store of" in second.prompts[0][0]["content"]
+    with MemoryStore(store_path) as store:
+        assert store.stats().chunks >= 1
+
+
+def test_remember_without_a_store_is_a_clear_error(tmp_path: Path) -> None:
+    """It refuses ask(remember=True) in a session without a memory store."""
+    import pytest
+
+    from rlm_runtime.errors import ConfigError
+
+    with Session(ScriptedClient([code("FINAL(1)")]), limits=fast(), trace=False) as s:
+        with pytest.raises(ConfigError):
+            s.ask("q", remember=True)
