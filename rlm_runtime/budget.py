@@ -85,9 +85,6 @@ class RunLimits(BaseModel):
         return cls(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
 
 
-#: Model names served on this machine, which get ``RunLimits.for_small_model``.
-SMALL_MODEL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
-
 
 class SessionLimits(BaseModel):
     """Totals a whole session may use, over all its questions (None: no limit). Each

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rlm_runtime import errors, harness, subcalls
+from rlm_runtime import harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.errors import BudgetExceeded, HostCallError, NoAnswer, RLMError, TooManyErrors
@@ -416,11 +416,4 @@ def raise_for(result: RunResult) -> str:
     """The answer of ``result``, or its failure raised as the ``RLMError`` it was."""
     if result.answer is not None:
         return result.answer
-    if result.exception is not None:
-        raise result.exception
-    kind = getattr(errors, result.error_type or "", None)
-    if isinstance(kind, type) and issubclass(kind, errors.RunFailed):
-        if kind is BudgetExceeded:
-            raise BudgetExceeded(result.error or "budget exhausted", limit="run", partial=result.partial)
-        raise kind(result.error or "no answer", partial=result.partial)
-    raise RLMError(result.error or "no answer")
+    raise result.exception or RLMError(result.error or "no answer")

@@ -13,6 +13,7 @@ questions by accident). ``close()`` may come from any thread.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -279,9 +280,7 @@ class Session:
 
 
 def _with_limits(setup: Setup, limits: RunLimits) -> Setup:
-    from dataclasses import replace
-
-    return replace(setup, limits=limits)
+    return dataclasses.replace(setup, limits=limits)
 
 
 def _trace_path(trace: str | Path | bool | None, paths: Paths) -> Path | None:

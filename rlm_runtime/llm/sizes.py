@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-#: Names served on this machine: small whatever they say (``budget.SMALL_MODEL_PREFIXES`` too).
+#: Names served on this machine: small whatever they say.
 LOCAL_PREFIXES = ("local:", "ollama/", "ollama_chat/")
 #: The largest parameter count, in billions, a small model may state.
 SMALL_MODEL_MAX_BILLIONS = 8.0

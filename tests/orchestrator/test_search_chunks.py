@@ -87,3 +87,16 @@ def test_remember_without_a_store_is_a_clear_error(tmp_path: Path) -> None:
     with Session(ScriptedClient([code("FINAL(1)")]), limits=fast(), trace=False) as s:
         with pytest.raises(ConfigError):
             s.ask("q", remember=True)
+
+
+def test_retrieve_searches_the_memory_store(tmp_path: Path) -> None:
+    """It answers retrieve(q, memory=PATH) from what an earlier session remembered."""
+    from rlm_runtime import retrieve
+
+    store_path = tmp_path / "memory.db"
+    with Session(ScriptedClient([code("FINAL('the vault opens with key 7')")]), limits=fast(), trace=False,
+                 memory=store_path, remember=True) as s:
+        s.ask("How does the vault open?")
+    model = ScriptedClient([code("FINAL(read_chunk(search_chunks('vault key')[0]['id']))")])
+    answer = retrieve("What opens the vault?", model=model, limits=fast(), trace=False, memory=store_path)
+    assert "key 7" in answer
