@@ -6,10 +6,10 @@
   bytes look binary, empty files, non-regular files (FIFOs, devices) and unreadable ones are
   skipped with their reason in ``IngestReport.skipped``, and the ingest goes on.
 * A file is read one window (``window_bytes``, cut after a blank line or a newline) at a time
-  and fed to ``chunking.chunk_stream``, which finds the same pieces whatever the windows, so a
-  1 GB file costs a window of memory (and the chunker's bounded look-ahead). Invalid UTF-8 is
-  replaced with U+FFFD and reported (``stored=True``); byte spans of such a file count the
-  replacement characters (3 bytes each), not the original bytes.
+  and fed as bytes to ``chunking.chunk_bytes``, which finds the same pieces whatever the
+  windows, so a 1 GB file costs a window of memory (and the chunker's bounded look-ahead).
+  Invalid UTF-8 is replaced with U+FFFD in the stored text and reported (``stored=True``);
+  byte spans stay those of the file's own bytes.
 * Incremental: a file whose size and mtime match its source row is skipped unread; one whose
   content hash matches is skipped after hashing. A changed file is re-chunked and each piece
   whose text is already stored for that file keeps its chunk (id, statistics, links); only the
@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING
 
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.protocol import BINARY_EXTENSIONS, BINARY_SNIFF_BYTES
-from rlm_runtime.memory.chunking import ChunkingConfig, chunk_stream
+from rlm_runtime.memory.chunking import ChunkingConfig, chunk_bytes
 from rlm_runtime.memory.chunks import NewChunk, delete_chunks
 from rlm_runtime.memory.db import Database, now
 from rlm_runtime.memory.records import IngestProgress, IngestReport, Skipped
@@ -310,19 +310,22 @@ class Ingest:
         invalid = False
         size = 0
 
-        def texts() -> Iterator[str]:
+        def raws() -> Iterator[bytes]:
             nonlocal invalid, size
             for raw, _, _ in windows(fh, self.cfg.window_bytes):
                 hasher.update(raw)
                 size += len(raw)
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    invalid = True
-                    yield raw.decode("utf-8", "replace")
+                if not invalid:
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        invalid = True
+                yield raw
 
         pending: list[NewChunk] = []
-        for p in chunk_stream(texts(), path=path, kind=self.kind, config=self.chunking):
+        # Bytes, not decoded text: the spans stay those of the file even where invalid UTF-8
+        # is shown as U+FFFD in a chunk's text.
+        for p in chunk_bytes(raws(), path=path, kind=self.kind, config=self.chunking):
             pending.append(NewChunk(p.text, p.start_byte, p.end_byte, p.start_line, p.end_line, p.tokens, p.kind, p.header or None))
             if len(pending) >= self.cfg.batch_chunks:
                 self._enqueue(write(pending), len(pending))
@@ -344,7 +347,7 @@ class Ingest:
             self.report.chunks_removed += gone
 
         if invalid:
-            self._skip(path, "invalid UTF-8 replaced with U+FFFD (byte spans count the replacements)", stored=True)
+            self._skip(path, "invalid UTF-8 replaced with U+FFFD", stored=True)
         self._enqueue(finish, len(pending))
 
     def _remove_missing(self, root: str, present: set[str]) -> None:

@@ -151,3 +151,16 @@ def test_large_file_is_streamed_in_bounded_windows(open_store: Callable[..., Mem
     assert first_write < size / 4, "chunks are written while the file is still being read"
     v = st.read(st.search("huge799word0", record=False)[0].chunk_id)
     assert path.read_bytes()[v.start_byte:v.end_byte].decode() == v.text
+
+
+def test_spans_of_a_file_with_invalid_utf8_are_its_own_bytes(open_store, write) -> None:  # type: ignore[no-untyped-def]
+    """It keeps byte spans in the file's bytes when invalid UTF-8 before a chunk is replaced."""
+    path = write("bad.txt", "")
+    body = b"caf\xe9 \xff\xfe broken bytes here.\n\n" + "Zebra facts live in the second paragraph.\n".encode()
+    path.write_bytes(body)
+    st = open_store(small_chunks())
+    st.ingest(path)
+    hit = st.search("zebra", record=False)[0]
+    view = st.read(hit.chunk_id, record=False)
+    assert view.start_byte > 0, "the zebra paragraph must be a chunk of its own"
+    assert body[view.start_byte:view.end_byte].decode("utf-8", "replace").strip() == view.text.strip()
