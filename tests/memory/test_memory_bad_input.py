@@ -156,7 +156,7 @@ def test_large_file_is_streamed_in_bounded_windows(open_store: Callable[..., Mem
 def test_spans_of_a_file_with_invalid_utf8_are_its_own_bytes(open_store, write) -> None:  # type: ignore[no-untyped-def]
     """It keeps byte spans in the file's bytes when invalid UTF-8 before a chunk is replaced."""
     path = write("bad.txt", "")
-    body = b"caf\xe9 \xff\xfe broken bytes here.\n\n" + "Zebra facts live in the second paragraph.\n".encode()
+    body = b"caf\xe9 \xff\xfe broken bytes here.\n\n" + b"Zebra facts live in the second paragraph.\n"
     path.write_bytes(body)
     st = open_store(small_chunks())
     st.ingest(path)
