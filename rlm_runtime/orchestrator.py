@@ -17,6 +17,7 @@ from typing import Any
 
 from rlm_runtime.budget import Governor, RunLimits
 from rlm_runtime.config import Paths, paths_from_env
+from rlm_runtime.context.brief import load_probe_config
 from rlm_runtime.errors import SessionClosed
 from rlm_runtime.harness import parse_code_blocks, prose_final
 from rlm_runtime.llm import LLMClient, make_client
@@ -67,7 +68,8 @@ class RLM:
         self.on_event = on_event
         self.paths = paths or paths_from_env()
         self.trace = trace
-        self.probe = probe
+        # Read [probe] settings once, not once per run.
+        self.probe = probe if probe is not None else load_probe_config()
         self.memory = memory
         self.remember = remember
         worker_mb = (cell_limits or self.policy.limits).memory_mb
