@@ -267,3 +267,21 @@ def test_final_after_a_refused_sub_call_is_kept(tmp_path: Path) -> None:
         code("rs = llm_query_batched(['a', 'b', 'c'])\nok = [r for r in rs if not r.startswith('[ERROR]')]\nFINAL(str(len(ok)) + ' answers')"),
     ], ScriptedClient(lambda m: "fine", model="scripted:sub"), tmp_path, limits=fast(max_llm_calls=3))
     assert result.answer == "2 answers"
+
+
+def test_rlm_query_without_a_free_worker_is_a_plain_call(tmp_path: Path) -> None:
+    """It answers rlm_query with a plain sub-call, and records a worker_wait, when the pool's only
+    worker is the caller's own (waiting would deadlock on its ancestor)."""
+    from rlm_runtime import Session
+    from rlm_runtime.sandbox.pool import WorkerPool
+
+    root = ScriptedClient([code("FINAL(rlm_query('what colour?', context='the sky is green'))")])
+    sub = ScriptedClient([{"when": "what colour?", "content": "green"}], model="scripted:sub")
+    trace = tmp_path / "t.jsonl"
+    with Session(root, sub, limits=fast(max_depth=1), trace=trace, pool=WorkerPool(1)) as s:
+        result = s.ask("colour?")
+    assert result.answer == "green", result.error
+    events = read_trace(trace)
+    assert [e["depth"] for e in of_type(events, "run_start")] == [0]  # no child run started
+    assert "plain call" in of_type(events, "worker_wait")[0]["detail"]
+    assert [c["kind"] for c in of_type(events, "sub_call")] == ["rlm_query (plain call: no worker free)"]
