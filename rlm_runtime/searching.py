@@ -150,8 +150,11 @@ def _render(view: ChunkView) -> str:
 
 def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
     """(file name of the index, paths to ingest, or the text to index)."""
-    path = getattr(handle, "path", None) or getattr(handle, "root", None)
-    if isinstance(path, (str, os.PathLike)) and os.path.exists(path):
+    # Only a single file given as the context is ingested by path. A folder is indexed from
+    # what its corpus handle exposes (the same text grep sees): a folder walk of its own
+    # would follow symlinks out of the folder and hand the model files it was never given.
+    path = getattr(handle, "path", None)
+    if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and getattr(handle, "root", None) is None:
         real = os.path.realpath(path)
         return "path-" + hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:32], [real], None
     text = handle.get_full()
