@@ -111,6 +111,8 @@ class ChunkSearch:
         if not isinstance(around, int) or isinstance(around, bool) or not 0 <= around <= 5:
             raise HostCallError("around must be an int from 0 to 5")
         store, number = self._locate(chunk_id)
+        if not 0 <= number < 2**63:  # not a SQLite integer: no such chunk (fail closed)
+            raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
         try:
             view = store.read(number, around=around, record=store is self.memory)
         except RLMError as e:
