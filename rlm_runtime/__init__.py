@@ -16,6 +16,7 @@ from rlm_runtime.budget import RunLimits, SessionLimits
 from rlm_runtime.context import open_context
 from rlm_runtime.errors import (
     BudgetExceeded,
+    Cancelled,
     ConfigError,
     ContextError,
     LLMError,
@@ -35,7 +36,7 @@ from rlm_runtime.session import Session
 from rlm_runtime.tools import Tool, tool
 
 __all__ = [
-    "RLM", "BudgetExceeded", "CellLimits", "CellResult", "ConfigError", "ContextError", "LLMClient", "LLMError", "NoAnswer",
+    "RLM", "BudgetExceeded", "Cancelled", "CellLimits", "CellResult", "ConfigError", "ContextError", "LLMClient", "LLMError", "NoAnswer",
     "Policy", "PolicyReport", "RLMError", "RunFailed", "RunLimits", "RunResult", "Sandbox", "SandboxError", "Session",
     "SessionBusy", "SessionClosed", "SessionLimits", "TooManyErrors", "Tool", "load_policy", "make_client", "open_context",
     "retrieve", "tool",

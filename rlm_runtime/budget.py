@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlm_runtime.errors import BudgetExceeded
+from rlm_runtime.errors import BudgetExceeded, Cancelled
 from rlm_runtime.llm.base import Usage
 
 
@@ -175,7 +175,17 @@ class Budget:
     _reserved_out: int = 0
     _reserved_calls: int = 0
 
+    #: Set by ``cancel()``: every later check (each model call, tool and turn) raises ``Cancelled``.
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def cancel(self) -> None:
+        """Stop this call tree: from any thread; calls in flight end as soon as they can."""
+        self.cancelled.set()
+
     def check_time(self) -> None:
+        """Raise ``Cancelled`` after ``cancel()``, ``BudgetExceeded`` past the wall-clock limit."""
+        if self.cancelled.is_set():
+            raise Cancelled("the run was cancelled")
         elapsed = time.monotonic() - self.started
         if elapsed > self.limits.max_wall_s:
             raise BudgetExceeded(f"wall-clock limit of {self.limits.max_wall_s:g}s reached", limit="max_wall_s")

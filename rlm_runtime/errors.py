@@ -92,6 +92,11 @@ class TooManyErrors(RunFailed):
     """The run stopped after ``max_consecutive_errors`` failing turns in a row."""
 
 
+class Cancelled(RunFailed):
+    """The run was cancelled (``Session.cancel()``; Ctrl-C in ``rlm repl``). What it had
+    used is settled in the budget; ``partial`` holds its last useful output."""
+
+
 class LLMError(RLMError):
     """A model call failed. Subclasses say whether the user can fix it."""
 

@@ -23,8 +23,8 @@ from typing import Any
 from rlm_runtime import harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
-from rlm_runtime.errors import BudgetExceeded, HostCallError, NoAnswer, RLMError, TooManyErrors
-from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage
+from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, TooManyErrors
+from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
 from rlm_runtime.tools import Tool
@@ -97,6 +97,9 @@ class Tree:
         self.emit = emit
         self.slots = Slots(setup.max_concurrent_calls())
         self.pool_key = pool_key
+        #: The sandboxes running this tree's cells now (the session's, and children's while
+        #: they run), so that ``cancel()`` can interrupt them.
+        self.sandboxes: set[Sandbox] = set()
 
     def call(self, run: Run, client: LLMClient, messages: list[Message], *, code: bool) -> Completion:
         """One budgeted model call; the reservation covers the worst case while in flight."""
@@ -105,11 +108,24 @@ class Tree:
         max_out = max(1, min(limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
-            completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
+            with stoppable(self.budget.cancelled):
+                completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
             # Settled while still reserved, so no other call sees neither figure.
             self.budget.settle(client.model, completion.usage)
         run.own_usage.setdefault(client.model, Usage()).add(completion.usage)
+        self.check_cancelled()  # a call cut short by cancel() ends the run here, settled
         return completion
+
+    def cancel(self) -> None:
+        """Stop the tree from any thread: no new call starts, a streaming call stops reading,
+        and the cells running in its sandboxes are interrupted."""
+        self.budget.cancel()
+        for sandbox in list(self.sandboxes):
+            sandbox.interrupt()
+
+    def check_cancelled(self, partial: str | None = None) -> None:
+        if self.budget.cancelled.is_set():
+            raise Cancelled("the run was cancelled", partial=partial)
 
 
 class ToolTable:
@@ -186,15 +202,18 @@ class Run:
         table.current = self.functions()
         stats_before = _context_stats(sandbox)
         result: RunResult
+        self.tree.sandboxes.add(sandbox)
         try:
             sandbox.start()
+            self.tree.check_cancelled()
             result = self._turns(sandbox, briefs, history, variables)
         except RLMError as e:
-            if isinstance(e, BudgetExceeded):
+            if isinstance(e, (BudgetExceeded, Cancelled)):
                 e.partial = e.partial or self.partial
             result = RunResult.failed(e, iterations=self.iterations, partial=self.partial)
         finally:
             table.current = {}
+            self.tree.sandboxes.discard(sandbox)
         stats = _context_stats(sandbox)
         if stats:
             self.emit({"type": "context_stats", "contexts": _stats_delta(stats_before, stats)})
@@ -270,6 +289,7 @@ class Run:
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None:  # an answer given after a refused sub-call still counts
                 return RunResult(answer, iterations=self.iterations)
+            self.tree.check_cancelled(self.partial)
             if self.budget_error is not None:
                 raise self.budget_error
             if errors_in_a_row >= lim.max_consecutive_errors:

@@ -8,7 +8,7 @@ answered (a compact history within ``RunLimits.history_chars``) and which variab
 
 Threads: a session serves one thread at a time; a call from a second thread while one runs
 raises ``SessionBusy`` (it does not wait: a REPL and a program should not interleave
-questions by accident). ``close()`` may come from any thread.
+questions by accident). ``close()`` and ``cancel()`` may come from any thread.
 """
 
 from __future__ import annotations
@@ -78,9 +78,11 @@ class Session:
                  probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
                  memory: bool | str | Path | MemoryStore | None = None, remember: bool = False) -> None:
         self.paths = paths or paths_from_env()
-        self._owns_clients = isinstance(model, str) or isinstance(sub_model, str)
-        client = make_client(model)
-        sub_client = make_client(sub_model) if sub_model is not None else client
+        #: Clients the session made from names (it closes them); a client passed in is the caller's.
+        self._made: list[LLMClient] = []
+        client = self._client(model)
+        sub_client = self._client(sub_model) if sub_model is not None else client
+        self._limits_follow_model = limits is None
         limits = limits or RunLimits.for_model(client.model)
         loaded = load_policy(policy)
         worker_mb = (cell_limits or loaded.limits).memory_mb
@@ -99,6 +101,7 @@ class Session:
         self._cells = 0
         self._closed = False
         self._busy = threading.Lock()
+        self._tree: Tree | None = None  # the question or cell running now, for cancel()
         self._owns_memory = memory is not None and not isinstance(memory, MemoryStore)
         self.memory: MemoryStore | None = _open_memory(memory, self.paths)
         self.remember = remember
@@ -130,10 +133,8 @@ class Session:
         self._emit({"type": "session_end", "session_id": self.session_id, "usage": self.budget.usage(),
                     "questions": self._questions})
         self._writer.close()
-        if self._owns_clients:
-            self.setup.client.close()
-            if self.setup.sub_client is not self.setup.client:
-                self.setup.sub_client.close()
+        for client in self._made:
+            client.close()
 
     @contextmanager
     def _turn(self) -> Iterator[None]:
@@ -170,7 +171,8 @@ class Session:
             self.search.memory_ids_read = []
             began = time.monotonic()
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
-            result = run.execute(self._sandbox, self._table, history=history, variables=variables)
+            with self._running(tree):
+                result = run.execute(self._sandbox, self._table, history=history, variables=variables)
             result.usage = tree.budget.usage()
             result.max_depth_reached = tree.budget.max_depth_reached
             result.duration_s = time.monotonic() - began
@@ -202,14 +204,76 @@ class Session:
             tree = Tree(self.setup, Budget(self.setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
                         search=self.search)
             self._table.current = Run(tree, "(a cell typed by a person)", depth=0, parent_id=None, turn=self._questions).functions()
+            tree.sandboxes.add(self._sandbox)
             try:
-                result = self._sandbox.execute(code)
+                with self._running(tree):
+                    result = self._sandbox.execute(code)
             finally:
                 self._table.current = {}
             self._cells += 1
             self._emit({"type": "cell", "run_id": None, "parent_id": None, "depth": 0, "turn": self._questions,
                         "code": code, "output": cell_output(result)})
             return result
+
+    def cancel(self) -> bool:
+        """Stop the question or cell running now, from any thread; True if one was running.
+
+        The running ``ask`` returns a failed ``RunResult`` whose ``exception`` is
+        ``Cancelled`` (what it used is settled in the budget; ``partial`` holds its last
+        output): no new model call or tool call starts, a streaming model call stops
+        reading, and the cell running in the worker is interrupted (a ``KeyboardInterrupt``
+        error; variables kept). A cell that ignores the interrupt is killed ``kill_grace_s``
+        later and the worker replaced (the cell's result says ``worker_restarted``).
+        """
+        tree = self._tree
+        if tree is None:
+            return False
+        tree.cancel()
+        return True
+
+    @contextmanager
+    def _running(self, tree: Tree) -> Iterator[None]:
+        self._tree = tree
+        try:
+            yield
+        finally:
+            self._tree = None
+
+    # ------------------------------------------------------------------ models and limits
+
+    @property
+    def limits(self) -> RunLimits:
+        """The limits of each question (``ask(limits=...)`` overrides them for one)."""
+        return self.setup.limits
+
+    def set_limits(self, limits: RunLimits) -> None:
+        """Use ``limits`` for later questions (the session's totals are unchanged)."""
+        if not isinstance(limits, RunLimits):
+            raise ConfigError("set_limits takes a RunLimits")
+        with self._turn():
+            self.setup = dataclasses.replace(self.setup, limits=limits)
+            self._limits_follow_model = False
+
+    def set_models(self, model: str | LLMClient | None = None, sub_model: str | LLMClient | None = None) -> None:
+        """Switch the root model and/or the sub-model for later questions. A sub-model that
+        was the root model's (none given at start) follows a new root model. Limits that
+        came from the model (none given) follow the new root model too."""
+        with self._turn():
+            setup = self.setup
+            client = self._client(model) if model is not None else setup.client
+            if sub_model is not None:
+                sub_client = self._client(sub_model)
+            else:
+                sub_client = client if setup.sub_client is setup.client else setup.sub_client
+            limits = RunLimits.for_model(client.model) if self._limits_follow_model else setup.limits
+            self.setup = dataclasses.replace(setup, client=client, sub_client=sub_client, limits=limits)
+            self._emit({"type": "models", "model": client.model, "sub_model": sub_client.model})
+
+    def _client(self, model: str | LLMClient) -> LLMClient:
+        client = make_client(model)
+        if isinstance(model, str):
+            self._made.append(client)
+        return client
 
     # ------------------------------------------------------------------ contexts
 
@@ -243,6 +307,23 @@ class Session:
             self._history.clear()
             self._sandbox, self._table = open_sandbox(self.setup, self._handles, pool_key=self.session_id,
                                                       on_wait=self._on_wait)
+
+    def variable_names(self) -> list[str]:
+        """The names of the variables in the worker (what ``SHOW_VARS`` lists)."""
+        with self._turn():
+            result = self._sandbox.execute("SHOW_VARS()")
+        if not result.ok:
+            return []
+        names = []
+        for line in (result.stdout or "").splitlines():
+            name, sep, _ = line.partition(": ")
+            if sep and name.isidentifier():
+                names.append(name)
+        return names
+
+    def worker_rss(self) -> int | None:
+        """The session worker's resident memory in bytes (None when it is not running)."""
+        return None if self._closed else self._sandbox.worker_rss()
 
     @property
     def history(self) -> list[harness.Exchange]:

@@ -45,7 +45,7 @@ from rlm_runtime.trajectory import (
     render_html,
     render_tree,
 )
-from rlm_runtime.trajectory.events import EVENT_TYPES, package_version
+from rlm_runtime.trajectory.events import EVENT_TYPES, Models, package_version
 
 ROOT = {"run_id": "root1", "parent_id": None, "depth": 0}
 CHILD = {"run_id": "kid22", "parent_id": "root1", "depth": 1}
@@ -79,6 +79,7 @@ def every_event() -> list[Record]:
         ContextStats(t=next(t), **ROOT, contexts=[ContextAccess(name="notes.txt", peeks=1, greps=2, chars_returned=40)]),
         RunEnd(t=next(t), **ROOT, answer="the needle", iterations=2, usage={"scripted:root": USAGE, "scripted:sub": USAGE},
                run_usage={"scripted:root": USAGE}, duration_s=1.5),
+        Models(t=next(t), session_id="s1", model="scripted:other", sub_model="scripted:other"),
         SessionEnd(t=next(t), session_id="s1", usage={"scripted:root": USAGE}, questions=1),
     ]
 
@@ -100,7 +101,8 @@ def lines(path: Path) -> list[dict[str, Any]]:
 def test_every_event_type_has_a_model() -> None:
     """It has a typed record with a Literal type for every event of schema 2."""
     assert set(EVENT_TYPES) == {"trace_start", "run_start", "system_prompt", "iteration", "sub_call", "tool_call",
-                                "context_stats", "cell", "worker_wait", "run_end", "session_end", "invalid_event"}
+                                "context_stats", "cell", "worker_wait", "run_end", "models", "session_end",
+                                "invalid_event"}
     assert {type(e).model_fields["type"].default for e in every_event()} == set(EVENT_TYPES) - {"invalid_event"}
 
 
@@ -254,7 +256,7 @@ def test_a_trace_is_a_tree_of_runs(tmp_path: Path) -> None:
     assert kinds == ["run_start", "system_prompt", "sub_call", "tool_call", "kid22", "iteration", "iteration",
                      "context_stats", "run_end"]
     assert [x.type if isinstance(x, Record) else x.run_id for x in trace.top_level()] == [
-        "trace_start", "worker_wait", "cell", "root1", "session_end"]
+        "trace_start", "worker_wait", "cell", "root1", "models", "session_end"]
     assert trace.header is not None and trace.header.session_id == "s1"
 
 

@@ -8,14 +8,41 @@ failing after retries) and ``LLMCallError`` (anything else the provider refused)
 ``close()`` releases what the client started (a local server, say) and is idempotent.
 A client may also have ``parallel: int``, the number of calls its server serves at once (a
 local llama.cpp server's slots); the orchestrator then runs no more sub-calls together.
+
+Cancellation: while the orchestrator waits on ``complete``, ``stop_requested()`` (read in
+the calling thread) turns true when the run is cancelled; a streaming client stops reading
+there and returns what it has, with ``finish_reason="cancelled"``. A client that does not
+look simply finishes its call.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+_stop: ContextVar[threading.Event | None] = ContextVar("rlm_stop_call", default=None)
+
+
+@contextmanager
+def stoppable(event: threading.Event) -> Iterator[None]:
+    """Within the block (in this thread), ``stop_requested()`` reports ``event``."""
+    token = _stop.set(event)
+    try:
+        yield
+    finally:
+        _stop.reset(token)
+
+
+def stop_requested() -> bool:
+    """Whether the call this thread is making should stop early (its run was cancelled)."""
+    event = _stop.get()
+    return event is not None and event.is_set()
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
-from rlm_runtime.llm.base import Completion, Message, Usage
+from rlm_runtime.llm.base import Completion, Message, Usage, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
 
 _litellm: Any = None
@@ -215,6 +215,9 @@ class LiteLLMClient:
         stream = lib.completion(**kwargs, stream=True)
         try:
             for piece in stream:
+                if stop_requested():
+                    finish = "cancelled"
+                    break
                 delta = piece.choices[0].delta.content if piece.choices else None
                 if delta:
                     parts.append(delta)

@@ -204,6 +204,9 @@ class Sandbox:
     serialises callers, and each gets its own cell's result); a host function must not call
     ``execute`` on its own sandbox (SandboxError). ``close`` may be called from any thread at
     any time: a running cell's worker is killed and that ``execute`` raises SandboxError.
+    ``interrupt`` may come from any thread too: the running cell ends with a
+    ``KeyboardInterrupt`` error, its worker and variables kept (or killed after
+    ``kill_grace_s`` if the cell ignores it).
     ``Zygote`` is thread-safe too. After ``close`` returns, no worker process and no temp
     dir of this sandbox remain, whatever was interrupted.
     """
@@ -254,6 +257,9 @@ class Sandbox:
         #: closes channels: a closed fd number can be handed to an unrelated file at once.
         self._lock = threading.RLock()
         self._owner: int | None = None  # the thread running a cell
+        #: The worker whose cell runs now (set by _drive), and when interrupt() asked it to stop.
+        self._running: _WorkerHandle | None = None
+        self._interrupted_at: float | None = None
         #: Guards ``_worker``, ``_owned`` and ``_closed``; held for a few lines, never a cell.
         self._state = threading.Lock()
         #: Every worker from the moment it exists until it is fully discarded.
@@ -541,6 +547,36 @@ class Sandbox:
                 self._owner = None
                 self._release_if_closed()
 
+    def worker_rss(self) -> int | None:
+        """The live worker's resident memory in bytes (None: no worker, or not measurable)."""
+        with self._state:
+            worker = self._worker
+        if worker is None:
+            return None
+        try:
+            return worker.rss()
+        except Exception:  # psutil.Error, or the process just ended
+            return None
+
+    def interrupt(self) -> bool:
+        """Stop the cell running now, from any thread; True if one was running.
+
+        The worker gets SIGUSR1, which raises inside the cell (or, during a host call, as
+        soon as the call returns); the cell ends with a ``KeyboardInterrupt`` error and the
+        variables are kept. Code that swallows it is killed ``kill_grace_s`` later, like a
+        cell past its timeout, and the worker replaced (``worker_restarted``).
+        """
+        with self._state:
+            worker = self._running
+            if worker is None or self._closed:
+                return False
+            self._interrupted_at = time.monotonic()
+        try:
+            os.kill(worker.pid, signal.SIGUSR1)
+        except OSError:  # it has just ended; the cell's own result stands
+            return False
+        return True
+
     def _execute(self, code: str | bytes) -> CellResult:
         if self._closed:  # closed while this caller waited for its turn
             raise SandboxError(_CLOSED)
@@ -574,6 +610,15 @@ class Sandbox:
             raise
 
     def _drive(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
+        with self._state:
+            self._running, self._interrupted_at = worker, None
+        try:
+            return self._drive_cell(worker, frame)
+        finally:
+            with self._state:
+                self._running = self._interrupted_at = None
+
+    def _drive_cell(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
         start = time.monotonic()
         final: list[Any] = []
         seq = frame["seq"]
@@ -605,6 +650,11 @@ class Sandbox:
                 return self._kill(worker, final, start, "TimeoutError",
                                   f"TimeoutError: the cell ran longer than {self.limits.cell_timeout_s:g}s "
                                   "and did not stop when asked, so the worker was killed. " + _RESTART_NOTE)
+            interrupted = self._interrupted_at
+            if interrupted is not None and now >= interrupted + self.limits.kill_grace_s:
+                return self._kill(worker, final, start, "KeyboardInterrupt",
+                                  "KeyboardInterrupt: the cell was interrupted and did not stop, "
+                                  "so the worker was killed. " + _RESTART_NOTE)
             wait = min(_WATCH_INTERVAL_S, hard_deadline - now)
             if not poller.poll(wait * 1000):
                 if worker.rss() > memory_cap:

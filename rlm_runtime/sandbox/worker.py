@@ -43,6 +43,11 @@ class CellTimeout(BaseException):
     """Raised inside user code when the cell's time is up (catchable, hence the hard kill)."""
 
 
+class CellInterrupted(BaseException):
+    """Raised inside user code when the host interrupts the cell (SIGUSR1: a person pressed
+    Ctrl-C). Catchable like CellTimeout, hence the host's kill after its grace period."""
+
+
 class Output:
     """Printed text of one cell, capped: the head and the tail are kept, the middle counted."""
 
@@ -127,6 +132,9 @@ class Worker:
         self.ns: dict[str, Any] = {}
         self.reserved: dict[str, Any] = {}
         self.in_user_code = False
+        #: An interrupt that came while the worker was not running user code (a host call in
+        #: flight): raised as soon as user code resumes.
+        self.interrupt_pending = False
         self.cells = 0
         self.seq = 0  # of the cell running now, echoed in every frame sent for it
         #: The context handles, in the host's order: ``contexts`` in the namespace.
@@ -152,6 +160,7 @@ class Worker:
             self.reserved.update(contexts.namespace(handles))
         self.bind(msg.get("host_functions", []))
         signal.signal(signal.SIGALRM, self._on_alarm)
+        signal.signal(signal.SIGUSR1, self._on_interrupt)
         return layers
 
     def bind(self, names: list[str]) -> None:
@@ -270,6 +279,9 @@ class Worker:
             if remaining > 0:
                 signal.setitimer(signal.ITIMER_REAL, remaining)
             self.in_user_code = True
+        if self.interrupt_pending:
+            self.interrupt_pending = False
+            raise CellInterrupted()
         if reply["op"] == "return":
             return reply.get("value")
         raise HostCallError(str(reply.get("message", f"{name}() failed")))
@@ -284,6 +296,9 @@ class Worker:
             protocol.send(self.sock, {"op": "final", "seq": self.seq, "value": value})
         finally:
             self.in_user_code = True
+        if self.interrupt_pending:
+            self.interrupt_pending = False
+            raise CellInterrupted()
 
     def _final_var(self, name: str) -> None:
         # type() and not isinstance(): a str subclass could lie in startswith().
@@ -332,6 +347,11 @@ class Worker:
         if self.in_user_code:
             raise CellTimeout()
 
+    def _on_interrupt(self, signum: int, frame: Any) -> None:
+        if self.in_user_code:
+            raise CellInterrupted()
+        self.interrupt_pending = True
+
     def run_cell(self, msg: dict[str, Any]) -> dict[str, Any]:
         from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
 
@@ -350,6 +370,7 @@ class Worker:
         set_cell_cpu_limit(self.limits, time.process_time())
         self._restore_reserved()  # whatever ran between cells (a collected cycle's finalizer) is undone
         start = time.perf_counter()
+        self.interrupt_pending = False  # one meant for an earlier cell that had already ended
         try:
             code = _retarget(marshal.loads(msg["code"]), filename)
             self.in_user_code = True
@@ -358,6 +379,9 @@ class Worker:
         except CellTimeout:
             error_type = "TimeoutError"
             error = f"TimeoutError: the cell ran longer than {timeout:g}s and was stopped"
+        except CellInterrupted:
+            error_type = "KeyboardInterrupt"
+            error = "KeyboardInterrupt: the cell was interrupted"
         except BaseException as e:  # user code may raise anything, SystemExit included
             failure = e
         finally:

@@ -17,6 +17,7 @@ from rlm_runtime.trajectory.events import (
     ContextStats,
     InvalidEvent,
     Iteration,
+    Models,
     Record,
     RunEnd,
     RunRecord,
@@ -37,7 +38,7 @@ from rlm_runtime.trajectory.writer import TraceWriter, event_dict, to_record
 
 __all__ = [
     "EVENT_TYPES", "SCHEMA_VERSION", "Cell", "CellOutput", "ContextAccess", "ContextInfo", "ContextStats", "InvalidEvent",
-    "Iteration", "Record", "Run", "RunEnd", "RunRecord", "RunStart", "SessionEnd", "SubCall", "SystemPrompt", "ToolCall",
+    "Iteration", "Models", "Record", "Run", "RunEnd", "RunRecord", "RunStart", "SessionEnd", "SubCall", "SystemPrompt", "ToolCall",
     "Trace", "TraceEvents", "TraceStart", "TraceWriter", "UnknownEvent", "Usage", "WorkerWait", "event_dict", "parse_event",
     "read_events", "read_trace", "render_html", "render_tree", "to_record",
 ]

@@ -13,7 +13,7 @@ run) and ``depth``. A child RLM is a run of its own whose ``run_start`` names it
 * ``sub_call``: ``llm_query`` and friends; ``tool_call``: a host tool the user supplied.
 * ``context_stats``: how the code read each context (peeks, greps, chunks, full loads...).
 * ``cell``: a cell typed by a person in a session; ``worker_wait``: time spent waiting for
-  a worker from the process's pool.
+  a worker from the process's pool; ``models``: the session switched models.
 * ``run_end``: answer or error, the whole tree's usage and the run's own; ``session_end``.
 
 Schema 1 (files without ``trace_start``) had ``run_start`` / ``iteration`` / ``sub_call`` /
@@ -269,6 +269,15 @@ class RunEnd(RunRecord):
     duration_s: float | None = None
 
 
+class Models(Record):
+    """A session switched its root model and/or sub-model (later questions use these)."""
+
+    type: Literal["models"] = "models"
+    session_id: str | None = None
+    model: str
+    sub_model: str
+
+
 class SessionEnd(Record):
     type: Literal["session_end"] = "session_end"
     session_id: str | None = None
@@ -294,7 +303,7 @@ class UnknownEvent(Record):
 EVENT_TYPES: dict[str, type[Record]] = {
     cls.model_fields["type"].default: cls
     for cls in (TraceStart, RunStart, SystemPrompt, Iteration, SubCall, ToolCall, ContextStats, Cell, WorkerWait,
-                RunEnd, SessionEnd, InvalidEvent)
+                RunEnd, Models, SessionEnd, InvalidEvent)
 }
 
 

@@ -23,6 +23,7 @@ from rlm_runtime.trajectory.events import (
     ContextStats,
     InvalidEvent,
     Iteration,
+    Models,
     Record,
     RunStart,
     SessionEnd,
@@ -148,6 +149,8 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
         elif isinstance(e, WorkerWait):
             pool = f" (pool of {e.pool_size})" if e.pool_size is not None else ""
             out.append(f"{indent}waited {_secs(e.waited_s)} for a worker{pool}" + (f": {_flat(e.detail)}" if e.detail else ""))
+        elif isinstance(e, Models):
+            out.append(f"{indent}models switched: root {_flat(e.model)}, sub {_flat(e.sub_model)}")
         elif isinstance(e, SessionEnd):
             out.append(f"{indent}session end: {_questions(e.questions)}, usage={_usage_json(e.usage)}")
         elif isinstance(e, InvalidEvent):
@@ -272,6 +275,8 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
             pool = f" (pool of {e.pool_size})" if e.pool_size is not None else ""
             detail = f": {_e(e.detail)}" if e.detail else ""
             return f"<div class=meta>waited {_secs(e.waited_s)} for a worker{pool}{detail}</div>"
+        if isinstance(e, Models):
+            return f"<div class=meta>models switched &middot; root {_e(e.model)} &middot; sub {_e(e.sub_model)}</div>"
         if isinstance(e, SessionEnd):
             return (f"<div class=meta>session end &middot; {_questions(e.questions)} &middot; "
                     f"usage {_e(_usage_json(e.usage))}</div>")
