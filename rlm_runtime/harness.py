@@ -8,15 +8,16 @@ compact history of a session. Every text shown to the model comes in as an argum
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 _FENCE = re.compile(r"^[ \t]*```+[ \t]*([\w+-]*)")
 _CODE_TAGS = {"", "python", "py", "python3", "repl"}
-_PROSE_FINAL = re.compile(r"FINAL\(")
+_PROSE_FINAL = re.compile(r"\bFINAL\(", re.IGNORECASE)  # small models write Final( or final( too
 _PROSE_FINAL_VAR = re.compile(r"FINAL_VAR\(\s*['\"]?([A-Za-z_]\w*)['\"]?\s*\)")
 
 #: A reply without code, written twice in a row after a re-prompt, is taken as the answer up to this size.
@@ -126,10 +127,25 @@ def prose_final_expression(text: str) -> str | None:
     return found[0]
 
 
-def insisted_answer(reply: str, previous_prose: str, reprompted: bool) -> str | None:
-    """Re-prompted for code, the model wrote the same short prose again: that is its answer."""
+def insisted_answer(reply: str, earlier_prose: Collection[str]) -> str | None:
+    """The model wrote the same short prose reply it wrote on an earlier turn of this run (each
+    prose turn is answered with a request for code, so it was asked and said it again, with
+    or without code turns between): that is its answer."""
     said = reply.strip()
-    if reprompted and said == previous_prose and 0 < len(said) <= INSISTED_CHARS:
+    if said in earlier_prose and 0 < len(said) <= INSISTED_CHARS:
+        return said
+    return None
+
+
+def prose_block(code: str) -> str | None:
+    """A short code block that is not Python but a sentence (``The meeting is in Oslo.``):
+    what a small model writes when told to answer now. None if it parses as Python."""
+    said = code.strip()
+    if not said or len(said) > INSISTED_CHARS or not any(ch.isalpha() for ch in said):
+        return None
+    try:
+        ast.parse(said)
+    except (SyntaxError, ValueError):
         return said
     return None
 

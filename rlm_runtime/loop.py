@@ -31,6 +31,15 @@ from rlm_runtime.tools import Tool
 
 Event = dict[str, Any]
 
+#: After an empty grep, this many chunks ranked for the question are shown, each cut to this
+#: many characters; the question is cut to the query length first.
+_HINT_HITS = 3
+_HINT_SNIPPET_CHARS = 200
+_HINT_QUERY_CHARS = 300
+#: A model that sends the same code this many turns in a row after the first is asked for
+#: its answer at once (the forced turn) instead of using its remaining turns on it.
+_REPEATS_BEFORE_FORCING = 2
+
 
 @dataclass
 class RunResult:
@@ -254,8 +263,9 @@ class Run:
             {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables)},
         ]
         reprompted = False
-        last_prose = ""
+        prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
         errors_in_a_row = 0
+        repeats = 0  # turns in a row whose code repeated the turn before's
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
@@ -271,18 +281,19 @@ class Run:
                 reprompted = False
                 answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
-                if blocks == self.last_blocks:
+                repeats = repeats + 1 if blocks == self.last_blocks else 0
+                if repeats:
                     feedback += "\n" + prompts.notes["same_code"]
                 self.last_blocks = blocks
             else:
                 answer = self._prose_answer(reply, sandbox)
                 feedback = prompts.text("reprompt")
                 if answer is None:
-                    answer = harness.insisted_answer(reply, last_prose, reprompted)
+                    answer = harness.insisted_answer(reply, prose_said)
                 if answer is None:
                     errors_in_a_row += 1 if reprompted else 0
                     reprompted = True
-                last_prose = reply.strip()
+                prose_said.add(reply.strip())
             self.emit({"type": "iteration", "iteration": self.iterations, "forced": False,
                        "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
@@ -298,6 +309,8 @@ class Run:
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations)
             messages.append({"role": "user", "content": feedback})
             messages = self._trim(messages)
+            if repeats >= _REPEATS_BEFORE_FORCING:
+                break  # the same code three times: more turns would repeat it again; ask for the answer
         return self._forced_answer(messages, sandbox)
 
     def _run_blocks(self, sandbox: Sandbox, blocks: list[str], outputs: list[dict[str, Any]]) -> tuple[str | None, str, bool]:
@@ -318,7 +331,7 @@ class Run:
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
             if self.tree.search is not None and harness.grep_found_nothing(result.stdout):
-                text += "\n" + notes["empty_grep"]
+                text += "\n" + self._search_hint()
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
@@ -326,6 +339,22 @@ class Run:
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed
+
+    def _search_hint(self) -> str:
+        """After an empty grep: the best chunks for the question's own words, so that a model
+        that guessed the wrong phrase sees where to look (it need not call search itself)."""
+        prompts = self.tree.setup.prompts
+        query = " ".join(self.query.split())[:_HINT_QUERY_CHARS]
+        try:
+            hits = self.tree.search.search(query, _HINT_HITS, run_id=self.run_id) if query else []
+        except HostCallError:
+            hits = []
+        if not hits:
+            return prompts.notes["empty_grep"]
+        lines = [f"- {h['id']} (lines {h['lines']}): {h['snippet'][:_HINT_SNIPPET_CHARS]}" for h in hits]
+        self.emit({"type": "tool_call", "name": "search_chunks", "args": repr(query)[:200],
+                   "result": f"{len(hits)} hits (shown after an empty grep)", "error": None, "duration_s": 0.0})
+        return prompts.text("empty_grep_hits", query=repr(query), hits="\n".join(lines))
 
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)
@@ -355,6 +384,9 @@ class Run:
             answer, _, _ = self._run_blocks(sandbox, blocks, outputs)
         if answer is None:
             answer = self._prose_answer(reply, sandbox)
+        if answer is None and len(blocks) == 1:
+            # Told to answer now, a model that puts a sentence in a code block is answering.
+            answer = harness.prose_block(blocks[0])
         self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
                    "prompt_chars": sum(len(m["content"]) for m in messages), "code_blocks": blocks, "outputs": outputs,
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,
@@ -362,7 +394,7 @@ class Run:
         self.iterations += 1
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
-        raise NoAnswer(f"no FINAL answer after {self.tree.setup.limits.max_iterations} iterations and a forced turn",
+        raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
     def _trim(self, messages: list[Message]) -> list[Message]:

@@ -34,9 +34,10 @@ def test_an_unquoted_prose_final_that_parses_is_an_expression() -> None:
 
 def test_the_same_short_prose_after_a_reprompt_is_the_answer() -> None:
     """It accepts prose repeated after a re-prompt, short only."""
-    assert harness.insisted_answer(" Paris ", "Paris", True) == "Paris"
-    assert harness.insisted_answer("Paris", "Paris", False) is None
-    assert harness.insisted_answer("x" * 600, "x" * 600, True) is None
+    assert harness.insisted_answer(" Paris ", {"Paris"}) == "Paris"
+    assert harness.insisted_answer("Paris", {"Lyon"}) is None
+    assert harness.insisted_answer("Paris", set()) is None
+    assert harness.insisted_answer("x" * 600, {"x" * 600}) is None
 
 
 def test_cell_feedback_adds_the_error_and_the_not_python_hint() -> None:
@@ -64,3 +65,13 @@ def test_compact_history_shows_a_failed_question() -> None:
     """It says a question found no answer, with the error."""
     text = harness.compact_history([Exchange("q", None, "budget")], 500, no_answer="(none: {error})")
     assert "(none: budget)" in text
+
+
+def test_a_sentence_in_a_code_block_is_prose() -> None:
+    """It tells a sentence written as a code block from Python, short ones only."""
+    assert harness.prose_block("The meeting is held in Ljubljana, by the river.\n") == \
+        "The meeting is held in Ljubljana, by the river."
+    assert harness.prose_block("print('x')") is None
+    assert harness.prose_block("answer") is None  # a name: valid Python
+    assert harness.prose_block("!!! ???") is None
+    assert harness.prose_block("word " * 200 + "!") is None

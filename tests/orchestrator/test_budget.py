@@ -201,7 +201,7 @@ def test_a_run_stops_at_the_cost_limit() -> None:
 
 def test_a_run_stops_at_the_wall_clock_limit() -> None:
     """It stops a run that goes over max_wall_s (a slow model here), long before its iterations run out."""
-    client = ScriptedClient([code("print(1)")] * 20, delay_s=0.15)
+    client = ScriptedClient([code(f"print({i})") for i in range(20)], delay_s=0.15)
     began = time.monotonic()
     result = RLM(client, limits=fast(max_wall_s=0.5, max_iterations=20), trace=False).run("q", "text")
     assert result.error_type == "BudgetExceeded"

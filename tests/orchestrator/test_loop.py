@@ -212,6 +212,42 @@ def test_the_same_prose_after_a_reprompt_is_taken_as_the_answer() -> None:
     assert any(m["content"] == prompt_text("reprompt") for m in client.prompts[-1])
 
 
+def test_the_same_prose_with_code_turns_between_is_the_answer() -> None:
+    """It takes prose the model repeats after code turns in between (grep, prose, grep, prose),
+    the loop a 1.5B model fell into, as the answer."""
+    said = "The guild meets in Ljubljana."
+    grep = code("print(grep('guild'))")
+    result, _ = run([grep, said, grep, said, grep, code("FINAL('never reached')")])
+    assert result.answer == said
+    assert result.iterations == 4
+
+
+def test_prose_final_in_another_case_is_accepted() -> None:
+    """It accepts Final("...") and final("...") written outside code (small models do)."""
+    result, _ = run(['Final("in title case")'])
+    assert result.answer == "in title case"
+    result, _ = run(["so final('lower case')"])
+    assert result.answer == "lower case"
+
+
+def test_the_same_code_three_times_in_a_row_brings_the_forced_turn_early() -> None:
+    """It asks for the answer after the same block came three turns in a row, instead of
+    spending the remaining turns on it; the repeats are told so."""
+    same = code("print('the river town')")
+    client = ScriptedClient([same, same, same, {"when": FORCED, "content": code("FINAL('the river town')")}])
+    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    assert result.answer == "the river town"
+    assert result.iterations == 4
+    assert "same code as your previous turn" in client.prompts[2][-1]["content"]
+
+
+def test_a_sentence_in_a_code_block_on_the_forced_turn_is_the_answer() -> None:
+    """It takes a sentence the model put in a code block when told to answer now as the answer."""
+    client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": code("It is held in Ljubljana.")}])
+    result, _ = run(client, "text", limits=fast(max_iterations=1))
+    assert result.answer == "It is held in Ljubljana."
+
+
 def test_a_long_repeated_prose_reply_is_not_an_answer() -> None:
     """It denies a long repeated reply without code the status of an answer (it is rambling)."""
     ramble = "I am still thinking about where to look. " * 20

@@ -100,3 +100,29 @@ def test_retrieve_searches_the_memory_store(tmp_path: Path) -> None:
     model = ScriptedClient([code("FINAL(read_chunk(search_chunks('vault key')[0]['id']))")])
     answer = retrieve("What opens the vault?", model=model, limits=fast(), trace=False, memory=store_path)
     assert "key 7" in answer
+
+
+def test_an_empty_grep_is_answered_with_the_chunks_ranked_for_the_question(tmp_path: Path) -> None:
+    """It shows, after an empty grep, the chunks search ranks best for the question's words,
+    so a model that guessed the wrong phrase sees the answer's chunk without searching."""
+    client = ScriptedClient([code("print(grep('annual beekeepers convention'))"), code("FINAL('seen')")])
+    trace = tmp_path / "t.jsonl"
+    with Session(client, contexts=[corpus(tmp_path)], limits=fast(), trace=trace) as s:
+        result = s.ask("Where is the yearly assembly of the apiarists' guild?")
+    assert result.answer == "seen"
+    feedback = client.prompts[1][-1]["content"]
+    assert "(no lines match" in feedback
+    assert "Ljubljana" in feedback and "read_chunk(" in feedback
+    hint = feedback[feedback.index("Ranked search"):]
+    assert hint.count("\n- c0.") <= 3
+    calls = of_type(read_trace(trace), "tool_call")
+    assert [c["name"] for c in calls] == ["search_chunks"]
+
+
+def test_an_empty_grep_with_nothing_ranked_keeps_the_plain_hint(tmp_path: Path) -> None:
+    """It falls back to the plain hint when search finds nothing for the question either."""
+    client = ScriptedClient([code("print(grep('zzz'))"), code("FINAL('done')")])
+    with Session(client, contexts=[corpus(tmp_path)], limits=fast(), trace=False) as s:
+        assert s.ask("qqqxyz?").answer == "done"
+    feedback = client.prompts[1][-1]["content"]
+    assert "search_chunks(\"a few words from the question\")" in feedback
