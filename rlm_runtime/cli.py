@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-calls", type=int, help="model calls in the whole run (default 200)")
     ask.add_argument("--max-tokens", type=int, help="input tokens in the whole run (default 2,000,000)")
     ask.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
+    ask.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; flags win over it")
     ask.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the result")
     ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
@@ -131,9 +132,11 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--json", action="store_true", help="print the layers as JSON")
     sd.set_defaults(run=_sandbox_doctor)
 
-    from rlm_runtime.cli_memory import add_memory_commands  # here: cli_memory imports this module
+    from rlm_runtime.cli_memory import add_memory_commands  # here: they import this module
+    from rlm_runtime.cli_profile import add_profile_commands
 
     add_memory_commands(commands)
+    add_profile_commands(commands)
     return parser
 
 
@@ -237,16 +240,28 @@ def _ask(args: argparse.Namespace) -> int:
         name, note = default_model()
         if note and not args.quiet:
             _say(f"rlm: {note}", err=True)
+    profile = settings = None
+    if args.profile:
+        from rlm_runtime import profiles
+        from rlm_runtime.config import paths_from_env
+
+        brain_dirs = paths_from_env().brain_dirs
+        profile = profiles.load_profile(args.profile, brain_dirs)
+        settings = profiles.resolve(profile, RunLimits.for_model(name), brain_dirs)
     try:
-        limits = RunLimits.for_model(name, **overrides)
+        limits = RunLimits.for_model(name, **overrides) if settings is None else \
+            RunLimits(**{**settings.limits.model_dump(), **{k: v for k, v in overrides.items() if v is not None}})
     except ValueError as e:
         raise _Usage(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
-    options = {"api_base": args.api_base} if args.api_base else {}
+    options: dict[str, Any] = {"api_base": args.api_base} if args.api_base else {}
+    if settings is not None and settings.temperature is not None:
+        options["temperature"] = settings.temperature
+    sub_name = args.sub_model or (settings.sub_model if settings is not None else None)
     model = make_client(name, **options)
-    sub = make_client(args.sub_model, **options) if args.sub_model else None
+    sub = make_client(sub_name, **options) if sub_name else None
     show = None if args.quiet else _LiveView()
     rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show, memory=memory,
-              remember=args.remember)
+              remember=args.remember, profile=profile)
     try:
         result = rlm.run(args.question, contexts=[Path(p) for p in paths])
     finally:

@@ -85,6 +85,8 @@ class Setup:
     probe: Any = None  # a ProbeConfig, or None for the defaults
     pool: Any = None  # a sandbox WorkerPool, or None for the process's default pool
     protect_host: bool = True
+    #: Appended to every system prompt (a profile's addendum and answer style).
+    system_addendum: str = ""
 
     def max_concurrent_calls(self) -> int:
         """Sub-calls in flight: the governor's cap, the limit, and what the sub-model's server
@@ -418,7 +420,8 @@ class Run:
         contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks)
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
-                                    max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars)
+                                    max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,
+                                    addendum=setup.system_addendum)
 
 
 def _memory_size(store: Any) -> int:

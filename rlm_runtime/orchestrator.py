@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime import profiles
 from rlm_runtime.budget import Governor, RunLimits
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context.brief import load_probe_config
@@ -22,6 +23,7 @@ from rlm_runtime.errors import SessionClosed
 from rlm_runtime.harness import parse_code_blocks, prose_final
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.loop import Event, RunResult, raise_for
+from rlm_runtime.profiles import Profile
 from rlm_runtime.sandbox import CellLimits, Policy, load_policy
 from rlm_runtime.session import Session
 from rlm_runtime.tools import Tool, as_tools
@@ -49,6 +51,7 @@ class RLM:
         memory: the memory store searched with the contexts (True: the default store; a
             path; a ``MemoryStore``); see ``Session``.
         remember: store each answer in the memory store.
+        profile: a profile name, ``.toml`` path or ``Profile`` (see ``Session``).
 
     A context manager: leaving it closes the clients it made.
     """
@@ -58,15 +61,25 @@ class RLM:
                  cell_limits: CellLimits | None = None, tools: Sequence[Tool | Callable[..., Any]] = (),
                  trace: str | Path | bool | None = None, on_event: Callable[[Event], None] | None = None,
                  governor: Governor | None = None, probe: Any = None, paths: Paths | None = None,
-                 memory: Any = None, remember: bool = False) -> None:
-        self.client = make_client(model)
-        self.sub_client = make_client(sub_model) if sub_model is not None else self.client
-        self.limits = limits or RunLimits.for_model(self.client.model)
+                 memory: Any = None, remember: bool = False, profile: str | Path | Profile | None = None) -> None:
+        self.paths = paths or paths_from_env()
+        self.profile = profile if profile is None or isinstance(profile, Profile) \
+            else profiles.load_profile(profile, self.paths.brain_dirs)
+        base = profiles.resolve(self.profile, RunLimits(), self.paths.brain_dirs) if self.profile else None
+        options = {"temperature": base.temperature} if base is not None and base.temperature is not None else {}
+        self.client = make_client(model, **options)
+        if sub_model is None and base is not None and base.sub_model is not None:
+            sub_model = base.sub_model
+        self.sub_client = make_client(sub_model, **options) if sub_model is not None else self.client
+        if limits is None:
+            limits = RunLimits.for_model(self.client.model)
+            if self.profile is not None:
+                limits = profiles.resolve(self.profile, limits, self.paths.brain_dirs).limits
+        self.limits = limits
         self.policy = load_policy(policy)
         self.cell_limits = cell_limits
         self.tools = as_tools(tools)
         self.on_event = on_event
-        self.paths = paths or paths_from_env()
         self.trace = trace
         # Read [probe] settings once, not once per run.
         self.probe = probe if probe is not None else load_probe_config()
@@ -89,7 +102,7 @@ class RLM:
         return Session(self.client, self.sub_client, contexts=contexts, limits=self.limits, policy=self.policy,
                        cell_limits=self.cell_limits, tools=self.tools, trace=self.trace, on_event=self.on_event,
                        governor=self.governor, probe=self.probe, paths=self.paths, memory=self.memory,
-                       remember=self.remember)
+                       remember=self.remember, profile=self.profile)
 
     def run(self, query: str, context: Any = None, *, contexts: list[Any] | None = None) -> RunResult:
         """Answer ``query`` over ``context`` (one source) or ``contexts`` (several)."""

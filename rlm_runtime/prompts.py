@@ -40,17 +40,19 @@ class Prompts:
         return "\n".join(["- " + lines[0], *("  " + line for line in lines[1:])])
 
     def system(self, *, contexts: str, builtins: Sequence[str], tools: Sequence[Tool], imports: Sequence[str],
-               output_chars: int, max_iterations: int, sub_call_chars: int) -> str:
+               output_chars: int, max_iterations: int, sub_call_chars: int, addendum: str = "") -> str:
         """The system prompt. ``builtins`` names the host built-ins bound in this run
-        (``llm_query``, ``rlm_query``), ``tools`` the program's own."""
+        (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``addendum`` (a
+        profile's text) comes last."""
         entries = [self.function_entry(name) for name in WORKER_FUNCTIONS]
         entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:
             entries.append(self.notes["tool_list_header"])
             entries += [t.prompt_entry() for t in tools]
-        return self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
+        text = self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
                          output_chars=output_chars, max_iterations=max_iterations)
+        return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
     def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None) -> str:
         """What the system prompt says about the contexts (``ContextBrief``s, in order) and

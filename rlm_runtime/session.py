@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime import harness
+from rlm_runtime import harness, profiles
 from rlm_runtime._version import __version__ as _version
 from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
 from rlm_runtime.config import Paths, paths_from_env
@@ -32,6 +32,7 @@ from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.loop import Event, Run, RunResult, Setup, Tree, cell_output, open_sandbox
 from rlm_runtime.memory.store import MemoryStore, default_store_path
+from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
 from rlm_runtime.searching import ChunkSearch
@@ -68,6 +69,10 @@ class Session:
         remember: store every answered question in the memory store (question, answer,
             the cells that found it, the memory chunks it read), as ``ask(remember=...)``
             does for one question.
+        profile: a profile's name (``brain/profiles/NAME.toml``), a ``.toml`` path or a
+            ``Profile``: its limits (unless ``limits`` is given), sub-model (unless
+            ``sub_model`` is given), temperature (for models given by name) and prompt
+            addendum. See ``rlm_runtime.profiles``.
     """
 
     def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
@@ -76,20 +81,27 @@ class Session:
                  tools: Sequence[Tool | Callable[..., Any]] = (), trace: str | Path | bool | None = None,
                  on_event: Callable[[Event], None] | None = None, governor: Governor | None = None,
                  probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
-                 memory: bool | str | Path | MemoryStore | None = None, remember: bool = False) -> None:
+                 memory: bool | str | Path | MemoryStore | None = None, remember: bool = False,
+                 profile: str | Path | Profile | None = None) -> None:
         self.paths = paths or paths_from_env()
         #: Clients the session made from names (it closes them); a client passed in is the caller's.
         self._made: list[LLMClient] = []
-        client = self._client(model)
-        sub_client = self._client(sub_model) if sub_model is not None else client
+        self.profile = _load_profile(profile, self.paths)
+        settings = self._profile_settings(RunLimits())
+        self._models = (model, sub_model if sub_model is not None else settings.sub_model)
+        client = self._client(model, settings.temperature)
+        sub_client = client if self._models[1] is None else self._client(self._models[1], settings.temperature)
         self._limits_follow_model = limits is None
-        limits = limits or RunLimits.for_model(client.model)
+        if limits is None:
+            settings = self._profile_settings(RunLimits.for_model(client.model))
+            limits = settings.limits
         loaded = load_policy(policy)
         worker_mb = (cell_limits or loaded.limits).memory_mb
         self.setup = Setup(client=client, sub_client=sub_client, limits=limits, policy=loaded, cell_limits=cell_limits,
                            prompts=Prompts(self.paths.brain_dirs), tools=tuple(as_tools(tools)),
                            governor=governor or Governor.from_system(worker_mb=worker_mb, ceiling=limits.max_concurrency),
-                           probe=probe if probe is not None else _probe_config(), pool=pool, protect_host=protect_host)
+                           probe=probe if probe is not None else _probe_config(), pool=pool, protect_host=protect_host,
+                           system_addendum=settings.system_addendum)
         self.session_id = uuid.uuid4().hex[:12]
         self.budget = SessionBudget(session_limits)
         self.on_event = on_event
@@ -260,19 +272,59 @@ class Session:
         came from the model (none given) follow the new root model too."""
         with self._turn():
             setup = self.setup
-            client = self._client(model) if model is not None else setup.client
+            temperature = self._profile_settings(RunLimits()).temperature
+            client = self._client(model, temperature) if model is not None else setup.client
             if sub_model is not None:
-                sub_client = self._client(sub_model)
+                sub_client = self._client(sub_model, temperature)
             else:
                 sub_client = client if setup.sub_client is setup.client else setup.sub_client
-            limits = RunLimits.for_model(client.model) if self._limits_follow_model else setup.limits
+            self._models = (model if model is not None else self._models[0],
+                            sub_model if sub_model is not None else self._models[1])
+            limits = self._profile_settings(RunLimits.for_model(client.model)).limits if self._limits_follow_model \
+                else setup.limits
             self.setup = dataclasses.replace(setup, client=client, sub_client=sub_client, limits=limits)
             self._emit({"type": "models", "model": client.model, "sub_model": sub_client.model})
 
-    def _client(self, model: str | LLMClient) -> LLMClient:
-        client = make_client(model)
-        if isinstance(model, str):
-            self._made.append(client)
+    def set_profile(self, profile: str | Path | Profile | None) -> None:
+        """Use ``profile`` (None: none) for later questions: its limits over the root model's
+        own (limits set before are replaced), its sub-model if it names one, its
+        temperature for models given by name, and its prompt addendum."""
+        loaded = _load_profile(profile, self.paths)
+        with self._turn():
+            previous, self.profile = self.profile, loaded
+            try:
+                settings = self._profile_settings(RunLimits())
+                model, sub_model = self._models
+                if previous is not None and previous.sub_model is not None and sub_model == previous.sub_model:
+                    sub_model = None  # the old profile's sub-model goes with it
+                sub_model = sub_model if sub_model is not None else settings.sub_model
+                client = self._client(model, settings.temperature) if isinstance(model, str) else self.setup.client
+                if sub_model is None:
+                    sub_client = client
+                elif isinstance(sub_model, str):
+                    sub_client = self._client(sub_model, settings.temperature)
+                else:
+                    sub_client = self.setup.sub_client
+                limits = self._profile_settings(RunLimits.for_model(client.model)).limits
+            except BaseException:
+                self.profile = previous
+                raise
+            self._models = (model, sub_model)
+            self._limits_follow_model = True
+            self.setup = dataclasses.replace(self.setup, client=client, sub_client=sub_client, limits=limits,
+                                             system_addendum=settings.system_addendum)
+            self._emit({"type": "models", "model": client.model, "sub_model": sub_client.model})
+
+    def _profile_settings(self, base: RunLimits) -> profiles.Settings:
+        if self.profile is None:
+            return profiles.Settings(limits=base, sub_model=None, temperature=None, system_addendum="")
+        return profiles.resolve(self.profile, base, self.paths.brain_dirs)
+
+    def _client(self, model: str | LLMClient, temperature: float | None = None) -> LLMClient:
+        if not isinstance(model, str):
+            return model
+        client = make_client(model, **({} if temperature is None else {"temperature": temperature}))
+        self._made.append(client)
         return client
 
     # ------------------------------------------------------------------ contexts
@@ -371,6 +423,12 @@ def _trace_path(trace: str | Path | bool | None, paths: Paths) -> Path | None:
     if folder.suffix == ".jsonl":
         return folder
     return folder / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def _load_profile(profile: str | Path | Profile | None, paths: Paths) -> Profile | None:
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    return profiles.load_profile(profile, paths.brain_dirs)
 
 
 def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -> MemoryStore | None:

@@ -74,13 +74,13 @@ def server_settings(available_bytes: int, cpu_count: int, model: ModelSpec, *, s
                           cache_mb=cache_mb)
 
 
-def _sampling(slot: int | None) -> dict[str, Any]:
+def _sampling(slot: int | None, temperature: float = 0.0) -> dict[str, Any]:
     """What a request asks of the server: its sampler (see ``LocalModelClient._client``), and
     its slot when pinned to one."""
     body: dict[str, Any] = {"repeat_penalty": 1.1, "repeat_last_n": 64}
     if slot is not None:
         body["id_slot"] = slot
-    return {"temperature": 0.0, "extra_body": body}
+    return {"temperature": temperature, "extra_body": body}
 
 
 def open_log(path: Path) -> IO[bytes]:
@@ -281,12 +281,14 @@ class LocalModelClient:
         engine: what runs the server (default: ``RLM_LOCAL_ENGINE``, else xllamacpp).
         slots: requests served at once (default: the governor's choice for this machine).
         timeout_s: per request.
+        temperature: the sampler's (default 0: see ``_client``).
     """
 
     def __init__(self, name: str, *, models_dir: Path | None = None, engine: Engine | None = None,
-                 slots: int | None = None, timeout_s: float = 600.0, **_: Any) -> None:
+                 slots: int | None = None, timeout_s: float = 600.0, temperature: float = 0.0, **_: Any) -> None:
         s = spec(name)  # unknown names fail here, before anything starts
         self.name = name
+        self.temperature = temperature
         self.model = f"local:{name}"
         self.models_dir = models_dir or paths_from_env().models
         self.engine = engine or find_engine(local_engine_choice())
@@ -327,7 +329,8 @@ class LocalModelClient:
         # default, which llama.cpp's server leaves off): without it the 1.5B model fell into
         # repeating the same grep and the same prose turn after turn.
         return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, api_key=server.api_key,
-                             timeout_s=self.timeout_s, retries=1, backoff_s=0.5, extra=_sampling(slot))
+                             timeout_s=self.timeout_s, retries=1, backoff_s=0.5,
+                             extra=_sampling(slot, self.temperature))
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:

@@ -58,7 +58,9 @@ def make_client(name: str | LLMClient, **options: Any) -> LLMClient:
     Args:
         name: a model name: ``scripted:PATH``, ``local:NAME``, a registered provider's, or
             any litellm name (``openai/gpt-4o-mini``...).
-        options: passed to the provider's factory (``api_base``, ``api_key``, ``timeout_s``...).
+        options: passed to the provider's factory (``api_base``, ``api_key``, ``timeout_s``,
+            ``temperature``...; the built-in factories take ``temperature``, the scripted one
+            ignores it).
 
     Raises:
         UnknownModel: an empty name, or a registered prefix with no model after it. (litellm
@@ -95,6 +97,9 @@ def _local(name: str, **options: Any) -> LLMClient:
 def _litellm(name: str, **options: Any) -> LLMClient:
     from rlm_runtime.llm.litellm_client import LiteLLMClient
 
+    temperature = options.pop("temperature", None)
+    if temperature is not None:
+        options["extra"] = {**options.get("extra", {}), "temperature": temperature}
     return LiteLLMClient(name, **options)
 
 
