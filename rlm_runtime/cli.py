@@ -81,6 +81,22 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
     ask.set_defaults(run=_ask)
 
+    rp = commands.add_parser("repl", help="an interactive session: questions, Python cells, slash commands, a live HUD")
+    rp.add_argument("-c", "--context", action="append", default=[], metavar="PATH",
+                    help="a file or folder (repeatable; more with /context add); memory: or memory:STORE searches the memory store")
+    rp.add_argument("--model", help="root model, e.g. openai/gpt-4o-mini or scripted:PATH (default: $RLM_MODEL)")
+    rp.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
+    rp.add_argument("--memory", nargs="?", const=True, default=None, metavar="STORE",
+                    help="search the memory store too (default store: $RLM_HOME/brain/memory.db)")
+    rp.add_argument("--remember", action=argparse.BooleanOptionalAction, default=None,
+                    help="store each answer in the memory store (default: on when a memory store is in use)")
+    rp.add_argument("--budget-usd", type=float, help="cap on the whole session's cost (each question's: /limits max_cost_usd=X)")
+    rp.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
+    rp.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; /profile changes it")
+    rp.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
+    rp.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
+    rp.set_defaults(run=_repl)
+
     trace = commands.add_parser("trace", help="read trajectories").add_subparsers(dest="action", required=True, metavar="ACTION")
     ts = trace.add_parser("show", help="print a trajectory as a tree")
     ts.add_argument("file")
@@ -277,6 +293,30 @@ def _ask(args: argparse.Namespace) -> int:
                 _say(f"rlm: partial output: {result.partial[:500]}", err=True)
         return _exit_code(result.exception) if result.exception is not None else EXIT_FAILED
     return EXIT_OK
+
+
+def _repl(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import default_model, paths_from_env
+    from rlm_runtime.repl import ReplConfig, main
+
+    memory: Any = args.memory
+    paths = []
+    for path in args.context:
+        if path.startswith("memory:"):
+            memory = path.removeprefix("memory:") or True
+        elif not Path(path).exists():
+            raise _Usage(f"no such context file or folder: {path}")
+        else:
+            paths.append(path)
+    if args.remember and memory is None:
+        memory = True
+    if args.budget_usd is not None and args.budget_usd < 0:
+        raise _Usage("--budget-usd must be 0 or more")
+    name, note = (args.model, None) if args.model else default_model()
+    config = ReplConfig(model=name, sub_model=args.sub_model, contexts=paths, memory=memory, remember=args.remember,
+                        budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
+                        profile=args.profile)
+    return main(config, home=paths_from_env().home, notes=(f"rlm: {note}",) if note else ())
 
 
 def _lines(text: object) -> list[str]:

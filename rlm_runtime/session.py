@@ -219,7 +219,11 @@ class Session:
             tree.sandboxes.add(self._sandbox)
             try:
                 with self._running(tree):
-                    result = self._sandbox.execute(code)
+                    if tree.budget.cancelled.is_set():  # cancel() came before the cell reached the sandbox
+                        result = CellResult(error="KeyboardInterrupt: the cell was interrupted before it started",
+                                            error_type="KeyboardInterrupt")
+                    else:
+                        result = self._sandbox.execute(code)
             finally:
                 self._table.current = {}
             self._cells += 1
@@ -372,6 +376,11 @@ class Session:
             if sep and name.isidentifier():
                 names.append(name)
         return names
+
+    def calls_in_flight(self) -> int:
+        """Sub-calls (``llm_query`` and friends) of the running question in flight now (0 when idle)."""
+        tree = self._tree
+        return tree.slots.in_use if tree is not None else 0
 
     def worker_rss(self) -> int | None:
         """The session worker's resident memory in bytes (None when it is not running)."""

@@ -260,6 +260,8 @@ class Sandbox:
         #: The worker whose cell runs now (set by _drive), and when interrupt() asked it to stop.
         self._running: _WorkerHandle | None = None
         self._interrupted_at: float | None = None
+        #: interrupt() came while a cell was on its way to the worker: it is not sent.
+        self._interrupt_pending = False
         #: Guards ``_worker``, ``_owned`` and ``_closed``; held for a few lines, never a cell.
         self._state = threading.Lock()
         #: Every worker from the moment it exists until it is fully discarded.
@@ -544,7 +546,9 @@ class Sandbox:
                 self._owner = me
                 return self._execute(code)
             finally:
-                self._owner = None
+                with self._state:
+                    self._owner = None
+                    self._interrupt_pending = False
                 self._release_if_closed()
 
     def worker_rss(self) -> int | None:
@@ -568,9 +572,15 @@ class Sandbox:
         """
         with self._state:
             worker = self._running
-            if worker is None or self._closed:
+            if self._closed:
                 return False
-            self._interrupted_at = time.monotonic()
+            if worker is None:
+                if self._owner is None:
+                    return False
+                self._interrupt_pending = True  # a cell is being checked or its worker started
+                return True
+            if self._interrupted_at is None:  # asked again: the grace period still runs from the first
+                self._interrupted_at = time.monotonic()
         try:
             os.kill(worker.pid, signal.SIGUSR1)
         except OSError:  # it has just ended; the cell's own result stands
@@ -611,6 +621,10 @@ class Sandbox:
 
     def _drive(self, worker: _WorkerHandle, frame: dict[str, Any]) -> CellResult:
         with self._state:
+            if self._interrupt_pending:
+                self._interrupt_pending = False
+                return CellResult(error="KeyboardInterrupt: the cell was interrupted before it started",
+                                  error_type="KeyboardInterrupt")
             self._running, self._interrupted_at = worker, None
         try:
             return self._drive_cell(worker, frame)

@@ -88,3 +88,48 @@ def test_an_interrupt_that_came_too_late_does_not_hit_the_next_cell() -> None:
         result = sb.execute("print(x + 1)")
         assert result.ok, result.error
         assert result.stdout.strip() == "2"
+
+
+def test_an_interrupt_while_the_cell_is_on_its_way_stops_it_before_it_runs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """It does not run a cell interrupted between its policy check and its start, and the next cell runs."""
+    from rlm_runtime.sandbox import supervisor
+
+    with Sandbox() as sb:
+        sb.execute("x = 1")
+        real_check = supervisor.check
+
+        def check_then_interrupt(*args, **kwargs):  # type: ignore[no-untyped-def]
+            report = real_check(*args, **kwargs)
+            assert sb.interrupt() is True
+            return report
+
+        monkeypatch.setattr(supervisor, "check", check_then_interrupt)
+        result = sb.execute("x = 2")
+        monkeypatch.setattr(supervisor, "check", real_check)
+        assert result.error_type == "KeyboardInterrupt" and "before it started" in (result.error or "")
+        after = sb.execute("print(x)")
+        assert after.stdout.strip() == "1"
+
+
+def test_asking_again_does_not_postpone_the_kill() -> None:
+    """It counts the grace period from the first interrupt, however often it is asked again."""
+    with Sandbox(limits=CellLimits(cell_timeout_s=30, kill_grace_s=0.5)) as sb:
+        stop = threading.Event()
+
+        def keep_asking() -> None:
+            time.sleep(0.3)
+            while not stop.is_set():
+                sb.interrupt()
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=keep_asking)
+        thread.start()
+        began = time.monotonic()
+        try:
+            result = sb.execute("while True:\n    try:\n        while True:\n            pass\n"
+                                "    except BaseException:\n        pass")
+        finally:
+            stop.set()
+            thread.join()
+        assert result.worker_restarted
+        assert time.monotonic() - began < 0.3 + 0.5 + 2 + SLACK_S

@@ -1,0 +1,285 @@
+"""The REPL's slash commands: one function each, a table of them, and the dispatcher.
+
+A command returns True when it did what it was asked and False when it could not (the
+reason already printed): the non-interactive REPL turns a False into its exit status.
+Nothing here raises to the user: a bad argument is a message, and the REPL goes on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rlm_runtime.errors import RLMError
+from rlm_runtime.termsafe import one_line
+
+if TYPE_CHECKING:
+    from rlm_runtime.repl.controller import Repl
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    run: Callable[[Repl, str], bool]
+
+
+def _help(repl: Repl, arg: str) -> bool:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    repl.display.info("Type a question to ask the model; '>>> code' (or F2 for python mode) runs a cell in the same namespace.")
+    for command in COMMANDS.values():
+        repl.display.out(f"  {command.usage:<{width}}  {command.help}")
+    repl.display.info("Keys: Enter sends (a cell goes on while it is incomplete), Meta+Enter (Esc Enter) always sends, "
+                      "F2 toggles python mode, Ctrl-C cancels a run or clears the line, Ctrl-D exits.")
+    return True
+
+
+def _context(repl: Repl, arg: str) -> bool:
+    words = _split(repl, arg)
+    if words is None:
+        return False
+    if not words or words[0] == "list":
+        handles = repl.session.contexts
+        if not handles:
+            repl.display.info("no contexts (add one with /context add PATH [NAME])")
+        for n, handle in enumerate(handles):
+            label = "context" if n == 0 and len(handles) == 1 else f"contexts[{n}]"
+            size = getattr(handle, "n_bytes", None)
+            repl.display.out(f"  {label:12} {handle.name}  ({getattr(handle, 'kind', '?')}"
+                             + (f", {size:,} bytes)" if isinstance(size, int) else ")"))
+        return True
+    if words[0] != "add" or len(words) not in (2, 3):
+        repl.display.error("usage: /context add PATH [NAME] | /context list")
+        return False
+    path = Path(words[1]).expanduser()
+    if not path.exists():
+        repl.display.error(f"no such file or folder: {words[1]}")
+        return False
+    handle = repl.session.add_context(path, words[2] if len(words) == 3 else None)
+    n = len(repl.session.contexts) - 1
+    repl.display.info(f"added {handle.name} as " + ("context" if n == 0 else f"contexts[{n}]"))
+    return True
+
+
+def _model(repl: Repl, arg: str, *, sub: bool = False) -> bool:
+    name = arg.strip()
+    setup = repl.session.setup
+    if not name:
+        repl.display.info(f"model: {setup.client.model}; sub-model: {setup.sub_client.model}")
+        return True
+    if sub:
+        repl.session.set_models(sub_model=name)
+    else:
+        repl.session.set_models(model=name)
+    setup = repl.session.setup
+    repl.hud.model = setup.client.model
+    repl.display.info(f"model: {setup.client.model}; sub-model: {setup.sub_client.model} (for the next questions)")
+    return True
+
+
+def _profile(repl: Repl, arg: str) -> bool:
+    from rlm_runtime.profiles import list_profiles
+
+    name = arg.strip()
+    current = repl.session.profile
+    if not name or name == "list":
+        repl.display.info(f"profile: {current.name if current else 'none'}")
+        for p in list_profiles(repl.session.paths.brain_dirs):
+            repl.display.out(f"  {p.name:18} {p.description}")
+        return True
+    repl.session.set_profile(None if name == "none" else name)
+    limits = repl.session.limits
+    repl.hud.model = repl.session.setup.client.model
+    repl.display.info(f"profile: {name} (for the next questions): {limits.max_iterations} turns, depth {limits.max_depth}, "
+                      f"sub-model {repl.session.setup.sub_client.model}")
+    return True
+
+
+def _budget(repl: Repl, arg: str) -> bool:
+    totals = repl.session.budget.totals()
+    cap = repl.session.budget.limits.max_cost_usd
+    limits = repl.session.limits
+    repl.display.out(f"  used: {int(totals['calls'])} model calls, {int(totals['input_tokens'])} tokens in / "
+                     f"{int(totals['output_tokens'])} out, ${totals['cost_usd']:.4f} over {repl.session.usage()['questions']} questions")
+    if cap is not None:
+        repl.display.out(f"  left: ${max(0.0, cap - totals['cost_usd']):.4f} of the session's ${cap:g}")
+    else:
+        repl.display.out("  left: no session cost cap (start with --budget-usd X for one)")
+    per = f"${limits.max_cost_usd:g}" if limits.max_cost_usd is not None else "no cost cap"
+    repl.display.out(f"  each question: {limits.max_llm_calls} model calls, {limits.max_input_tokens:,} tokens in, "
+                     f"{limits.max_output_tokens:,} out, {per}, {limits.max_wall_s:g}s (change with /limits)")
+    return True
+
+
+def _limits(repl: Repl, arg: str) -> bool:
+    from pydantic import ValidationError
+
+    from rlm_runtime.budget import RunLimits
+
+    current = repl.session.limits
+    fields = list(RunLimits.model_fields)
+    if not arg.strip():
+        for name in fields:
+            repl.display.out(f"  {name} = {getattr(current, name)}")
+        return True
+    changes: dict[str, object] = {}
+    for word in arg.split():
+        key, sep, value = word.partition("=")
+        if not sep or not value:
+            repl.display.error(f"expected KEY=VALUE, got {word!r} (for example /limits max_iterations=10)")
+            return False
+        if key not in fields:
+            repl.display.error(f"unknown limit {key!r}{_nearest(key, fields)}; the limits are: {', '.join(fields)}")
+            return False
+        changes[key] = None if value.lower() in ("none", "off", "null") else value
+    try:
+        limits = RunLimits(**{**current.model_dump(), **changes})
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        repl.display.error(f"invalid limit: {detail}")
+        return False
+    repl.session.set_limits(limits)
+    repl.display.info("limits: " + ", ".join(f"{k}={getattr(limits, k)}" for k in changes) + " (for the next questions)")
+    return True
+
+
+def _vars(repl: Repl, arg: str) -> bool:
+    result = repl.session.execute("SHOW_VARS()")
+    repl.display.cell(result)
+    repl.refresh_names()
+    return result.ok
+
+
+def _reset(repl: Repl, arg: str) -> bool:
+    repl.session.reset()
+    repl.names = []
+    repl.display.info("a fresh worker: variables and the conversation are gone; contexts and the budget are kept")
+    return True
+
+
+def _memory(repl: Repl, arg: str) -> bool:
+    action, _, query = arg.strip().partition(" ")
+    if action != "search" or not query.strip():
+        repl.display.error("usage: /memory search QUERY")
+        return False
+    store = repl.session.memory
+    if store is None:
+        repl.display.error("no memory store in this session: start with --memory (or --memory STORE)")
+        return False
+    hits = store.search(query.strip(), k=10, record=False)
+    if not hits:
+        repl.display.info("no memory chunk matches")
+    for hit in hits:
+        repl.display.out(f"  m{hit.chunk_id}  {hit.score:.2f}  {hit.source}:{hit.start_line}-{hit.end_line}  "
+                         f"{' '.join(hit.snippet.split())[:160]}")
+    return True
+
+
+def _remember(repl: Repl, arg: str) -> bool:
+    value = arg.strip().lower()
+    if value not in ("on", "off", ""):
+        repl.display.error("usage: /remember on|off")
+        return False
+    if value == "on" and repl.session.memory is None:
+        repl.display.error("no memory store in this session: start with --memory (or --memory STORE) to remember answers")
+        return False
+    if value:
+        repl.session.remember = value == "on"
+    repl.display.info("remembering answers: " + ("on" if repl.session.remember else "off"))
+    return True
+
+
+def _trace(repl: Repl, arg: str) -> bool:
+    from rlm_runtime.trajectory import read_events, render_html
+
+    source = repl.session.trajectory
+    if source is None:
+        repl.display.error("this session writes no trajectory")
+        return False
+    target = Path(arg.strip()).expanduser() if arg.strip() else Path(source).with_suffix(".html")
+    page = render_html(read_events(source), title=f"rlm repl session {repl.session.session_id}")
+    target.write_text(page, encoding="utf-8")
+    repl.display.info(f"wrote {target}")
+    return True
+
+
+def _save(repl: Repl, arg: str) -> bool:
+    if not arg.strip():
+        repl.display.error("usage: /save FILE")
+        return False
+    path = Path(arg.strip()).expanduser()
+    repl.transcript.save(path, repl.session.setup.client.model)
+    repl.display.info(f"saved {len(repl.transcript.entries)} entries to {path} (replay with /load {arg.strip()})")
+    return True
+
+
+def _load(repl: Repl, arg: str) -> bool:
+    from rlm_runtime.repl import transcript
+
+    if not arg.strip():
+        repl.display.error("usage: /load FILE")
+        return False
+    path = Path(arg.strip()).expanduser()
+    if not path.is_file():
+        repl.display.error(f"no such file: {arg.strip()}")
+        return False
+    return repl.replay(transcript.load(path), source=str(path))
+
+
+def _exit(repl: Repl, arg: str) -> bool:
+    repl.exiting = True
+    return True
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("/help", "/help", "this list", _help),
+    Command("/context", "/context add PATH [NAME] | list", "add a file or folder as the next context; list them", _context),
+    Command("/model", "/model NAME", "the root model of the next questions", _model),
+    Command("/sub-model", "/sub-model NAME", "the model of llm_query and child RLMs",
+            lambda repl, arg: _model(repl, arg, sub=True)),
+    Command("/profile", "/profile [NAME|none|list]", "use a profile for the next questions (rlm profile list)", _profile),
+    Command("/budget", "/budget", "what the session used and what is left", _budget),
+    Command("/limits", "/limits [KEY=VALUE ...]", "show or change the limits of each question", _limits),
+    Command("/vars", "/vars", "the variables in the namespace", _vars),
+    Command("/reset", "/reset", "a fresh worker (variables and conversation go; contexts stay)", _reset),
+    Command("/memory", "/memory search QUERY", "search the memory store", _memory),
+    Command("/remember", "/remember on|off", "store answers in the memory store", _remember),
+    Command("/trace", "/trace [FILE]", "write the session's trajectory as HTML and print its path", _trace),
+    Command("/save", "/save FILE", "save a transcript of questions and cells", _save),
+    Command("/load", "/load FILE", "replay a saved transcript", _load),
+    Command("/exit", "/exit", "leave (Ctrl-D too)", _exit),
+)}
+ALIASES = {"/quit": "/exit", "/q": "/exit", "/?": "/help", "/h": "/help"}
+
+
+def run_command(repl: Repl, line: str) -> bool:
+    """Run one ``/command args`` line; messages for bad input, never an exception."""
+    name, _, arg = line.strip().partition(" ")
+    name = ALIASES.get(name, name)
+    command = COMMANDS.get(name)
+    if command is None:
+        repl.display.error(f"unknown command {name}{_nearest(name, [*COMMANDS, *ALIASES])}; /help lists the commands")
+        return False
+    try:
+        return command.run(repl, arg)
+    except (RLMError, OSError, ValueError) as e:
+        repl.display.error(f"{name}: {one_line(str(e))}")
+        return False
+
+
+def _nearest(word: str, choices: list[str]) -> str:
+    match = difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def _split(repl: Repl, arg: str) -> list[str] | None:
+    try:
+        return shlex.split(arg)
+    except ValueError as e:
+        repl.display.error(f"cannot read the arguments: {e}")
+        return None
