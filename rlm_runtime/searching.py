@@ -18,11 +18,13 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlm_runtime.errors import HostCallError, RLMError
-from rlm_runtime.memory.records import ChunkView, Hit
-from rlm_runtime.memory.store import MemoryStore
+
+if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
+    from rlm_runtime.memory.records import ChunkView, Hit
+    from rlm_runtime.memory.store import MemoryStore
 
 #: Most hits one search returns.
 MAX_K = 50
@@ -65,6 +67,8 @@ class ChunkSearch:
                 return self._indexes[k]
             handle = self.handles[k]
             key, paths, text = _index_key(handle)
+            from rlm_runtime.memory.store import MemoryStore
+
             store = MemoryStore(self.index_dir / f"{key}.db")
             try:
                 if paths:

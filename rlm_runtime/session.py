@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import harness, profiles
 from rlm_runtime._version import __version__ as _version
@@ -31,13 +31,15 @@ from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
 from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, make_client
 from rlm_runtime.loop import Event, Run, RunResult, Setup, Tree, cell_output, open_sandbox
-from rlm_runtime.memory.store import MemoryStore, default_store_path
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
 from rlm_runtime.searching import ChunkSearch
 from rlm_runtime.tools import Tool, as_tools
 from rlm_runtime.trajectory import TraceWriter
+
+if TYPE_CHECKING:  # imported when a store is used: a session without memory never pays for it
+    from rlm_runtime.memory.store import MemoryStore
 
 #: Characters of the variable listing shown with a new question.
 _VARIABLES_CHARS = 1500
@@ -114,8 +116,8 @@ class Session:
         self._closed = False
         self._busy = threading.Lock()
         self._tree: Tree | None = None  # the question or cell running now, for cancel()
-        self._owns_memory = memory is not None and not isinstance(memory, MemoryStore)
         self.memory: MemoryStore | None = _open_memory(memory, self.paths)
+        self._owns_memory = self.memory is not None and self.memory is not memory
         self.remember = remember
         self.search = ChunkSearch(self.paths.home / "index", self.memory)
         self.search.set_contexts(self._handles)
@@ -443,6 +445,8 @@ def _load_profile(profile: str | Path | Profile | None, paths: Paths) -> Profile
 def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -> MemoryStore | None:
     if memory is None or memory is False:
         return None
+    from rlm_runtime.memory.store import MemoryStore, default_store_path
+
     if isinstance(memory, MemoryStore):
         return memory
     return MemoryStore(default_store_path(paths) if memory is True else Path(memory).expanduser())
