@@ -15,7 +15,9 @@ import asyncio
 import codeop
 import hashlib
 import re
+import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +106,11 @@ class TerminalFrontend:
 
     # ------------------------------------------------------------------ the prompt
 
-    def bind(self, repl: Repl) -> None:
+    def bind(self, repl: Repl | None) -> None:
+        """Make the prompt; ``repl`` may come later (``start``), the prompt works before it."""
         self.repl = repl
-        completer = ReplCompleter(lambda: self.python_mode, lambda: repl.names, _limit_names, _model_names)
+        completer = ReplCompleter(lambda: self.python_mode, lambda: self.repl.names if self.repl else [], _limit_names,
+                                  _model_names)
         python = PygmentsLexer(PythonLexer)
 
         def lexer() -> Lexer | None:
@@ -126,10 +130,39 @@ class TerminalFrontend:
     def _message(self) -> FormattedText:
         return FormattedText([("class:prompt.py", ">>> ")] if self.python_mode else [("class:prompt", "rlm> ")])
 
+    def start(self, make: Callable[[], Repl]) -> None:
+        """Build the REPL (its session: imports, sandbox set-up) on a thread while the
+        prompt is already up; the first entry waits for it (``ready``)."""
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+
+        def build() -> None:
+            try:
+                self.repl = make()
+            except BaseException as e:  # shown when the first entry needs the session, or at once
+                self._start_error = e
+                app = self._prompt.app if self._prompt is not None else None
+                if app is not None and app.is_running and app.loop is not None:
+                    app.loop.call_soon_threadsafe(lambda: app.exit(exception=_StartFailed()) if app.is_running else None)
+            finally:
+                self._ready.set()
+                if self._prompt is not None and self._prompt.app.is_running:
+                    self._prompt.app.invalidate()  # the toolbar has something to show now
+
+        threading.Thread(target=build, name="rlm-repl-start", daemon=True).start()
+
+    def ready(self) -> Repl:
+        """The REPL, once built (raises what building it raised)."""
+        self._ready.wait()
+        if self._start_error is not None:
+            raise self._start_error
+        assert self.repl is not None
+        return self.repl
+
     def _toolbar(self) -> FormattedText:
         repl = self.repl
         if repl is None:
-            return FormattedText([])
+            return FormattedText([("class:hud.hint", " starting the session... ")])
         try:
             totals = repl.session.budget.totals()
             cap = repl.session.budget.limits.max_cost_usd
@@ -179,7 +212,13 @@ class TerminalFrontend:
     def read(self) -> str:
         """One entry (raises ``KeyboardInterrupt`` on Ctrl-C, ``EOFError`` on Ctrl-D)."""
         assert self._prompt is not None, "bind() first"
-        return self._prompt.prompt()
+        prompt = self._prompt
+
+        def stop_if_failed() -> None:  # the session failed before this prompt was up
+            if getattr(self, "_start_error", None) is not None:
+                prompt.app.exit(exception=_StartFailed())
+
+        return prompt.prompt(pre_run=stop_if_failed)
 
     # ------------------------------------------------------------------ a run
 
@@ -230,18 +269,23 @@ class TerminalFrontend:
     # ------------------------------------------------------------------ the loop
 
     def loop(self) -> int:
-        """Read and run entries until Ctrl-D or /exit."""
-        assert self.repl is not None
-        repl = self.repl
-        while not repl.exiting:
+        """Read and run entries until Ctrl-D or /exit (raises what building the REPL raised)."""
+        while self.repl is None or not self.repl.exiting:
             try:
                 text = self.read()
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:
                 break
-            repl.handle(text, python=self.python_mode)
+            except _StartFailed:
+                break  # ready() below raises the reason
+            self.ready().handle(text, python=self.python_mode)
+        self.ready()
         return 0
+
+
+class _StartFailed(Exception):
+    """Ends the first prompt when the session could not be made (``ready()`` says why)."""
 
 
 def _limit_names() -> list[str]:
@@ -282,15 +326,19 @@ def run_terminal(config: ReplConfig, *, home: Path, notes: tuple[str, ...] = (),
     display = Display(printer, color=color and frontend.printer is not None, live=config.live)
     for note in notes:
         display.note(note)
-    repl = Repl(config, display, frontend)
+    n = len(config.contexts)
+    display.info(f"rlm repl: model {config.model}; {n} context{'s' if n != 1 else ''}. A line is a question; "
+                 "'>>> code' or F2 runs Python in the same namespace; /help for commands; Ctrl-D exits.")
+    # The prompt comes up at once; the session is made meanwhile (most of the start-up time).
+    frontend.bind(None)
+    frontend.start(lambda: Repl(config, display, frontend))
     try:
-        frontend.bind(repl)
-        n = len(repl.session.contexts)
-        display.info(f"rlm repl: model {repl.hud.model}; {n} context{'s' if n != 1 else ''}. A line is a question; "
-                     "'>>> code' or F2 runs Python in the same namespace; /help for commands; Ctrl-D exits.")
         return frontend.loop()
     finally:
-        repl.close()
+        try:
+            frontend.ready().close()
+        except BaseException:  # it never started: loop() has raised why
+            pass
 
 
 __all__ = ["STYLE", "TerminalFrontend", "history_file", "needs_more", "run_terminal"]
