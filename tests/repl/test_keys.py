@@ -45,3 +45,21 @@ def test_keys_typed_during_a_run_reach_the_next_prompt(drive, write_script) -> N
     run = drive(script, "count?" + ENTER + ">>> print('typed ahead')" + ENTER)
     assert "3000000" in run.out
     assert "typed ahead" in run.out
+
+
+def test_a_session_that_cannot_start_ends_the_prompt_with_the_reason(drive, write_script) -> None:
+    """It stops at once, with the reason, when the session cannot be made (the prompt was already up)."""
+    import pytest
+
+    from rlm_runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no policy named 'nosuchpolicy'"):
+        drive(write_script("unused"), 1.0, policy="nosuchpolicy")
+
+
+def test_a_question_typed_before_the_session_is_ready_waits_for_it(drive, write_script) -> None:
+    """It answers a question sent the moment the prompt is up (the session still starting)."""
+    from .conftest import ENTER, code
+
+    run = drive(write_script(code("FINAL('ready')")), "q?" + ENTER)
+    assert "ready" in run.out
