@@ -155,6 +155,16 @@ def grep_found_nothing(stdout: str) -> bool:
     return "(no lines match /" in stdout[-2000:]
 
 
+_SUGGESTED_GREP = re.compile(r"(?:use|Try) (grep\((?:'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"), ignore_case=True\))")
+
+
+def suggested_grep(stdout: str) -> str | None:
+    """The ``grep(..., ignore_case=True)`` call an empty grep's report suggests (the last one),
+    if any: the runtime can run it for a model that would not."""
+    found = _SUGGESTED_GREP.findall(stdout[-4000:])
+    return found[-1] if found else None
+
+
 def only_comments(code: str) -> bool:
     """Whether a block holds nothing but comments and blank lines."""
     return not any(line.strip() and not line.strip().startswith("#") for line in code.splitlines())

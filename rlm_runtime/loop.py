@@ -36,6 +36,8 @@ Event = dict[str, Any]
 _HINT_HITS = 3
 _HINT_SNIPPET_CHARS = 200
 _HINT_QUERY_CHARS = 300
+#: Lines shown when the runtime runs the grep an empty grep's hint suggests.
+_HINT_LINES = 8
 #: A model that sends the same code this many turns in a row after the first is asked for
 #: its answer at once (the forced turn) instead of using its remaining turns on it.
 _REPEATS_BEFORE_FORCING = 2
@@ -332,8 +334,9 @@ class Run:
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
-            if self.tree.search is not None and harness.grep_found_nothing(result.stdout):
-                text += "\n" + self._search_hint()
+            if harness.grep_found_nothing(result.stdout):
+                note = self._empty_grep_note(sandbox, result.stdout)
+                text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
@@ -341,6 +344,21 @@ class Run:
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed
+
+    def _empty_grep_note(self, sandbox: Sandbox, stdout: str) -> str:
+        """After an empty grep: the lines its own hint names (the same pattern ignoring case,
+        or its rarest word), run for the model, since small models seldom follow the hint;
+        else, with search available, the chunks ranked for the question."""
+        call = harness.suggested_grep(stdout)
+        if call is not None:
+            shown = call[:-1] + f", max_matches={_HINT_LINES})"
+            result = sandbox.execute(f"print({shown})")
+            lines = (result.stdout or "").strip()
+            if result.ok and lines and not harness.grep_found_nothing(lines):
+                self.emit({"type": "tool_call", "name": "grep", "args": call[:200],
+                           "result": "shown after an empty grep", "error": None, "duration_s": result.duration_s})
+                return self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
+        return self._search_hint() if self.tree.search is not None else ""
 
     def _search_hint(self) -> str:
         """After an empty grep: the best chunks for the question's own words, so that a model

@@ -126,3 +126,21 @@ def test_an_empty_grep_with_nothing_ranked_keeps_the_plain_hint(tmp_path: Path) 
         assert s.ask("qqqxyz?").answer == "done"
     feedback = client.prompts[1][-1]["content"]
     assert "search_chunks(\"a few words from the question\")" in feedback
+
+
+def test_an_empty_grep_whose_hint_names_a_grep_gets_that_greps_lines(tmp_path: Path) -> None:
+    """It runs the grep an empty result's hint suggests (same words, ignoring case) and shows
+    its lines, instead of leaving a small model to follow the hint."""
+    doc = tmp_path / "notes.md"
+    doc.write_text("\n".join(f"filler line {i}" for i in range(200)) + "\nThe Apiarists Guild meets in Ljubljana.\n")
+    client = ScriptedClient([code("print(grep('apiarists guild'))"), code("FINAL('seen')")])
+    trace = tmp_path / "t.jsonl"
+    with Session(client, contexts=[doc], limits=fast(), trace=trace) as s:
+        assert s.ask("Where does the guild meet?").answer == "seen"
+        assert s.variable_names() == []  # the runtime's grep left nothing behind
+    feedback = client.prompts[1][-1]["content"]
+    assert "the runtime ran grep('apiarists guild', ignore_case=True) for you" in feedback
+    assert "201: The Apiarists Guild meets in Ljubljana." in feedback
+    assert "Ranked search" not in feedback
+    calls = of_type(read_trace(trace), "tool_call")
+    assert [c["name"] for c in calls] == ["grep"]
