@@ -152,7 +152,7 @@ def prose_block(code: str) -> str | None:
 
 def grep_found_nothing(stdout: str) -> bool:
     """Whether a cell's output is (or ends with) an empty grep's report."""
-    return "(no lines match /" in stdout[-2000:]
+    return "(no lines match /" in stdout[-4000:]
 
 
 _SUGGESTED_GREP = re.compile(r"(?:use|Try) (grep\((?:'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"), ignore_case=True\))")

@@ -334,8 +334,9 @@ class Run:
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
-            if harness.grep_found_nothing(result.stdout):
-                note = self._empty_grep_note(sandbox, result.stdout)
+            reported = result.stdout + "\n" + (result.error or "")  # an empty grep printed, or indexed: hits[0]
+            if harness.grep_found_nothing(reported):
+                note = self._empty_grep_note(sandbox, reported)
                 text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)

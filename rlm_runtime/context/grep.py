@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import re2
 
@@ -65,6 +66,12 @@ class GrepResult(list[GrepMatch]):
         self._counter = counter
         self._prober = prober  # counts the lines a pattern matches ignoring case: hints for an empty result
         self._ignore_case = ignore_case
+
+    def __getitem__(self, index: Any) -> Any:
+        if not self and isinstance(index, int):
+            # hits[0] of an empty result: say why there is nothing, not just "index out of range"
+            raise IndexError(f"grep found no lines, so there is no [{index}]: {self._empty_hint()}")
+        return super().__getitem__(index)
 
     def count(self, *value: object) -> int:  # type: ignore[override]
         """With no argument: how many lines of the whole context match (not only those

@@ -144,3 +144,15 @@ def test_an_empty_grep_whose_hint_names_a_grep_gets_that_greps_lines(tmp_path: P
     assert "Ranked search" not in feedback
     calls = of_type(read_trace(trace), "tool_call")
     assert [c["name"] for c in calls] == ["grep"]
+
+
+def test_indexing_an_empty_grep_says_why_and_gets_the_lines_its_hint_names(tmp_path: Path) -> None:
+    """It explains hits[0] of an empty grep (not a bare IndexError) and shows what the hint's grep finds."""
+    doc = tmp_path / "notes.md"
+    doc.write_text("\n".join(f"filler line {i}" for i in range(50)) + "\nThe Apiarists Guild meets in Ljubljana.\n")
+    client = ScriptedClient([code("hits = grep('apiarists guild')\nprint(hits[0])"), code("FINAL('seen')")])
+    with Session(client, contexts=[doc], limits=fast(), trace=False) as s:
+        assert s.ask("Where?").answer == "seen"
+    feedback = client.prompts[1][-1]["content"]
+    assert "grep found no lines, so there is no [0]" in feedback
+    assert "51: The Apiarists Guild meets in Ljubljana." in feedback
