@@ -148,9 +148,11 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--json", action="store_true", help="print the layers as JSON")
     sd.set_defaults(run=_sandbox_doctor)
 
+    from rlm_runtime.cli_eval import add_eval_commands
     from rlm_runtime.cli_memory import add_memory_commands  # here: they import this module
     from rlm_runtime.cli_profile import add_profile_commands
 
+    add_eval_commands(commands)
     add_memory_commands(commands)
     add_profile_commands(commands)
     return parser

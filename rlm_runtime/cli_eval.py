@@ -1,0 +1,270 @@
+"""The ``rlm eval`` commands: run a task file or a built-in suite under several methods, make
+suites, check task files, build reports and compare runs. Thin over ``rlm_runtime.eval``.
+
+    rlm eval TASKS.jsonl|SUITE --model M [--sub-model M] [--method rlm,direct] [--profile P]
+             [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray] [--json]
+    rlm eval suites [--json]
+    rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] -o tasks.jsonl
+    rlm eval check TASKS.jsonl
+    rlm eval report DIR
+    rlm eval compare DIR_A DIR_B [--json]
+
+``rlm eval`` takes either a subcommand or a task file / suite name as its first word, so its
+arguments are parsed here (argparse's subcommands cannot take "a file or a subcommand").
+
+Exit codes (those of ``rlm``): 0 the run finished (whatever the scores); 1 stopped by the
+budget, or a task file with no valid task; 2 bad usage (unknown suite or method, missing
+file, results already in --out without --resume, --executor ray); 130 interrupted (the
+results written so far stay; ``--resume`` continues).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime import cli
+from rlm_runtime.termsafe import one_line
+
+SUBCOMMANDS = ("suites", "make", "check", "report", "compare")
+
+
+def add_eval_commands(commands: Any) -> None:
+    """Register ``rlm eval ...`` on ``rlm``'s subcommand table (``add_subparsers()``)."""
+    # Every word after "eval" is handed to _main unparsed (no prefix character is "-").
+    ev = commands.add_parser("eval", help="batch evaluation: run tasks or a suite under methods, make suites, reports",
+                             add_help=False, prefix_chars="\x00")
+    ev.add_argument("argv", nargs="*")
+    ev.set_defaults(run=_main)
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    run = argparse.ArgumentParser(
+        prog="rlm eval", description="Run a task file or a built-in suite under one or more methods; results append "
+        "to DIR/results.jsonl as each task ends, then DIR/report.md and report.html are written.",
+        epilog="other forms: rlm eval suites | make SUITE -o FILE | check FILE | report DIR | compare DIR_A DIR_B "
+               "(each with --help). Exit: 0 finished; 1 stopped by the budget; 2 bad usage; 130 interrupted.")
+    run.add_argument("tasks", metavar="TASKS.jsonl|SUITE", help="a task file, or a suite name (rlm eval suites)")
+    run.add_argument("--model", help="the model, e.g. local:qwen2.5-coder-1.5b or scripted:PATH (default: $RLM_MODEL)")
+    run.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
+    run.add_argument("--method", default="rlm", help="comma-separated: rlm, rlm-nosub, direct, rag (default: rlm)")
+    run.add_argument("--profile", help="a profile name or TOML path (rlm profile list)")
+    run.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
+    run.add_argument("--concurrency", type=int, help="tasks at once (default: from the governor; 1 for local: models)")
+    run.add_argument("--out", help="the run's folder (default: eval-runs/<task file or suite>)")
+    run.add_argument("--resume", action="store_true", help="skip tasks done with the same configuration")
+    run.add_argument("--budget-usd", type=float, help="stop starting tasks once this run has cost this much")
+    run.add_argument("--max-iterations", type=int, help="model turns per task (default: the model's)")
+    run.add_argument("--max-depth", type=int, help="rlm_query depth (default: the model's)")
+    run.add_argument("--max-wall-s", type=float, help="seconds per task")
+    run.add_argument("--window", type=int, help="the model's window in tokens for direct and rag (default: known per model)")
+    run.add_argument("--judge-model", help="the model of the judge scorer (default: --model)")
+    run.add_argument("--rag-k", type=int, default=8, help="chunks the rag method retrieves (default 8)")
+    run.add_argument("--executor", choices=["local", "ray"], default="local", help="where tasks run (ray: not available yet)")
+    run.add_argument("--lengths", default="10000,100000", help="for a suite: context lengths in characters")
+    run.add_argument("--n", type=int, default=3, help="for a suite: tasks per length and family (default 3)")
+    run.add_argument("--seed", type=int, default=1, help="for a suite: the seed (default 1)")
+    run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    run.add_argument("--json", action="store_true", help="print one JSON object with the summary")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+    subs: dict[str, argparse.ArgumentParser] = {}
+    p = subs["suites"] = argparse.ArgumentParser(prog="rlm eval suites", description="List the built-in suites.")
+    p.add_argument("--json", action="store_true")
+    p = subs["make"] = argparse.ArgumentParser(prog="rlm eval make", description="Write a built-in suite as a task file, "
+                                               "its contexts as files beside it (<name>_contexts/).")
+    p.add_argument("suite")
+    p.add_argument("--lengths", default="10000,100000", help="context lengths in characters, comma-separated")
+    p.add_argument("--n", type=int, default=5, help="tasks per length and family (default 5)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("-o", "--output", required=True, help="the task file to write (.jsonl)")
+    p.add_argument("--json", action="store_true")
+    p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad line).")
+    p.add_argument("tasks")
+    p.add_argument("--json", action="store_true")
+    p = subs["report"] = argparse.ArgumentParser(prog="rlm eval report", description="(Re)build DIR/report.md and report.html.")
+    p.add_argument("dir")
+    p.add_argument("--json", action="store_true")
+    p = subs["compare"] = argparse.ArgumentParser(prog="rlm eval compare",
+                                                  description="Per-family differences between two runs (B minus A).")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true")
+    return run, subs
+
+
+def _main(outer: argparse.Namespace) -> int:
+    argv = list(outer.argv)
+    run, subs = _parsers()
+    if argv and argv[0] in SUBCOMMANDS:
+        args = subs[argv[0]].parse_args(argv[1:])
+        outer.json = args.json
+        handler = {"suites": _suites, "make": _make, "check": _check, "report": _report, "compare": _compare}[argv[0]]
+        return handler(args, outer)
+    if not argv or argv[0] in ("-h", "--help"):
+        run.print_help()
+        return cli.EXIT_OK if argv else cli.EXIT_USAGE
+    args = run.parse_args(argv)
+    outer.json = args.json
+    return _run(args, outer)
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x.replace("_", "").strip()) for x in text.split(",") if x.strip())
+    except ValueError as e:
+        raise cli._Usage(f"--lengths takes comma-separated numbers, not {text!r}") from e
+    if not values:
+        raise cli._Usage("--lengths is empty")
+    return values
+
+
+def _suites(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.eval.suites import list_suites
+
+    rows = list_suites()
+    if args.json:
+        cli._print_json(outer, {"suites": [{"name": s.name, "families": list(s.families), "description": s.description,
+                                            "source": s.source} for s in rows]})
+        return cli.EXIT_OK
+    for s in rows:
+        cli._say(f"{s.name:13} {s.description}")
+        cli._say(f"{'':13} text: {s.source}")
+    return cli.EXIT_OK
+
+
+def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.eval.suites import write_suite
+
+    tasks = write_suite(args.suite, args.output, lengths=_lengths(args.lengths), n=args.n, seed=args.seed)
+    folder = Path(args.output).parent / f"{Path(args.output).stem}_contexts"
+    if args.json:
+        cli._print_json(outer, {"tasks": len(tasks), "file": args.output, "contexts": str(folder)})
+    else:
+        cli._say(f"wrote {len(tasks)} tasks to {args.output} (contexts in {folder})")
+    return cli.EXIT_OK
+
+
+def _load(path: str) -> Any:
+    from rlm_runtime.eval.tasks import load_tasks
+
+    try:
+        return load_tasks(path)
+    except FileNotFoundError as e:
+        raise cli._Usage(f"no such task file: {path}") from e
+    except IsADirectoryError as e:
+        raise cli._Usage(f"is a folder, not a task file: {path}") from e
+    except OSError as e:
+        raise cli._Usage(f"cannot read {path}: {e.strerror or e}") from e
+
+
+def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    loaded = _load(args.tasks)
+    if args.json:
+        cli._print_json(outer, {"tasks": len(loaded.tasks), "errors": [{"line": e.line, "field": e.field, "message": e.message}
+                                                                        for e in loaded.errors]})
+    else:
+        for e in loaded.errors:
+            cli._say(f"{args.tasks}:{one_line(str(e))}", err=True)
+        cli._say(f"{len(loaded.tasks)} valid tasks, {len(loaded.errors)} bad lines")
+    return cli.EXIT_OK if not loaded.errors else cli.EXIT_FAILED
+
+
+def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.config import default_model
+    from rlm_runtime.eval.progress import Display, Quiet
+    from rlm_runtime.eval.runner import EvalConfig, Runner
+    from rlm_runtime.eval.suites import suite_names, write_suite
+
+    name = args.model
+    if not name:
+        name, note = default_model()
+        if note and not args.quiet:
+            cli._say(f"rlm: {note}", err=True)
+    target = args.tasks
+    is_suite = target in suite_names() and not Path(target).exists()
+    out = Path(args.out) if args.out else Path("eval-runs") / (target if is_suite else Path(target).stem)
+    if is_suite:
+        lengths = _lengths(args.lengths)
+        path = out / "tasks" / f"{target}-s{args.seed}.jsonl"
+        if not (args.resume and path.exists()):
+            write_suite(target, path, lengths=lengths, n=args.n, seed=args.seed)
+        target = str(path)
+    elif not Path(target).exists():
+        raise cli._Usage(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
+    loaded = _load(target)
+    for e in loaded.errors:
+        cli._say(f"rlm: {target}:{one_line(str(e))} (skipped)", err=True)
+    if not loaded.tasks:
+        raise cli._Usage(f"{target} has no valid task")
+    methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
+    config = EvalConfig(model=name, methods=methods, sub_model=args.sub_model, profile=args.profile,
+                        limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s},
+                        policy=args.policy, concurrency=args.concurrency, out=out, resume=args.resume, budget_usd=args.budget_usd,
+                        window=args.window, judge_model=args.judge_model, rag_k=args.rag_k, executor=args.executor)
+    progress = Quiet() if args.quiet else Display()
+    runner = Runner(config, loaded, progress=progress)
+    previous = _sigterm_as_interrupt()
+    try:
+        summary = runner.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    report_path = None
+    if not args.no_report and (out / "results.jsonl").exists():
+        from rlm_runtime.eval.report import build_report
+
+        report_path = build_report(out).markdown
+    data = {**summary.to_dict(), "report": str(report_path) if report_path else None, "results": str(out / "results.jsonl")}
+    if args.json:
+        cli._print_json(outer, data)
+    else:
+        acc = ", ".join(f"{m} {v:.0%}" for m, v in summary.accuracy.items()) or "-"
+        cli._say(f"accuracy: {acc}; {summary.done} recorded ({summary.failed} failed), {summary.skipped} skipped; "
+                 f"results: {out / 'results.jsonl'}" + (f"; report: {report_path}" if report_path else ""))
+    if summary.stopped == "interrupted":
+        return cli.EXIT_INTERRUPTED
+    return cli.EXIT_FAILED if summary.stopped == "budget" else cli.EXIT_OK
+
+
+def _sigterm_as_interrupt() -> Any:
+    """Let ``kill PID`` stop a run as Ctrl-C does (in the main thread only, where signals land)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (a program calling cli.main from a thread)
+        return signal.getsignal(signal.SIGTERM)
+
+
+def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.eval.report import build_report
+
+    folder = Path(args.dir)
+    if not (folder / "results.jsonl").exists():
+        raise cli._Usage(f"no results in {folder} (expected {folder / 'results.jsonl'})")
+    built = build_report(folder)
+    if args.json:
+        cli._print_json(outer, built.to_dict())
+    else:
+        cli._say(f"wrote {built.markdown} and {built.html}" + (f" ({len(built.plots)} plots)" if built.plots else
+                                                               " (no plots: pip install 'rlm_runtime[eval]' for matplotlib)"))
+    return cli.EXIT_OK
+
+
+def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.eval.report import compare_runs
+
+    for d in (args.a, args.b):
+        if not (Path(d) / "results.jsonl").exists():
+            raise cli._Usage(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")
+    result = compare_runs(Path(args.a), Path(args.b))
+    if args.json:
+        cli._print_json(outer, result.to_dict())
+    else:
+        cli._say(result.text())
+    return cli.EXIT_OK
+

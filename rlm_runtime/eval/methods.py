@@ -1,0 +1,281 @@
+"""The methods ``rlm eval`` compares on the same tasks.
+
+* ``rlm``: the runtime: one ``Session`` per task (a fresh worker), with the model, sub-model,
+  profile and limits of the run; its trajectory goes to ``DIR/trajectories/``.
+* ``rlm-nosub``: the same without sub-calls: ``max_depth=0`` and a sub-model that refuses
+  every call, so ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` return an error the
+  model sees (they are still listed in its prompt: the runtime has no switch to remove them).
+* ``direct``: the same model with the context pasted into one prompt
+  (``brain/prompts/eval/direct.md``), cut to the model's window (``windows.py``) from the end,
+  as a plain long-context call would be.
+* ``rag``: the question's top chunks from ``ChunkSearch`` (the ``search_chunks`` index) pasted
+  into one prompt (``brain/prompts/eval/rag.md``), as many as the window takes.
+
+Every method returns an ``Outcome``: the answer (None on failure), usage per model, iterations,
+depth reached, trajectory, the error. A method never raises for a failed task.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.budget import RunLimits, SessionLimits
+from rlm_runtime.config import Paths
+from rlm_runtime.errors import ConfigError, LLMCallError, RLMError
+from rlm_runtime.llm.base import Completion, Message, Usage
+
+METHODS = ("rlm", "rlm-nosub", "direct", "rag")
+#: Tokens kept free for the reply of a direct or rag call, and a margin for the chat template.
+REPLY_TOKENS = 512
+MARGIN_TOKENS = 96
+
+
+@dataclass
+class Outcome:
+    """What one method did on one task."""
+
+    answer: str | None
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    iterations: int = 0
+    depth: int = 0
+    trajectory: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    #: The budget limit a ``BudgetExceeded`` hit (``session.max_cost_usd`` is the batch's).
+    limit: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """What every method of a run shares.
+
+    Args:
+        model / sub_model: model names (``make_client``).
+        limits: the limits of an ``rlm`` run (already resolved for the model and profile).
+        profile: a profile name or path (its prompt addendum and temperature).
+        policy: the sandbox policy.
+        window: the model's window in tokens (``windows.context_window``).
+        rag_k: chunks the ``rag`` method asks the search for.
+        trace_dir: where trajectories go.
+        paths: ``RLM_HOME`` and friends.
+    """
+
+    model: str
+    sub_model: str | None
+    limits: RunLimits
+    profile: str | None
+    policy: str
+    window: int
+    rag_k: int
+    trace_dir: Path
+    paths: Paths
+
+
+class Cancel:
+    """A task's stop switch: the runner sets it on Ctrl-C; a method registers what stops it."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._hooks: list[Callable[[], Any]] = []
+        self._lock = threading.Lock()
+
+    def on_cancel(self, hook: Callable[[], Any]) -> None:
+        with self._lock:
+            self._hooks.append(hook)
+            fire = self.event.is_set()
+        if fire:
+            hook()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.event.set()
+            hooks = list(self._hooks)
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:  # stopping is best effort
+                pass
+
+
+@dataclass(frozen=True)
+class Job:
+    """One task for one method, as the runner hands it to the method."""
+
+    task_id: str
+    question: str
+    sources: list[Any]  # paths, or one inline text
+    memory: Any  # True, a store path, or None
+    trace: Path | None
+    cost_cap: float | None  # dollars this task may spend (the batch's remainder), None: no cap
+    cancel: Cancel
+
+
+class NoSubCalls:
+    """The sub-model of ``rlm-nosub``: every call is refused, and the model is told so."""
+
+    parallel = 1
+
+    def __init__(self, model: str) -> None:
+        self.model = f"nosub:{model}"
+
+    def complete(self, messages: list[Message], *, max_tokens: int | None = None, stop_after_code_block: bool = False,
+                 timeout_s: float | None = None) -> Completion:
+        raise LLMCallError("sub-calls are switched off in this run (method rlm-nosub): answer with code alone")
+
+    def count_tokens(self, text: str) -> int:
+        from rlm_runtime.llm.tokens import count_tokens
+
+        return count_tokens(text)
+
+    def close(self) -> None:
+        pass
+
+
+def run_method(name: str, job: Job, settings: MethodSettings) -> Outcome:
+    """Run method ``name`` on ``job``; failures come back in the ``Outcome``."""
+    try:
+        if name in ("rlm", "rlm-nosub"):
+            return _rlm(job, settings, nosub=name == "rlm-nosub")
+        if name == "direct":
+            return _direct(job, settings)
+        if name == "rag":
+            return _rag(job, settings)
+    except RLMError as e:
+        return Outcome(None, error=str(e), error_type=type(e).__name__, limit=getattr(e, "limit", None))
+    raise ConfigError(f"unknown method {name!r}; methods: {', '.join(METHODS)}")
+
+
+# ----------------------------------------------------------------------------- rlm
+
+
+def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
+    from rlm_runtime.context import open_context
+    from rlm_runtime.session import Session
+
+    contexts = [open_context(x, as_text=True, name="context") if isinstance(x, str) else x for x in job.sources]
+    limits = s.limits.model_copy(update={"max_depth": 0}) if nosub else s.limits
+    sub: Any = NoSubCalls(s.model) if nosub else s.sub_model
+    session_limits = SessionLimits(max_cost_usd=max(0.0, job.cost_cap)) if job.cost_cap is not None else None
+    if job.trace is not None:
+        job.trace.unlink(missing_ok=True)  # a run killed before left a partial one
+    session = Session(s.model, sub, contexts=contexts, limits=limits, session_limits=session_limits, policy=s.policy,
+                      trace=job.trace if job.trace is not None else False, paths=s.paths, memory=job.memory,
+                      profile=s.profile)
+    try:
+        job.cancel.on_cancel(session.cancel)
+        if job.cancel.event.is_set():
+            return Outcome(None, error="cancelled before it started", error_type="Cancelled")
+        result = session.ask(job.question)
+    finally:
+        session.close()
+    limit = getattr(result.exception, "limit", None)
+    return Outcome(result.answer, usage=result.usage, iterations=result.iterations, depth=result.max_depth_reached,
+                   trajectory=result.trajectory, error=result.error, error_type=result.error_type, limit=limit)
+
+
+# ----------------------------------------------------------------------------- direct and rag
+
+
+def context_text(sources: list[Any]) -> str:
+    """The whole text of a task's contexts: files as they are, folders as their files (sorted,
+    each headed ``=== path ===``), inline text as it is."""
+    parts: list[str] = []
+    for source in sources:
+        if isinstance(source, Path):
+            if source.is_dir():
+                for f in sorted(p for p in source.rglob("*") if p.is_file()):
+                    parts.append(f"=== {f.relative_to(source).as_posix()} ===\n" + f.read_text(encoding="utf-8", errors="replace"))
+            else:
+                parts.append(source.read_text(encoding="utf-8", errors="replace"))
+        else:
+            parts.append(str(source))
+    return "\n\n".join(parts)
+
+
+def _one_call(job: Job, s: MethodSettings, prompt: str) -> tuple[Completion, Any]:
+    from rlm_runtime.llm import make_client
+    from rlm_runtime.llm.base import stoppable
+
+    if job.cost_cap is not None and job.cost_cap <= 0:
+        from rlm_runtime.errors import BudgetExceeded
+
+        raise BudgetExceeded("the batch's cost budget is spent", limit="session.max_cost_usd")
+    client = make_client(s.model)
+    try:
+        with stoppable(job.cancel.event):
+            return client.complete([{"role": "user", "content": prompt}], max_tokens=REPLY_TOKENS), client
+    finally:
+        client.close()
+
+
+def _usage(model: str, usage: Usage) -> dict[str, dict[str, Any]]:
+    return {model: usage.to_dict()}
+
+
+def _direct(job: Job, s: MethodSettings) -> Outcome:
+    from rlm_runtime import brain
+    from rlm_runtime.llm.tokens import count_tokens, cut_to_tokens
+
+    if job.memory is not None:
+        raise ConfigError("the direct method has no text to paste for a memory: context")
+    dirs = s.paths.brain_dirs
+    full = context_text(job.sources)
+    frame = brain.prompt("eval/direct", dirs, context="", question=job.question,
+                         cut_note=brain.prompt("eval/direct_cut", dirs, kept=len(full), total=len(full)))
+    room = max(0, s.window - count_tokens(frame) - REPLY_TOKENS - MARGIN_TOKENS)
+    text = full
+    # Counting 10 MB of text costs seconds: cut generously by characters first (no token is
+    # longer than 16 characters in practice), then exactly by tokens.
+    if len(text) > room * 16:
+        text = text[: room * 16]
+    if count_tokens(text) > room:
+        text = cut_to_tokens(text, room)
+    cut = len(text) < len(full)
+    note = brain.prompt("eval/direct_cut", dirs, kept=len(text), total=len(full)) if cut else ""
+    prompt = brain.prompt("eval/direct", dirs, context=text, question=job.question, cut_note=note)
+    completion, client = _one_call(job, s, prompt)
+    return Outcome(completion.text.strip(), usage=_usage(client.model, completion.usage), iterations=1,
+                   extra={"context_chars": len(full), "pasted_chars": len(text), "cut": cut, "window": s.window})
+
+
+def _rag(job: Job, s: MethodSettings) -> Outcome:
+    from rlm_runtime import brain
+    from rlm_runtime.context import open_context
+    from rlm_runtime.llm.tokens import count_tokens
+    from rlm_runtime.searching import ChunkSearch
+
+    store = None
+    if job.memory is not None:
+        from rlm_runtime.memory.store import MemoryStore, default_store_path
+
+        store = MemoryStore(default_store_path(s.paths) if job.memory is True else Path(job.memory))
+    search = ChunkSearch(s.paths.home / "index", store)
+    try:
+        search.set_contexts([open_context(src, as_text=not isinstance(src, Path)) for src in job.sources])
+        hits = search.search(job.question, k=s.rag_k)
+        dirs = s.paths.brain_dirs
+        room = max(0, s.window - count_tokens(brain.prompt("eval/rag", dirs, passages="", question=job.question))
+                   - REPLY_TOKENS - MARGIN_TOKENS)
+        passages: list[str] = []
+        used = 0
+        for n, hit in enumerate(hits, 1):
+            body = f"[{n}] {search.read(hit['id'])}"
+            cost = count_tokens(body)
+            if used + cost > room:
+                break
+            passages.append(body)
+            used += cost
+    finally:
+        search.close()
+        if store is not None:
+            store.close()
+    text = "\n\n".join(passages) if passages else "(the search found nothing)"
+    prompt = brain.prompt("eval/rag", dirs, passages=text, question=job.question)
+    completion, client = _one_call(job, s, prompt)
+    return Outcome(completion.text.strip(), usage=_usage(client.model, completion.usage), iterations=1,
+                   extra={"passages": len(passages), "hits": len(hits), "window": s.window})

@@ -1,0 +1,340 @@
+"""Reports of ``rlm eval`` runs: ``DIR/report.md``, a self-contained ``DIR/report.html`` and
+PNG plots (``plots.py``, when matplotlib is installed), and ``compare_runs`` for two runs.
+
+What a report holds: a table per method and family (tasks, accuracy, tokens, cost, median
+seconds, errors); accuracy against context length per method, with the model's window
+marked; tokens against accuracy; the token reduction of ``rlm`` against ``direct`` (over the
+tasks both ran, and over those both answered correctly: "at equal accuracy"); one row per
+task with a link to its trajectory (rendered to HTML beside the JSONL). Everything shown
+that a model or a task file wrote is escaped (HTML) or flattened to one line (Markdown).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.eval.results import latest, read_results
+from rlm_runtime.termsafe import one_line
+
+#: Trajectories rendered to HTML per report, at most (the JSONL is linked beyond that).
+MAX_TRACE_PAGES = 300
+#: Characters per token assumed to place the window on a characters axis, when no direct
+#: call measured it.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass
+class Built:
+    markdown: Path
+    html: Path
+    plots: list[Path] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"markdown": str(self.markdown), "html": str(self.html), "plots": [str(p) for p in self.plots]}
+
+
+@dataclass
+class Row:
+    """One (method, family) cell of the table."""
+
+    method: str
+    family: str
+    n: int
+    accuracy: float
+    input_tokens: float
+    output_tokens: float
+    cost_usd: float
+    median_s: float
+    errors: int
+
+
+def load(folder: Path) -> list[dict[str, Any]]:
+    """The run's records, one per (task, method, configuration), with a ``label`` added:
+    the method, or the method and model when the folder holds several models."""
+    records = latest(read_results(folder / "results.jsonl"))
+    models = {r.get("model") for r in records}
+    for r in records:
+        r["label"] = r["method"] if len(models) <= 1 else f"{r['method']} ({r.get('model')})"
+    return records
+
+
+def table(records: list[dict[str, Any]]) -> list[Row]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["label"], str(r.get("family") or "custom"))].append(r)
+        groups[(r["label"], "(all)")].append(r)
+    rows = []
+    for (label, family), rs in sorted(groups.items()):
+        rows.append(Row(label, family, len(rs), _mean(r.get("score") for r in rs), _mean(r.get("input_tokens") for r in rs),
+                        _mean(r.get("output_tokens") for r in rs), sum(float(r.get("cost_usd") or 0) for r in rs),
+                        statistics.median(float(r.get("wall_s") or 0) for r in rs), sum(1 for r in rs if r.get("error"))))
+    return rows
+
+
+def _mean(values: Any) -> float:
+    xs = [float(v or 0) for v in values]
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def by_length(records: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
+    """label -> {length: accuracy} over the records that have a length."""
+    groups: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("length"):
+            groups[r["label"]][int(r["length"])].append(float(r.get("score") or 0))
+    return {label: {n: sum(v) / len(v) for n, v in pts.items()} for label, pts in groups.items()}
+
+
+def token_reduction(records: list[dict[str, Any]], a: str = "rlm", b: str = "direct") -> list[dict[str, Any]]:
+    """Per family (and all): tokens of method ``a`` against ``b`` on the tasks both ran, and
+    on those both got right; reduction = 1 - tokens_a / tokens_b, in percent."""
+    by_task: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        if r["method"] in (a, b):
+            by_task[r["task_id"]][r["method"]] = r
+    fams: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for pair in by_task.values():
+        if a in pair and b in pair:
+            fams[str(pair[a].get("family") or "custom")].append((pair[a], pair[b]))
+            fams["(all)"].append((pair[a], pair[b]))
+    out = []
+    for family, pairs in sorted(fams.items()):
+        def tokens(r: dict[str, Any]) -> int:
+            return int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0)
+
+        ta, tb = sum(tokens(x) for x, _ in pairs), sum(tokens(y) for _, y in pairs)
+        both = [(x, y) for x, y in pairs if x.get("correct") and y.get("correct")]
+        ea, eb = sum(tokens(x) for x, _ in both), sum(tokens(y) for _, y in both)
+        out.append({"family": family, "tasks": len(pairs), f"{a}_accuracy": _mean(x.get("score") for x, _ in pairs),
+                    f"{b}_accuracy": _mean(y.get("score") for _, y in pairs), f"{a}_tokens": ta, f"{b}_tokens": tb,
+                    "token_reduction_percent": round(100 * (1 - ta / tb), 1) if tb else None,
+                    "both_correct": len(both),
+                    "token_reduction_percent_at_equal_accuracy": round(100 * (1 - ea / eb), 1) if eb else None})
+    return out
+
+
+def _window(folder: Path, records: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """(window in tokens, in characters) of the run's model, when known."""
+    tokens = next((int(r["window"]) for r in records if r.get("window")), None)
+    if tokens is None:
+        runs = folder / "runs.jsonl"
+        if runs.exists():
+            for line in runs.read_text(encoding="utf-8").splitlines():
+                try:
+                    tokens = json.loads(line).get("window") or tokens
+                except json.JSONDecodeError:
+                    continue
+    if not tokens:
+        return None, None
+    cut = [int(r["extra"]["pasted_chars"]) for r in records
+           if r.get("method") == "direct" and isinstance(r.get("extra"), dict) and r["extra"].get("cut")]
+    chars = int(statistics.median(cut)) if cut else tokens * CHARS_PER_TOKEN
+    return tokens, chars
+
+
+def _trace_pages(folder: Path, records: list[dict[str, Any]]) -> dict[str, str]:
+    """Trajectory path -> its HTML page (rendered when missing or older than the JSONL)."""
+    from rlm_runtime.trajectory import read_events, render_html
+
+    pages: dict[str, str] = {}
+    for r in records:
+        rel = r.get("trajectory")
+        if not rel or rel in pages or len(pages) >= MAX_TRACE_PAGES:
+            continue
+        src = folder / rel
+        if not src.exists():
+            continue
+        page = src.with_suffix(".html")
+        try:
+            if not page.exists() or page.stat().st_mtime < src.stat().st_mtime:
+                page.write_text(render_html(read_events(src), title=f"trajectory: {r['task_id']} ({r['method']})"),
+                                encoding="utf-8")
+            pages[rel] = page.relative_to(folder).as_posix()
+        except Exception:  # a torn trajectory (a killed run): link the JSONL instead
+            pages[rel] = rel
+    return pages
+
+
+def build_report(folder: str | Path) -> Built:
+    """Write ``report.md``, ``report.html`` and the plots of the run in ``folder``."""
+    folder = Path(folder)
+    records = load(folder)
+    rows = table(records)
+    series = by_length(records)
+    reduction = token_reduction(records)
+    window_tokens, window_chars = _window(folder, records)
+    pages = _trace_pages(folder, records)
+    plots: list[Path] = []
+    from rlm_runtime.eval import plots as plotting
+
+    if plotting.available() and records:
+        if series:
+            plots.append(plotting.accuracy_by_length(series, folder / "accuracy_by_length.png", window_chars=window_chars,
+                                                     window_tokens=window_tokens))
+        points = [(r.method, r.family, r.input_tokens + r.output_tokens, r.accuracy) for r in rows
+                  if r.family != "(all)" and r.input_tokens + r.output_tokens > 0]
+        if points:
+            plots.append(plotting.tokens_vs_accuracy(points, folder / "tokens_vs_accuracy.png"))
+    md = folder / "report.md"
+    md.write_text(_markdown(folder, records, rows, reduction, window_tokens, plots, pages), encoding="utf-8")
+    page = folder / "report.html"
+    page.write_text(_html(folder, records, rows, reduction, window_tokens, plots, pages), encoding="utf-8")
+    return Built(md, page, plots)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+_HEAD = ("method", "family", "tasks", "accuracy", "input tok", "output tok", "cost $", "median s", "errors")
+
+
+def _cells(r: Row) -> list[str]:
+    return [r.method, r.family, str(r.n), f"{r.accuracy:.0%}", f"{r.input_tokens:,.0f}", f"{r.output_tokens:,.0f}",
+            f"{r.cost_usd:.4f}", f"{r.median_s:.1f}", str(r.errors)]
+
+
+def _reduction_cells(x: dict[str, Any]) -> list[str]:
+    def pct(v: Any) -> str:
+        return "-" if v is None else f"{v:.1f}%"
+
+    return [x["family"], str(x["tasks"]), f"{x['rlm_accuracy']:.0%}", f"{x['direct_accuracy']:.0%}", f"{x['rlm_tokens']:,}",
+            f"{x['direct_tokens']:,}", pct(x["token_reduction_percent"]), str(x["both_correct"]),
+            pct(x["token_reduction_percent_at_equal_accuracy"])]
+
+
+_RED_HEAD = ("family", "tasks", "rlm acc", "direct acc", "rlm tokens", "direct tokens", "reduction", "both correct",
+             "reduction at equal accuracy")
+
+
+def _md_cell(text: Any) -> str:
+    return one_line(str(text)).replace("|", "\\|")[:120]
+
+
+def _md_table(head: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _models(records: list[dict[str, Any]]) -> str:
+    return ", ".join(sorted({str(r.get("model")) for r in records})) or "-"
+
+
+def _task_rows(records: list[dict[str, Any]], pages: dict[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for r in sorted(records, key=lambda r: (str(r.get("family")), r.get("length") or 0, r["task_id"], r["label"])):
+        rows.append({"task": r["task_id"], "method": r["label"], "length": r.get("length") or "", "score": f"{float(r.get('score') or 0):.2f}",
+                     "answer": r.get("answer") if r.get("answer") is not None else f"({r.get('error_type') or 'no answer'})",
+                     "gold": r.get("gold"), "tokens": int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
+                     "s": f"{float(r.get('wall_s') or 0):.1f}",
+                     "trace": pages.get(r.get("trajectory") or "", r.get("trajectory") or "")})
+    return rows
+
+
+def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], reduction: list[dict[str, Any]],
+              window: int | None, plots: list[Path], pages: dict[str, str]) -> str:
+    out = [f"# rlm eval report: {folder.name}", "",
+           f"{len(records)} results; model: {_models(records)}" + (f"; window {window:,} tokens" if window else ""), "",
+           "## Accuracy by method and family", ""]
+    out += _md_table(_HEAD, [_cells(r) for r in rows])
+    if reduction:
+        out += ["", "## Token reduction of rlm against direct", ""]
+        out += _md_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])
+    if plots:
+        out += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    out += ["", "## Tasks", ""]
+    task_rows = _task_rows(records, pages)
+    out += _md_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"),
+                     [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:60], str(t["gold"])[:40],
+                       f"{t['tokens']:,}", t["s"], f"[trace]({t['trace']})" if t["trace"] else ""] for t in task_rows])
+    return "\n".join(out) + "\n"
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}table{border-collapse:collapse;"
+        "margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}"
+        "td.n{text-align:right}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}.err{color:#a00}")
+
+
+def _h_table(head: tuple[str, ...], rows: list[list[str]], raw_last: bool = False) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        cells = [f"<td>{html.escape(c)}</td>" for c in (row[:-1] if raw_last else row)]
+        if raw_last:
+            cells.append(f"<td>{row[-1]}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reduction: list[dict[str, Any]], window: int | None,
+          plots: list[Path], pages: dict[str, str]) -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>rlm eval: {html.escape(folder.name)}</title>"
+             f"<style>{_CSS}</style></head><body>", f"<h1>rlm eval report: {html.escape(folder.name)}</h1>",
+             f"<p>{len(records)} results; model: {html.escape(_models(records))}"
+             + (f"; window {window:,} tokens" if window else "") + "</p>",
+             "<h2>Accuracy by method and family</h2>", _h_table(_HEAD, [_cells(r) for r in rows])]
+    if reduction:
+        parts += ["<h2>Token reduction of rlm against direct</h2>", _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]
+    if plots:
+        parts.append("<h2>Plots</h2>")
+        for p in plots:
+            data = base64.b64encode(p.read_bytes()).decode("ascii")
+            parts.append(f"<p><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'></p>")
+    parts.append("<h2>Tasks</h2>")
+    task_rows = [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:200], str(t["gold"])[:80],
+                  f"{t['tokens']:,}", t["s"],
+                  f"<a href='{html.escape(t['trace'], quote=True)}'>trace</a>" if t["trace"] else ""]
+                 for t in _task_rows(records, pages)]
+    parts.append(_h_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"), task_rows,
+                          raw_last=True))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    rows: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "rows": self.rows}
+
+    def text(self) -> str:
+        head = ("method", "family", "n A", "acc A", "n B", "acc B", "diff", "tokens A", "tokens B")
+        lines = [f"A = {self.a}", f"B = {self.b}", ""]
+        lines += _md_table(head, [[r["method"], r["family"], str(r["n_a"]), _pct(r["accuracy_a"]), str(r["n_b"]),
+                                   _pct(r["accuracy_b"]), _signed(r["diff"]), f"{r['tokens_a']:,.0f}" if r["tokens_a"] is not None else "-",
+                                   f"{r['tokens_b']:,.0f}" if r["tokens_b"] is not None else "-"] for r in self.rows])
+        return "\n".join(lines)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _signed(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:+.0f} pts"
+
+
+def compare_runs(a: Path, b: Path) -> Comparison:
+    """Per (method, family): accuracy and mean tokens in run A and run B, and B - A."""
+    ta = {(r.method, r.family): r for r in table(load(a))}
+    tb = {(r.method, r.family): r for r in table(load(b))}
+    rows = []
+    for key in sorted(set(ta) | set(tb)):
+        x, y = ta.get(key), tb.get(key)
+        rows.append({"method": key[0], "family": key[1], "n_a": x.n if x else 0, "n_b": y.n if y else 0,
+                     "accuracy_a": x.accuracy if x else None, "accuracy_b": y.accuracy if y else None,
+                     "diff": (y.accuracy - x.accuracy) if x and y else None,
+                     "tokens_a": (x.input_tokens + x.output_tokens) if x else None,
+                     "tokens_b": (y.input_tokens + y.output_tokens) if y else None})
+    return Comparison(str(a), str(b), rows)

@@ -1,0 +1,66 @@
+"""``rlm eval`` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import write_jsonl
+
+
+def test_suites_and_make(rlm_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It lists the suites and writes one as a task file with contexts beside it."""
+    r = rlm_cli("eval", "suites", "--json")
+    assert r.code == 0 and "needle" in {s["name"] for s in r.json()["suites"]}
+    out = tmp_path / "t.jsonl"
+    r = rlm_cli("eval", "make", "multi-hop", "--lengths", "5000,6000", "--n", "2", "--seed", "4", "-o", out)
+    assert r.code == 0 and "wrote 4 tasks" in r.out
+    assert len(out.read_text().splitlines()) == 4 and (tmp_path / "t_contexts").is_dir()
+    assert rlm_cli("eval", "make", "nope", "-o", out).code == 2
+
+
+def test_run_report_compare_json(rlm_cli, needle_tasks: Path, script: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It runs a task file, prints one JSON summary, writes the report; report and compare rebuild and diff."""
+    out = tmp_path / "run"
+    r = rlm_cli("eval", needle_tasks, "--model", f"scripted:{script}", "--method", "rlm,direct", "--out", out, "--json", "-q")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["done"] == 8 and data["accuracy"] == {"rlm": 1.0, "direct": 0.0}
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    r = rlm_cli("eval", needle_tasks, "--model", f"scripted:{script}", "--out", out)
+    assert r.code == 2 and "--resume" in r.err
+    r = rlm_cli("eval", needle_tasks, "--model", f"scripted:{script}", "--method", "rlm,direct", "--out", out, "--resume", "--json")
+    assert r.code == 0 and r.json()["skipped"] == 8
+    assert rlm_cli("eval", "report", out).code == 0
+    r = rlm_cli("eval", "compare", out, out)
+    assert r.code == 0 and "needle" in r.out
+
+
+def test_suite_name_runs_the_suite(rlm_cli, script: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It generates a suite named instead of a file into the run folder and runs it."""
+    out = tmp_path / "run"
+    r = rlm_cli("eval", "needle", "--lengths", "3000", "--n", "2", "--model", f"scripted:{script}", "--out", out, "--json",
+                "--no-report")
+    assert r.code == 0, r.err
+    assert r.json()["done"] == 2 and (out / "tasks" / "needle-s1.jsonl").exists()
+
+
+def test_check_and_bad_lines(rlm_cli, tmp_path: Path, script: Path) -> None:  # type: ignore[no-untyped-def]
+    """It names bad lines on stderr, exits 1 from check, and still runs the good lines."""
+    tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "1", "question": "q", "answer": "x"}, {"id": "2", "answer": "x"},
+                                               {"id": "3", "question": "q", "context": {"text": "x"}, "answer": "unknown"}])
+    r = rlm_cli("eval", "check", tasks)
+    assert r.code == 1 and "line 2: question" in r.err
+    r = rlm_cli("eval", tasks, "--model", f"scripted:{script}", "--method", "direct", "--out", tmp_path / "o", "--json")
+    assert r.code == 0 and "line 2: question" in r.err and r.json()["done"] == 2
+
+
+def test_usage_errors(rlm_cli, needle_tasks: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It exits 2 for a missing file, an unknown method and the Ray executor, with one JSON error."""
+    r = rlm_cli("eval", tmp_path / "none.jsonl", "--model", "scripted:x", "--json")
+    assert r.code == 2 and "no such task file" in json.loads(r.out)["error"]
+    r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--method", "magic", "--out", tmp_path / "o")
+    assert r.code == 2 and "unknown method" in r.err
+    r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--executor", "ray", "--out", tmp_path / "o")
+    assert r.code == 2 and "not available yet" in r.err
+    assert rlm_cli("eval", "--help").code == 0

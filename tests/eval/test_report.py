@@ -1,0 +1,65 @@
+"""Reports and comparisons of runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlm_runtime.eval import plots
+from rlm_runtime.eval.report import build_report, compare_runs, token_reduction
+from rlm_runtime.eval.runner import EvalConfig, Runner
+from rlm_runtime.eval.tasks import load_tasks
+
+
+@pytest.fixture
+def run_dir(needle_tasks: Path, script: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "run"
+    Runner(EvalConfig(model=f"scripted:{script}", methods=("rlm", "direct"), out=out), load_tasks(needle_tasks)).run()
+    return out
+
+
+def test_report_tables_links_and_escaping(run_dir: Path) -> None:
+    """It writes report.md and a self-contained report.html with tables, the reduction and trace links."""
+    built = build_report(run_dir)
+    md = built.markdown.read_text()
+    assert "| rlm | needle | 4 | 100% |" in md and "| direct | needle | 4 | 0% |" in md
+    assert "Token reduction of rlm against direct" in md
+    page = built.html.read_text()
+    assert "<a href='trajectories/" in page and ".html'>trace</a>" in page
+    assert "src='http" not in page and "<script src" not in page
+    for link in [p for p in run_dir.glob("trajectories/*.html")]:
+        assert link.stat().st_size > 0
+
+
+@pytest.mark.skipif(not plots.available(), reason="matplotlib is not installed (the eval extra)")
+def test_plots_are_png_and_inlined(run_dir: Path) -> None:
+    """It draws accuracy by length and tokens against accuracy as PNG, inlined in the HTML."""
+    built = build_report(run_dir)
+    names = {p.name for p in built.plots}
+    assert names == {"accuracy_by_length.png", "tokens_vs_accuracy.png"}
+    for p in built.plots:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert built.html.read_text().count("data:image/png;base64,") == 2
+
+
+def test_token_reduction_counts_tasks_both_ran() -> None:
+    """It compares tokens over tasks both methods ran, and over those both got right."""
+    recs = [
+        {"task_id": "a", "method": "rlm", "family": "f", "input_tokens": 100, "output_tokens": 0, "score": 1, "correct": True},
+        {"task_id": "a", "method": "direct", "family": "f", "input_tokens": 400, "output_tokens": 0, "score": 1, "correct": True},
+        {"task_id": "b", "method": "rlm", "family": "f", "input_tokens": 300, "output_tokens": 0, "score": 1, "correct": True},
+        {"task_id": "b", "method": "direct", "family": "f", "input_tokens": 400, "output_tokens": 0, "score": 0, "correct": False},
+        {"task_id": "c", "method": "rlm", "family": "f", "input_tokens": 999, "output_tokens": 0, "score": 0, "correct": False},
+    ]
+    (row,) = [r for r in token_reduction(recs) if r["family"] == "f"]
+    assert row["tasks"] == 2 and row["token_reduction_percent"] == 50.0
+    assert row["both_correct"] == 1 and row["token_reduction_percent_at_equal_accuracy"] == 75.0
+
+
+def test_compare_shows_per_family_differences(run_dir: Path, tmp_path: Path) -> None:
+    """It lists each method and family of two runs with the accuracy difference."""
+    result = compare_runs(run_dir, run_dir)
+    row = next(r for r in result.rows if r["method"] == "rlm" and r["family"] == "needle")
+    assert row["accuracy_a"] == row["accuracy_b"] == 1.0 and row["diff"] == 0.0
+    assert "+0 pts" in result.text()
