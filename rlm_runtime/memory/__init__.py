@@ -8,7 +8,7 @@ Modules, one job each: ``db`` (connection, transactions), ``migrations`` (the sc
 (JSONL export and import), ``terms`` (words), ``records`` and ``settings``.
 """
 
-from rlm_runtime.memory.errors import ChunkNotFound, StoreError
+from rlm_runtime.memory.errors import ChunkNotFound, NotAMemoryStore, StoreError
 from rlm_runtime.memory.lifecycle import RecallConfig
 from rlm_runtime.memory.records import (
     ChunkStats,
@@ -28,6 +28,6 @@ from rlm_runtime.memory.store import MemoryStore, default_store_path
 
 __all__ = [
     "ChunkNotFound", "ChunkStats", "ChunkView", "Hit", "Hits", "IngestConfig", "IngestProgress", "IngestReport", "LifecycleReport",
-    "Link", "LinkConfig", "MemorySettings", "MemoryStore", "RecallConfig", "ScoreParts", "SearchConfig", "Skipped", "StoreError",
-    "StoreStats", "default_store_path",
+    "Link", "LinkConfig", "MemorySettings", "MemoryStore", "NotAMemoryStore", "RecallConfig", "ScoreParts", "SearchConfig", "Skipped",
+    "StoreError", "StoreStats", "default_store_path",
 ]

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rlm_runtime.memory.errors import StoreError
+from rlm_runtime.memory.errors import NotAMemoryStore, StoreError
 
 #: The FTS5 tokenizer of the chunk index (porter stemming over unicode61, accents folded).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -71,6 +71,7 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
     except (sqlite3.Error, OSError) as e:
         raise StoreError(f"cannot open the memory store {path}: {e}") from e
     try:
+        _check_is_store(conn, path)
         features = fts5_features(conn)
         if not features["fts5"]:
             raise StoreError(
@@ -94,6 +95,22 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
         conn.close()
         raise
     return conn
+
+
+def _check_is_store(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not a memory store, before any statement could change it (WAL
+    mode alone rewrites the header): a new or empty file is a new store; a database with
+    tables is one only if it has the store's ``_migrations`` table."""
+    try:
+        names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
+    if names and "_migrations" not in names:
+        conn.close()
+        shown = ", ".join(sorted(names)[:5]) + (" ..." if len(names) > 5 else "")
+        raise NotAMemoryStore(f"{path} is an SQLite database of something else (tables {shown}), not a memory store; "
+                              "it was left unchanged")
 
 
 class Database:

@@ -14,6 +14,11 @@ class StoreError(RLMError):
     """The memory store cannot be opened or cannot do what was asked (the message says why)."""
 
 
+class NotAMemoryStore(StoreError):
+    """The file is not a memory store (another program's SQLite database, or not SQLite at
+    all): it is refused before anything writes to it, and left as it was."""
+
+
 class ChunkNotFound(StoreError):
     """No chunk has this id (never stored, forgotten or pruned). ``chunk_id`` names it."""
 
