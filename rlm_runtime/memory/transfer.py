@@ -161,31 +161,34 @@ class _Importer:
 
 
 def import_jsonl(db: Database, source: Target) -> dict[str, int]:
-    """Read records written by ``export_jsonl`` into the store, ``_BATCH`` per transaction;
-    return how many sources, chunks, links and traces were added and chunks merged.
+    """Read records written by ``export_jsonl`` into the store, all or nothing: the whole
+    import is one write transaction (records are applied ``_BATCH`` at a time inside it), so a
+    bad line, or a crash, leaves the store exactly as it was. Readers go on meanwhile (WAL);
+    another writer waits for it. Returns how many sources, chunks, links and traces were
+    added and chunks merged.
 
     Raises:
-        StoreError: the file is not an export of this format, or a line is not valid.
+        StoreError: the file is not an export of this format, or a line is not valid (its
+            number is in the message); nothing was imported.
     """
-    with db.snapshot() as conn:
-        empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM sources) AND NOT EXISTS (SELECT 1 FROM recall_traces)").fetchone()[0]
     importer: _Importer | None = None
-    with _open(source, "r") as fh:
+    with db.write() as outer, _open(source, "r") as fh:
+        empty = outer.execute("SELECT NOT EXISTS (SELECT 1 FROM sources) AND NOT EXISTS (SELECT 1 FROM recall_traces)").fetchone()[0]
         pending: list[tuple[int, dict[str, Any]]] = []
 
         def flush() -> None:
             if not pending or importer is None:
                 return
-            with db.write() as conn:
+            with db.write() as conn:  # joins the outer transaction
                 importer.conn = conn
                 for number, rec in pending:
                     handler = importer.handlers().get(str(rec.get("type")))
                     if handler is None:
-                        raise StoreError(f"line {number}: unknown record type {rec.get('type')!r}")
+                        raise StoreError(f"line {number}: unknown record type {rec.get('type')!r}; nothing was imported")
                     try:
                         handler(rec)
                     except (KeyError, TypeError, ValueError) as e:
-                        raise StoreError(f"line {number}: invalid {rec.get('type')} record ({e!r})") from e
+                        raise StoreError(f"line {number}: invalid {rec.get('type')} record ({e!r}); nothing was imported") from e
             pending.clear()
 
         for number, line in enumerate(fh, 1):
@@ -194,18 +197,18 @@ def import_jsonl(db: Database, source: Target) -> dict[str, int]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
-                raise StoreError(f"line {number} is not JSON: {e}") from e
+                raise StoreError(f"line {number} is not JSON: {e}; nothing was imported") from e
             if importer is None:
                 if not isinstance(rec, dict) or rec.get("type") != "header" or rec.get("format") != FORMAT:
                     raise StoreError("not a memory store export: the first line is not its header")
                 if int(rec.get("version", 0)) > VERSION:
                     raise StoreError(f"the export has format version {rec.get('version')}; this version reads up to {VERSION}")
-                importer = _Importer(db.conn, keep_ids=bool(empty))
+                importer = _Importer(outer, keep_ids=bool(empty))
                 continue
             pending.append((number, rec))
             if len(pending) >= _BATCH:
                 flush()
         flush()
-    if importer is None:
-        raise StoreError("not a memory store export: the file is empty")
+        if importer is None:
+            raise StoreError("not a memory store export: the file is empty")
     return importer.counts
