@@ -121,7 +121,9 @@ def add_memory_commands(commands: Any) -> None:
     fo = actions.add_parser("forget", parents=both, help="delete one chunk, or every chunk of a source")
     which = fo.add_mutually_exclusive_group(required=True)
     which.add_argument("id", nargs="?", type=_chunk_id, metavar="ID", help="the chunk to delete")
-    which.add_argument("--source", metavar="PATH", help="a stored file's path or a memory label (run:<id>, notes)")
+    which.add_argument("--source", metavar="PATH",
+                       help="a stored file's path, a folder (every file stored under it) or a memory label (run:<id>, notes)")
+    fo.add_argument("--dry-run", action="store_true", help="with --source: say how many chunks would go, change nothing")
     fo.set_defaults(run=_guarded(_forget))
 
 
@@ -565,12 +567,12 @@ def _forget(args: argparse.Namespace) -> int:
             value: dict[str, Any] = {"forgotten": [args.id]}
             line = f"forgot chunk {args.id}"
         else:
-            n = store.forget_source(args.source)
+            dry = bool(getattr(args, "dry_run", False))
+            n = store.forget_source(args.source, dry_run=dry)
             if n == 0:
-                hint = " (a folder: forget its files one by one)" if os.path.isdir(args.source) else ""
-                raise StoreError(f"no source {args.source} with chunks in the memory store{hint}")
-            value = {"source": args.source, "chunks": n}
-            line = f"forgot {_plural(n, 'chunk')} of {args.source}"
+                raise StoreError(f"no source {args.source} (nor files under it) with chunks in the memory store")
+            value = {"source": args.source, "chunks": n, "dry_run": dry}
+            line = f"{'would forget' if dry else 'forgot'} {_plural(n, 'chunk')} of {args.source}"
     if args.json:
         cli._print_json(args, value)
     else:

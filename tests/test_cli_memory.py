@@ -252,7 +252,7 @@ def test_forget_a_chunk_and_a_source(store: Path, notes: Path, capsys: pytest.Ca
     _one_error(capsys.readouterr().err, f"no chunk with id {a}")
     assert main(["memory", "search", "Bartholomew"]) == 1
     assert main(["memory", "forget", "--source", str(notes / "tools.md"), "--json"]) == 0
-    assert _json(capsys) == {"source": str(notes / "tools.md"), "chunks": 1}
+    assert _json(capsys) == {"source": str(notes / "tools.md"), "chunks": 1, "dry_run": False}
     assert main(["memory", "forget", "--source", str(notes / "tools.md")]) == 1
     _one_error(capsys.readouterr().err, "no source")
     with pytest.raises(SystemExit) as both:
@@ -376,3 +376,27 @@ def test_progress_elsewhere_prints_plain_lines_now_and_then() -> None:
     progress.finish()
     lines = stream.getvalue().splitlines()
     assert lines == ["rlm: files 5/10  chunks 50  10.0 MB  2.0 MB/s  file.txt", "rlm: files 10/10  chunks 100  20.0 MB  2.0 MB/s  file.txt"]
+
+
+def test_forget_a_folder_takes_every_file_under_it_and_no_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It forgets every source under a folder (whole path components only), after a dry run that changes nothing."""
+    from rlm_runtime.memory import MemoryStore
+
+    store = tmp_path / "m.db"
+    for name in ("docs/a.md", "docs/sub/b.md", "docsextra/c.md"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {name}\n\nThe unique word for {name} is zebraquill.\n")
+    assert main(["memory", "add", str(tmp_path / "docs"), str(tmp_path / "docsextra"), "--store", str(store)]) == 0
+    with MemoryStore(store) as st:
+        before = st.stats().chunks
+    capsys.readouterr()
+    assert main(["memory", "forget", "--source", str(tmp_path / "docs"), "--dry-run", "--store", str(store)]) == 0
+    assert "would forget 2 chunks" in capsys.readouterr().out
+    with MemoryStore(store) as st:
+        assert st.stats().chunks == before
+    assert main(["memory", "forget", "--source", str(tmp_path / "docs") + "/", "--store", str(store)]) == 0
+    with MemoryStore(store) as st:
+        left = st.search("zebraquill", record=False)
+        assert [Path(h.source).name for h in left] == ["c.md"]
+    assert main(["memory", "forget", "--source", str(tmp_path / "docs"), "--store", str(store)]) == 1

@@ -230,15 +230,24 @@ class MemoryStore:
         with self._sql_errors(), self.db.write() as conn:
             return _chunks.delete_chunks(conn, [chunk_id], self.clock()) > 0
 
-    def forget_source(self, path: str | os.PathLike[str]) -> int:
-        """Delete a source (a file path, or a memory label such as ``run:<id>``) and all its
-        chunks; return how many chunks went (0 when no such source)."""
+    def forget_source(self, path: str | os.PathLike[str], *, dry_run: bool = False) -> int:
+        """Delete a source (a file path, a folder's path: every file stored under it, or a
+        memory label such as ``run:<id>``) and all its chunks, with their links and stats.
+        Returns the chunks deleted, or that would be with ``dry_run`` (0: no such source).
+        A folder matches whole path components: ``/a/b`` never takes ``/a/bc``."""
         name = os.fspath(path)
+        full = os.path.abspath(os.path.expanduser(name))
+        under = full.rstrip(os.sep) + os.sep
+        like = under.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         with self._sql_errors():
             with self.db.snapshot() as conn:
-                row = conn.execute("SELECT id FROM sources WHERE (kind = 'file' AND path = ?) OR (kind = 'memory' AND path = ?)",
-                                   (os.path.abspath(os.path.expanduser(name)), name)).fetchone()
-            return 0 if row is None else _ingest.remove_source(self.db, int(row[0]))
+                rows = conn.execute(
+                    """SELECT s.id, (SELECT count(*) FROM chunks c WHERE c.source_id = s.id) FROM sources s
+                       WHERE (s.kind = 'file' AND (s.path = ? OR s.path LIKE ? ESCAPE '\\')) OR (s.kind = 'memory' AND s.path = ?)""",
+                    (full, like, name)).fetchall()
+            if dry_run:
+                return sum(int(r[1]) for r in rows)
+            return sum(_ingest.remove_source(self.db, int(r[0])) for r in rows)
 
     # ------------------------------------------------------------------ reading
 
