@@ -43,7 +43,10 @@ def _send_later(pipe: Any, items: list[str | float]) -> None:
         if isinstance(item, float):
             time.sleep(item)
         else:
-            pipe.send_text(item)
+            try:
+                pipe.send_text(item)
+            except OSError:  # the REPL has already ended and closed its input
+                return
 
 
 @dataclass
