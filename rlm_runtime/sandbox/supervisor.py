@@ -698,7 +698,12 @@ class Sandbox:
                 reply = self._dispatch(msg)  # KeyboardInterrupt/SystemExit: see _run
                 hard_deadline += time.monotonic() - began
                 try:
-                    protocol.send(worker.sock, reply, deadline=max(hard_deadline, time.monotonic() + 0.5))
+                    try:
+                        protocol.send(worker.sock, reply, deadline=max(hard_deadline, time.monotonic() + 0.5))
+                    except ProtocolError as e:  # too large for a frame (found before a byte was sent): tell the cell
+                        protocol.send(worker.sock, {"op": "error", "message": f"{msg['name']}() returned a value too large "
+                                                    f"to pass into the sandbox: {e}"},
+                                      deadline=max(hard_deadline, time.monotonic() + 0.5))
                 except TimeoutError:
                     return self._kill(worker, final, start, "ProtocolError",
                                       "ProtocolError: the worker did not read a host function's reply in time, "
