@@ -2,7 +2,7 @@
 suites, check task files, build reports and compare runs. Thin over ``rlm_runtime.eval``.
 
     rlm eval TASKS.jsonl|SUITE --model M [--sub-model M] [--method rlm,direct] [--profile P]
-             [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray] [--json]
+             [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray [--address ADDR]] [--json]
     rlm eval suites [--json]
     rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] -o tasks.jsonl
     rlm eval check TASKS.jsonl
@@ -14,8 +14,12 @@ arguments are parsed here (argparse's subcommands cannot take "a file or a subco
 
 Exit codes (those of ``rlm``): 0 the run finished (whatever the scores); 1 stopped by the
 budget, or a task file with no valid task; 2 bad usage (unknown suite or method, missing
-file, results already in --out without --resume, --executor ray); 130 interrupted (the
-results written so far stay; ``--resume`` continues).
+file, results already in --out without --resume, --executor ray without Ray installed, a Ray
+cluster that cannot be reached); 130 interrupted (the results written so far stay;
+``--resume`` continues).
+
+``--executor ray`` runs the jobs on a Ray cluster (``eval/ray_executor.py``): a local one
+started for the run, or the one at ``--address``; ``--concurrency`` is then per node.
 """
 
 from __future__ import annotations
@@ -62,7 +66,10 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("--window", type=int, help="the model's window in tokens for direct and rag (default: known per model)")
     run.add_argument("--judge-model", help="the model of the judge scorer (default: --model)")
     run.add_argument("--rag-k", type=int, default=8, help="chunks the rag method retrieves (default 8)")
-    run.add_argument("--executor", choices=["local", "ray"], default="local", help="where tasks run (ray: not available yet)")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="where tasks run: local threads, or a Ray cluster (pip install 'rlm_runtime[ray]')")
+    run.add_argument("--address", help="with --executor ray: an existing cluster (HOST:PORT, auto, ray://HOST:10001); "
+                     "default: start a local one for the run")
     run.add_argument("--lengths", default="10000,100000", help="for a suite: context lengths in characters")
     run.add_argument("--n", type=int, default=3, help="for a suite: tasks per length and family (default 3)")
     run.add_argument("--seed", type=int, default=1, help="for a suite: the seed (default 1)")
@@ -203,7 +210,8 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     config = EvalConfig(model=name, methods=methods, sub_model=args.sub_model, profile=args.profile,
                         limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s},
                         policy=args.policy, concurrency=args.concurrency, out=out, resume=args.resume, budget_usd=args.budget_usd,
-                        window=args.window, judge_model=args.judge_model, rag_k=args.rag_k, executor=args.executor)
+                        window=args.window, judge_model=args.judge_model, rag_k=args.rag_k, executor=args.executor,
+                        address=args.address)
     progress = Quiet() if args.quiet else Display()
     runner = Runner(config, loaded, progress=progress)
     previous = _sigterm_as_interrupt()

@@ -13,7 +13,9 @@
 * Ctrl-C (``KeyboardInterrupt`` in the thread that called ``run``): no job starts; every job in
   flight is cancelled (``Session.cancel``: the model call stops reading, the cell is
   interrupted); cancelled jobs are not recorded; ``run`` returns with ``stopped="interrupted"``.
-* ``executor="ray"`` is not available yet (``ConfigError``).
+* ``executor="ray"``: the jobs run on a Ray cluster (``ray_executor.py``: one runner per node,
+  ``concurrency`` jobs at once per node); resume, the budget and the results file stay here,
+  in the driver. Needs the ``ray`` extra (``ConfigError`` without it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import Paths, paths_from_env
@@ -35,6 +37,9 @@ from rlm_runtime.eval.methods import METHODS, Cancel, Job, MethodSettings, Outco
 from rlm_runtime.eval.results import ResultsFile, config_hash, done_hashes
 from rlm_runtime.eval.tasks import Task, TaskFile
 from rlm_runtime.eval.windows import context_window
+
+if TYPE_CHECKING:
+    from rlm_runtime.eval.ray_executor import RayOptions
 
 EXECUTORS = ("local", "ray")
 
@@ -56,7 +61,8 @@ class EvalConfig:
         window: the model's window in tokens for direct and rag (None: ``windows.context_window``).
         judge_model: the model of the ``judge`` scorer (None: ``model``).
         rag_k: chunks the rag method searches for.
-        executor: ``local`` (``ray`` is not available yet).
+        executor: ``local`` (threads here) or ``ray`` (``ray_executor.py``).
+        address: with ``ray``: an existing cluster's address (None: start a local one).
     """
 
     model: str
@@ -73,6 +79,7 @@ class EvalConfig:
     judge_model: str | None = None
     rag_k: int = 8
     executor: str = "local"
+    address: str | None = None
 
 
 class Progress(Protocol):
@@ -142,11 +149,17 @@ class Runner:
     """Runs ``config`` over the tasks of ``task_file``; ``run()`` once."""
 
     def __init__(self, config: EvalConfig, task_file: TaskFile, *, progress: Progress | None = None,
-                 paths: Paths | None = None) -> None:
+                 paths: Paths | None = None, ray_options: RayOptions | None = None) -> None:
+        """``ray_options``: the ray executor's settings (``config.address`` and
+        ``config.concurrency``, when set, take precedence over theirs)."""
         if config.executor not in EXECUTORS:
             raise ConfigError(f"unknown executor {config.executor!r}; executors: {', '.join(EXECUTORS)}")
         if config.executor == "ray":
-            raise ConfigError("--executor ray is not available yet (planned: Ray tasks across a cluster); use --executor local")
+            from rlm_runtime.eval.ray_executor import import_ray
+
+            import_ray()
+        elif config.address is not None:
+            raise ConfigError("--address is for --executor ray")
         unknown = [m for m in config.methods if m not in METHODS]
         if unknown or not config.methods:
             raise ConfigError(f"unknown method {unknown[0] if unknown else '(none)'!r}; methods: {', '.join(METHODS)}")
@@ -166,6 +179,8 @@ class Runner:
         self.settings = MethodSettings(model=config.model, sub_model=config.sub_model, limits=self.limits,
                                        profile=config.profile, policy=config.policy, window=self.window, rag_k=config.rag_k,
                                        trace_dir=self.out / "trajectories", paths=self.paths)
+        self.ray_options = ray_options
+        # With ray, the slots of the whole cluster, known once it is reached (``run``).
         self.concurrency = config.concurrency or default_concurrency(config.model, config.policy)
         self._lock = threading.Lock()
         self._spent = 0.0
@@ -228,12 +243,28 @@ class Runner:
         todo, skipped = self.jobs()
         self._write_config()
         summary = Summary(out=str(self.out), jobs=len(todo), skipped=skipped, invalid_lines=len(self.task_file.errors))
+        pool: Any
+        if self.config.executor == "ray" and todo:
+            from dataclasses import replace
+
+            from rlm_runtime.eval.ray_executor import RayOptions, RayPool
+
+            options = self.ray_options or RayOptions()
+            options = replace(options, address=self.config.address or options.address,
+                              per_node=self.config.concurrency or options.per_node)
+            pool = RayPool(self, options)
+            self.concurrency = pool.start()
+            submit = pool.submit
+        else:
+            pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rlm-eval")
+
+            def submit(task: Task, method: str, h: str, cancel: Cancel) -> Future[dict[str, Any] | None]:
+                return pool.submit(self._job, task, method, h, cancel)
         if self.progress is not None:
             self.progress.start(len(todo), skipped, self.concurrency)
         running: dict[Future[dict[str, Any] | None], tuple[Task, str, Cancel]] = {}
         pending = iter(todo)
         scores: dict[str, list[float]] = {}
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rlm-eval")
         try:
             exhausted = False
             while True:
@@ -247,7 +278,7 @@ class Runner:
                         break
                     task, method, h = item
                     cancel = Cancel()
-                    running[pool.submit(self._job, task, method, h, cancel)] = (task, method, cancel)
+                    running[submit(task, method, h, cancel)] = (task, method, cancel)
                     if self.progress is not None:
                         self.progress.started(task, method)
                 if not running:
@@ -301,18 +332,26 @@ class Runner:
         with self._lock:
             return budget - self._spent
 
+    def job_spec(self, task: Task, method: str, h: str) -> dict[str, Any]:
+        """A job's fields but its ``Cancel`` (``methods.Job``), its cost cap taken now."""
+        sources, memory = self.task_file.sources(task)
+        trace = self.out / "trajectories" / f"{_safe_name(task.id)}.{method}.{h[:8]}.jsonl" if method.startswith("rlm") else None
+        return {"task_id": task.id, "question": task.question, "sources": sources, "memory": memory, "trace": trace,
+                "cost_cap": self._cost_cap()}
+
     def _job(self, task: Task, method: str, h: str, cancel: Cancel) -> dict[str, Any] | None:
         """Run one job in a pool thread; its record (already written), or None when it was
         cancelled or stopped by the batch budget (not written: resume runs it again)."""
-        sources, memory = self.task_file.sources(task)
-        trace = self.out / "trajectories" / f"{_safe_name(task.id)}.{method}.{h[:8]}.jsonl" if method.startswith("rlm") else None
-        job = Job(task.id, task.question, sources, memory, trace, self._cost_cap(), cancel)
+        job = Job(**self.job_spec(task, method, h), cancel=cancel)
         began = time.monotonic()
         try:
             outcome = run_method(method, job, self.settings)
         except Exception as e:  # a bug or an OS error: the task fails, the batch goes on
             outcome = Outcome(None, error=f"{type(e).__name__}: {e}", error_type=type(e).__name__)
-        wall = time.monotonic() - began
+        return self._settle(task, method, h, cancel, outcome, time.monotonic() - began)
+
+    def _settle(self, task: Task, method: str, h: str, cancel: Cancel, outcome: Outcome, wall: float) -> dict[str, Any] | None:
+        """What a finished job leaves: its record, scored and appended, or None (not written)."""
         if cancel.event.is_set() and outcome.answer is None:
             return None
         if outcome.error_type == "BudgetExceeded" and (outcome.limit or "").startswith("session."):

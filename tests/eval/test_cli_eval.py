@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from .conftest import write_jsonl
@@ -55,12 +56,13 @@ def test_check_and_bad_lines(rlm_cli, tmp_path: Path, script: Path) -> None:  # 
     assert r.code == 0 and "line 2: question" in r.err and r.json()["done"] == 2
 
 
-def test_usage_errors(rlm_cli, needle_tasks: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """It exits 2 for a missing file, an unknown method and the Ray executor, with one JSON error."""
+def test_usage_errors(rlm_cli, needle_tasks: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """It exits 2 for a missing file, an unknown method and the Ray executor without Ray, with one JSON error."""
     r = rlm_cli("eval", tmp_path / "none.jsonl", "--model", "scripted:x", "--json")
     assert r.code == 2 and "no such task file" in json.loads(r.out)["error"]
     r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--method", "magic", "--out", tmp_path / "o")
     assert r.code == 2 and "unknown method" in r.err
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the ray extra were not installed
     r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--executor", "ray", "--out", tmp_path / "o")
-    assert r.code == 2 and "not available yet" in r.err
+    assert r.code == 2 and "pip install 'rlm_runtime[ray]'" in r.err
     assert rlm_cli("eval", "--help").code == 0

@@ -113,9 +113,10 @@ def test_a_session_capped_by_the_batch_budget_is_not_recorded(needle_tasks: Path
     assert summary.stopped == "budget" and summary.done == 0  # type: ignore[attr-defined]
 
 
-def test_ray_is_not_available_yet(needle_tasks: Path, tmp_path: Path) -> None:
-    """It refuses --executor ray with a clear ConfigError."""
-    with pytest.raises(ConfigError, match="not available yet"):
+def test_ray_without_ray_installed(needle_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It refuses --executor ray without Ray with a ConfigError naming the extra to install."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the ray extra were not installed
+    with pytest.raises(ConfigError, match=r"pip install 'rlm_runtime\[ray\]'"):
         Runner(EvalConfig(model="scripted:x", out=tmp_path, executor="ray"), load_tasks(needle_tasks))
 
 
