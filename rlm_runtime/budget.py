@@ -42,6 +42,10 @@ class RunLimits(BaseModel):
         history_chars: in a session, earlier questions and answers shown with a new question.
         inline_context_chars: a context the probe says to load whole, and no longer than
             this, is shown in the system prompt itself (0: never).
+        sub_calls: whether ``llm_query``, ``llm_query_batched`` and ``rlm_query`` are offered.
+            Off, the prompt does not list them and a cell that calls them gets an error
+            saying they are switched off (a baseline without sub-calls, or a session that
+            must not spend on them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,6 +64,7 @@ class RunLimits(BaseModel):
     max_concurrency: int = Field(8, ge=1, le=256)
     history_chars: int = Field(3000, ge=0)
     inline_context_chars: int = Field(6000, ge=0)
+    sub_calls: bool = True
 
     @classmethod
     def for_small_model(cls, **overrides: object) -> RunLimits:

@@ -429,7 +429,7 @@ class Run:
     def _system_prompt(self, sandbox: Sandbox, briefs: Sequence[Any]) -> str:
         setup = self.tree.setup
         lim = setup.limits
-        builtins = ["llm_query"] + (["rlm_query"] if self.depth < lim.max_depth else [])
+        builtins = (["llm_query"] + (["rlm_query"] if self.depth < lim.max_depth else [])) if lim.sub_calls else []
         search = self.tree.search
         memory_chunks = None
         if search is not None:

@@ -91,8 +91,19 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("read_chunk is not available in this run")
         return str(search.read(chunk_id, around))
 
-    return {"llm_query": llm_query, "llm_query_batched": llm_query_batched, "rlm_query": rlm_query,
-            "search_chunks": search_chunks, "read_chunk": read_chunk}
+    calls: dict[str, Callable[..., Any]] = {"llm_query": llm_query, "llm_query_batched": llm_query_batched,
+                                            "rlm_query": rlm_query}
+    if not run.tree.setup.limits.sub_calls:
+        calls = {name: _switched_off(name) for name in calls}
+    return {**calls, "search_chunks": search_chunks, "read_chunk": read_chunk}
+
+
+def _switched_off(name: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise HostCallError(f"{name}() is switched off in this run (limits.sub_calls is false): answer with code alone")
+
+    refuse.__name__ = name
+    return refuse
 
 
 def _plain(run: Run, prompt: str, context: Any, kind: str) -> str:

@@ -2,9 +2,9 @@
 
 * ``rlm``: the runtime: one ``Session`` per task (a fresh worker), with the model, sub-model,
   profile and limits of the run; its trajectory goes to ``DIR/trajectories/``.
-* ``rlm-nosub``: the same without sub-calls: ``max_depth=0`` and a sub-model that refuses
-  every call, so ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` return an error the
-  model sees (they are still listed in its prompt: the runtime has no switch to remove them).
+* ``rlm-nosub``: the same without sub-calls (``RunLimits.sub_calls`` off, ``max_depth=0``):
+  ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` are not in the prompt, and a cell
+  that calls them anyway gets an error.
 * ``direct``: the same model with the context pasted into one prompt
   (``brain/prompts/eval/direct.md``), cut to the model's window (``windows.py``) from the end,
   as a plain long-context call would be.
@@ -25,8 +25,8 @@ from typing import Any
 
 from rlm_runtime.budget import RunLimits, SessionLimits
 from rlm_runtime.config import Paths
-from rlm_runtime.errors import ConfigError, LLMCallError, RLMError
-from rlm_runtime.llm.base import Completion, Message, Usage
+from rlm_runtime.errors import ConfigError, RLMError
+from rlm_runtime.llm.base import Completion, Usage
 
 METHODS = ("rlm", "rlm-nosub", "direct", "rag")
 #: Tokens kept free for the reply of a direct or rag call, and a margin for the chat template.
@@ -115,27 +115,6 @@ class Job:
     cancel: Cancel
 
 
-class NoSubCalls:
-    """The sub-model of ``rlm-nosub``: every call is refused, and the model is told so."""
-
-    parallel = 1
-
-    def __init__(self, model: str) -> None:
-        self.model = f"nosub:{model}"
-
-    def complete(self, messages: list[Message], *, max_tokens: int | None = None, stop_after_code_block: bool = False,
-                 timeout_s: float | None = None) -> Completion:
-        raise LLMCallError("sub-calls are switched off in this run (method rlm-nosub): answer with code alone")
-
-    def count_tokens(self, text: str) -> int:
-        from rlm_runtime.llm.tokens import count_tokens
-
-        return count_tokens(text)
-
-    def close(self) -> None:
-        pass
-
-
 def run_method(name: str, job: Job, settings: MethodSettings) -> Outcome:
     """Run method ``name`` on ``job``; failures come back in the ``Outcome``."""
     try:
@@ -158,12 +137,11 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
     from rlm_runtime.session import Session
 
     contexts = [open_context(x, as_text=True, name="context") if isinstance(x, str) else x for x in job.sources]
-    limits = s.limits.model_copy(update={"max_depth": 0}) if nosub else s.limits
-    sub: Any = NoSubCalls(s.model) if nosub else s.sub_model
+    limits = s.limits.model_copy(update={"max_depth": 0, "sub_calls": False}) if nosub else s.limits
     session_limits = SessionLimits(max_cost_usd=max(0.0, job.cost_cap)) if job.cost_cap is not None else None
     if job.trace is not None:
         job.trace.unlink(missing_ok=True)  # a run killed before left a partial one
-    session = Session(s.model, sub, contexts=contexts, limits=limits, session_limits=session_limits, policy=s.policy,
+    session = Session(s.model, s.sub_model, contexts=contexts, limits=limits, session_limits=session_limits, policy=s.policy,
                       trace=job.trace if job.trace is not None else False, paths=s.paths, memory=job.memory,
                       profile=s.profile)
     try:
@@ -208,7 +186,12 @@ def _one_call(job: Job, s: MethodSettings, prompt: str) -> tuple[Completion, Any
     client = make_client(s.model)
     try:
         with stoppable(job.cancel.event):
-            return client.complete([{"role": "user", "content": prompt}], max_tokens=REPLY_TOKENS), client
+            completion = client.complete([{"role": "user", "content": prompt}], max_tokens=REPLY_TOKENS)
+        if completion.finish_reason == "cancelled" or job.cancel.event.is_set():
+            from rlm_runtime.errors import Cancelled
+
+            raise Cancelled("the call was cancelled")
+        return completion, client
     finally:
         client.close()
 

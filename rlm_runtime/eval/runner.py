@@ -37,6 +37,7 @@ from rlm_runtime.eval.methods import METHODS, Cancel, Job, MethodSettings, Outco
 from rlm_runtime.eval.results import ResultsFile, config_hash, done_hashes
 from rlm_runtime.eval.tasks import Task, TaskFile
 from rlm_runtime.eval.windows import context_window
+from rlm_runtime.llm.base import Usage
 
 if TYPE_CHECKING:
     from rlm_runtime.eval.ray_executor import RayOptions
@@ -185,8 +186,7 @@ class Runner:
         self._lock = threading.Lock()
         self._spent = 0.0
         self._budget_hit = False
-        self._judge: scorers.Judge | None = None
-        self._judge_usage: dict[str, Any] = {}
+        self._judge_client: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -369,20 +369,28 @@ class Runner:
         with self._lock:
             self._spent += sum(float(u.get("cost_usd") or 0.0) for u in usage.values())
 
-    def _judge_for(self) -> scorers.Judge:
+    def _judge_for(self, usage: dict[str, dict[str, Any]]) -> scorers.Judge:
+        """A judge whose calls are added to ``usage`` (one task's record) under
+        ``judge:<model>``, so that they count in the record's cost and the batch budget."""
         with self._lock:
-            if self._judge is None:
+            if self._judge_client is None:
                 from rlm_runtime.llm import make_client
 
-                client = make_client(self.config.judge_model or self.config.model)
-                self._judge = scorers.model_judge(client, self.paths.brain_dirs)
-            return self._judge
+                self._judge_client = make_client(self.config.judge_model or self.config.model)
+            client = self._judge_client
+
+        def add(model: str, spent: Any) -> None:
+            row = usage.setdefault(f"judge:{model}", Usage().to_dict())
+            for key, value in spent.to_dict().items():
+                row[key] = round(row[key] + value, 6) if key == "cost_usd" else row[key] + value
+
+        return scorers.model_judge(client, self.paths.brain_dirs, usage=add)
 
     def _record(self, task: Task, method: str, h: str, outcome: Outcome, wall: float) -> dict[str, Any]:
         usage = dict(outcome.usage)
         score_error = None
         try:
-            judge = self._judge_for() if task.scorer_name == "judge" and outcome.answer is not None else None
+            judge = self._judge_for(usage) if task.scorer_name == "judge" and outcome.answer is not None else None
             score = scorers.score(task, outcome.answer, judge)
         except Exception as e:  # a judge that failed: the task scores 0 and says why
             score, score_error = 0.0, f"scoring failed: {type(e).__name__}: {e}"

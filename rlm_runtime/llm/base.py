@@ -11,20 +11,26 @@ local llama.cpp server's slots); the orchestrator then runs no more sub-calls to
 
 Cancellation: while the orchestrator waits on ``complete``, ``stop_requested()`` (read in
 the calling thread) turns true when the run is cancelled; a streaming client stops reading
-there and returns what it has, with ``finish_reason="cancelled"``. A client that does not
-look simply finishes its call.
+there and returns what it has, with ``finish_reason="cancelled"``; a call still waiting for
+its first token is abandoned (``abandonable``) and returns empty, also ``"cancelled"``. A
+client that does not look simply finishes its call.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextvars
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+T = TypeVar("T")
 
 _stop: ContextVar[threading.Event | None] = ContextVar("rlm_stop_call", default=None)
 
@@ -43,6 +49,73 @@ def stop_requested() -> bool:
     """Whether the call this thread is making should stop early (its run was cancelled)."""
     event = _stop.get()
     return event is not None and event.is_set()
+
+
+#: How often a caller waiting on an abandonable call looks at its stop event.
+_POLL_S = 0.05
+#: Calls abandoned and maybe still running, and how long the process waits for them at exit.
+_abandoned: set[threading.Thread] = set()
+_abandoned_lock = threading.Lock()
+EXIT_WAIT_S = 3.0
+
+
+def wait_abandoned(timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for abandoned calls to end; whether none is left.
+
+    Run at exit (after a local server is stopped, which ends its calls): a daemon thread
+    that wakes while the interpreter shuts down can die holding the import lock that a
+    finaliser then waits for, and the process never exits.
+    """
+    end = time.monotonic() + timeout_s
+    with _abandoned_lock:
+        threads = list(_abandoned)
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+    with _abandoned_lock:
+        _abandoned.difference_update(t for t in threads if not t.is_alive())
+        return not _abandoned
+
+
+atexit.register(wait_abandoned, EXIT_WAIT_S)
+
+
+def abandonable(call: Callable[[], T], on_abandon: Callable[[], T]) -> T:
+    """``call()``, or ``on_abandon()`` as soon as this thread's stop event is set.
+
+    Without a stop event (outside ``stoppable``) ``call`` runs here. With one it runs on a
+    daemon thread (in a copy of this thread's context, so ``stop_requested`` still works in
+    it), and the caller returns when either it ends or the stop event is set: a request that
+    is still being prefilled (no token yet to stop a stream at) no longer holds the caller.
+    The abandoned request finishes on its own thread, its result dropped; the server may go
+    on computing it until then (a local server is stopped with the process).
+    """
+    event = _stop.get()
+    if event is None:
+        return call()
+    if event.is_set():
+        return on_abandon()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(call)
+        except BaseException as e:  # handed to the caller below
+            box["error"] = e
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=work, name="rlm-model-call", daemon=True)
+    thread.start()
+    while not done.wait(_POLL_S):
+        if event.is_set():
+            with _abandoned_lock:
+                _abandoned.add(thread)
+            return on_abandon()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
 
 
 @dataclass

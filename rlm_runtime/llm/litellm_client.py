@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
-from rlm_runtime.llm.base import Completion, Message, Usage, stop_requested
+from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
 
 _litellm: Any = None
@@ -163,6 +163,15 @@ class LiteLLMClient:
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         start = time.monotonic()
+
+        def abandoned() -> Completion:
+            sent = sum(self.count_tokens(m.get("content", "")) for m in messages)
+            return Completion("", self.model, Usage(1, sent, 0, 0.0), "cancelled", time.monotonic() - start)
+
+        return abandonable(lambda: self._attempts(lib, kwargs, messages, stop_after_code_block, start), abandoned)
+
+    def _attempts(self, lib: Any, kwargs: dict[str, Any], messages: list[Message], stop_after_code_block: bool,
+                  start: float) -> Completion:
         for attempt in range(self.retries + 1):
             try:
                 # litellm prints debugging banners on stdout when a call fails; keep them

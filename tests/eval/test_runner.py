@@ -58,7 +58,7 @@ def test_direct_cuts_the_context_to_the_window(needle_tasks: Path, script: Path,
 
 
 def test_nosub_refuses_sub_calls(tmp_path: Path) -> None:
-    """It runs rlm-nosub with sub-calls refused: llm_query raises in the cell."""
+    """It runs rlm-nosub without sub-calls: not in the prompt, and llm_query raises in the cell."""
     tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "1", "question": "q?", "context": {"text": "the word is kiwi"}, "answer": "kiwi",
                                                 "scorer": "contains"}])
     s = write_jsonl(tmp_path / "s.jsonl", [
@@ -67,6 +67,9 @@ def test_nosub_refuses_sub_calls(tmp_path: Path) -> None:
     _run(tasks, out, f"scripted:{s}", methods=("rlm-nosub",))
     (r,) = read_results(out / "results.jsonl")
     assert r["answer"] == "refused kiwi" and r["depth"] == 0
+    events = [json.loads(line) for line in (out / r["trajectory"]).read_text().splitlines()]
+    (system,) = [e["text"] for e in events if e["type"] == "system_prompt"]
+    assert "grep(" in system and "llm_query" not in system and "rlm_query" not in system
 
 
 def test_resume_skips_done_jobs_and_a_new_configuration_reruns(needle_tasks: Path, script: Path, tmp_path: Path) -> None:
@@ -111,6 +114,24 @@ def test_a_session_capped_by_the_batch_budget_is_not_recorded(needle_tasks: Path
     out = tmp_path / "run"
     _, summary = _run(needle_tasks, out, f"costly:{script}", methods=("rlm",), concurrency=1, budget_usd=0.0)
     assert summary.stopped == "budget" and summary.done == 0  # type: ignore[attr-defined]
+
+
+def test_the_judges_calls_count_in_the_record_and_the_batch_budget(tmp_path: Path) -> None:
+    """It adds the judge's usage to each judged record (``judge:<model>``) and to the batch's spend."""
+    register_provider("costly:", lambda name, **o: _Costly(name.removeprefix("costly:"), model=name), replace=True)
+    tasks = write_jsonl(tmp_path / "t.jsonl", [
+        {"id": str(n), "question": "q?", "context": {"text": "the word is kiwi"}, "answer": "kiwi", "scorer": "judge"}
+        for n in range(3)])
+    s = write_jsonl(tmp_path / "s.jsonl", [{"when": "Answer with the answer alone", "content": "kiwi"},
+                                           {"when": "CORRECT", "content": "CORRECT"}])
+    out = tmp_path / "run"
+    _, summary = _run(tasks, out, f"costly:{s}", methods=("direct",), concurrency=1, window=8192, budget_usd=0.035)
+    records = read_results(out / "results.jsonl")
+    assert [r["score"] for r in records] == [1.0, 1.0]  # two tasks at two cents each spend the 3.5 cents
+    judged = records[0]["usage"][f"judge:costly:{s}"]
+    assert judged["calls"] == 1 and judged["cost_usd"] == pytest.approx(0.01)
+    assert records[0]["cost_usd"] == pytest.approx(0.02)
+    assert summary.stopped == "budget" and summary.cost_usd == pytest.approx(0.04)  # type: ignore[attr-defined]
 
 
 def test_ray_without_ray_installed(needle_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

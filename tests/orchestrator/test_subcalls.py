@@ -285,3 +285,18 @@ def test_rlm_query_without_a_free_worker_is_a_plain_call(tmp_path: Path) -> None
     assert [e["depth"] for e in of_type(events, "run_start")] == [0]  # no child run started
     assert "plain call" in of_type(events, "worker_wait")[0]["detail"]
     assert [c["kind"] for c in of_type(events, "sub_call")] == ["rlm_query (plain call: no worker free)"]
+
+
+def test_sub_calls_switched_off_are_not_offered_and_not_made(tmp_path: Path) -> None:
+    """With ``sub_calls=False`` the prompt lists none of them, and each one called anyway raises
+    in the cell without reaching the sub-model."""
+    calls = "\n".join(f"try:\n    {c}\nexcept Exception as e:\n    print('refused:', e)"
+                      for c in ("llm_query('x')", "llm_query_batched(['x', 'y'])", "rlm_query('x', 'text')"))
+    result, events, root, sub = run([code(calls), code("FINAL('done')")], ["never"], tmp_path,
+                                    limits=fast(sub_calls=False, max_depth=1))
+    assert result.answer == "done" and sub.prompts == []
+    system = root.prompts[0][0]["content"]
+    assert "grep(" in system and "llm_query" not in system and "rlm_query" not in system
+    feedback = last_messages(root)[1]
+    assert feedback.count("refused:") == 3 and "switched off" in feedback
+    assert not of_type(events, "sub_call")
