@@ -150,6 +150,17 @@ def prose_block(code: str) -> str | None:
     return None
 
 
+def unparsable_final(code: str) -> str | None:
+    """The answer of a block that is not Python because its FINAL(...) holds bare words
+    (``FINAL(Loyar Cailo)``, as small models write it): read as a FINAL written in prose.
+    None when the block parses (it runs as it is) or has no such FINAL."""
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return prose_final(code)
+    return None
+
+
 def grep_found_nothing(stdout: str) -> bool:
     """Whether a cell's output is (or ends with) an empty grep's report."""
     return "(no lines match /" in stdout[-4000:]
@@ -163,6 +174,72 @@ def suggested_grep(stdout: str) -> str | None:
     if any: the runtime can run it for a model that would not."""
     found = _SUGGESTED_GREP.findall(stdout[-4000:])
     return found[-1] if found else None
+
+
+_GREP_ROW = re.compile(r"^(?:[^\s:]+:)?(\d+): (.*)$", re.MULTILINE)
+_STOPPED = "... (stopped after "
+#: Capitalised words a question starts with that are never part of a name.
+_LEADING = frozenset("""a an the what which who whom whose where when why how is are was were does do did in on at of
+for from to by among count list name give find tell please if and or but""".split())
+_NAME = re.compile(r"[A-Z][\w'-]*(?:[ \t]+[A-Z][\w'-]*)*")
+
+
+def grep_rows(stdout: str) -> list[str]:
+    """The text of each line a printed grep result shows (``12: text``, ``doc:12: text``)."""
+    return [m.group(2) for m in _GREP_ROW.finditer(stdout)]
+
+
+def shows_many_lines(stdout: str, at_least: int) -> bool:
+    """Whether a cell's output is a grep listing of at least ``at_least`` lines, or one cut
+    at its ``max_matches``: a search too broad to read."""
+    return _STOPPED in stdout or len(grep_rows(stdout)) >= at_least
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question mentions: runs of capitalised words, less the question words
+    that open a sentence (``What``, ``The``...), longest first. ``"Who leads project
+    Belpex?"`` -> ``["Belpex"]``."""
+    names: list[str] = []
+    for m in _NAME.finditer(question):
+        words = m.group(0).split()
+        while words and words[0].lower() in _LEADING:
+            words = words[1:]
+        name = " ".join(words)
+        if len(name) >= 3 and name not in names:
+            names.append(name)
+    return sorted(names, key=len, reverse=True)
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def seen_in(line: str, shown: str) -> bool:
+    """Whether ``line`` is in ``shown`` (what a model was shown), ignoring case, spacing,
+    punctuation and the marks a search puts around the words it matched."""
+    return _letters(line) in _letters(shown)
+
+
+def answer_to_follow(answer: str, question: str) -> str | None:
+    """The term of an answer worth looking up once more before taking it, or None.
+
+    A short name or phrase that the question does not contain may be the middle of a chain
+    (the person who leads the project, when the question asks for that person's badge); so
+    may the one new name of an answer that is a sentence (a line of the text copied whole).
+    A number, a code, or only what the question names is taken as it is.
+    """
+    if "\n" in answer.strip():
+        return None  # a list or a table: an answer of another kind
+    text = " ".join(answer.split())
+    term = text.strip("\"'`.,;:!?()").strip()
+    if 3 <= len(term) <= 60 and len(term.split()) <= 5:
+        if not any(ch.isalpha() for ch in term) or sum(ch.isdigit() for ch in term) > len(term) // 2:
+            return None
+        return None if term.lower() in question.lower() else term
+    if len(text.split()) > 30:
+        return None
+    new = [n for n in question_names(text) if n.lower() not in question.lower() and len(n.split()) <= 5]
+    return new[0] if len(new) == 1 else None
 
 
 def only_comments(code: str) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from rlm_runtime import harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
+from rlm_runtime.context.grep import re2_escape
 from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
 from rlm_runtime.prompts import Prompts
@@ -41,6 +42,14 @@ _HINT_LINES = 8
 #: A model that sends the same code this many turns in a row after the first is asked for
 #: its answer at once (the forced turn) instead of using its remaining turns on it.
 _REPEATS_BEFORE_FORCING = 2
+#: A grep printing this many lines (or cut at its max_matches) is too broad to read: if the
+#: question names something the code did not search for, the lines naming it are shown.
+_BROAD_GREP_LINES = 12
+#: A name the question gives, or an answer looked up before it is taken, is shown when it
+#: is on at most this many lines (more: it is a common word, not a lead).
+_LEAD_LINES = 6
+#: Answers looked up before being taken, per run.
+_FOLLOWS = 2
 
 
 @dataclass
@@ -192,6 +201,9 @@ class Run:
         self.own_usage: dict[str, Usage] = {}
         #: Every code block this run executed, in order (what ``remember`` stores).
         self.cells: list[str] = []
+        self.seen: list[str] = []  # what this run's cells printed (the model has read it)
+        self.followed: set[str] = set()  # answers looked up before being taken
+        self.named: set[str] = set()  # names of the question shown after a broad grep
 
     @property
     def client(self) -> LLMClient:
@@ -303,7 +315,12 @@ class Run:
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None:  # an answer given after a refused sub-call still counts
-                return RunResult(answer, iterations=self.iterations)
+                check = self._follow_note(sandbox, answer) if self.iterations < lim.max_iterations else None
+                if check is None:
+                    return RunResult(answer, iterations=self.iterations)
+                messages.append({"role": "user", "content": check})
+                messages = self._trim(messages)
+                continue
             self.tree.check_cancelled(self.partial)
             if self.budget_error is not None:
                 raise self.budget_error
@@ -327,6 +344,11 @@ class Run:
                 shown.append(notes["only_comments"])
                 failed = True
                 continue
+            said = harness.unparsable_final(code)
+            if said is not None:
+                outputs.append({"stdout": "", "error": None, "error_type": None, "duration_s": 0.0,
+                                "worker_restarted": False, "warnings": [], "read_as": "FINAL in prose"})
+                return said, "", False
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
@@ -334,9 +356,14 @@ class Run:
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
-            reported = result.stdout + "\n" + (result.error or "")  # an empty grep printed, or indexed: hits[0]
+            # An empty grep printed, indexed (hits[0]), or only tested (if hits:), which the worker notes.
+            reported = "\n".join([result.stdout, result.error or "", *result.warnings])
+            self.seen.append(result.stdout)
             if harness.grep_found_nothing(reported):
                 note = self._empty_grep_note(sandbox, reported)
+                text += "\n" + note if note else ""
+            elif not result.has_final and harness.shows_many_lines(result.stdout, _BROAD_GREP_LINES):
+                note = self._named_note(sandbox, code)
                 text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)
@@ -360,6 +387,54 @@ class Run:
                            "result": "shown after an empty grep", "error": None, "duration_s": result.duration_s})
                 return self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
         return self._search_hint() if self.tree.search is not None else ""
+
+    def _lines_of(self, sandbox: Sandbox, term: str) -> list[str] | None:
+        """The lines holding ``term`` (ignoring case), found in the run's sandbox; None when
+        there are none or more than ``_LEAD_LINES``."""
+        call = f"grep({re2_escape(term)!r}, ignore_case=True, max_matches={_LEAD_LINES + 1})"
+        result = sandbox.execute(f"print({call})")
+        rows = harness.grep_rows(result.stdout or "") if result.ok else []
+        if not rows or len(rows) > _LEAD_LINES:
+            return None
+        return [line for line in (result.stdout or "").strip().splitlines() if line.strip()]
+
+    def _shown(self, term: str, lines: list[str], why: str) -> None:
+        """Trace the lines the runtime looked up and showed the model."""
+        self.emit({"type": "tool_call", "name": "grep", "args": repr(term)[:200], "result": f"{len(lines)} lines shown: {why}",
+                   "error": None, "duration_s": 0.0})
+
+    def _named_note(self, sandbox: Sandbox, code: str) -> str:
+        """After a grep too broad to read: the lines holding a name the question gives that
+        the code did not search for (small models grep the kind of value asked for, which
+        hundreds of lines hold, instead of the name that leads to it)."""
+        for name in harness.question_names(self.query):
+            if name in self.named or name.lower() in code.lower():
+                continue
+            self.named.add(name)
+            lines = self._lines_of(sandbox, name)
+            if lines:
+                self._shown(name, lines, "a name of the question, after a broad grep")
+                return self.tree.setup.prompts.text("broad_grep_lead", term=name, lines="\n".join(lines))
+        return ""
+
+    def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:
+        """Before taking ``answer``: if it is a name the question does not give, which the
+        model read in a line of the text it printed (grep's ``N: line``), and a few lines hold it of which the model has not
+        seen every one: those lines and one more turn (it may be the middle of a chain, not
+        its end). Asked once per answer: the same answer given again is taken."""
+        term = harness.answer_to_follow(answer, self.query)
+        if term is None or term.lower() in self.followed or len(self.followed) >= _FOLLOWS:
+            return None
+        seen = "\n".join(self.seen)
+        if not any(term.lower() in row.lower() for row in harness.grep_rows(seen)):
+            return None  # not a name the model read in a line of the text
+        self.followed.add(term.lower())
+        lines = self._lines_of(sandbox, term)
+        if not lines or all(harness.seen_in(row, seen) for row in harness.grep_rows("\n".join(lines))):
+            return None
+        said = " ".join(answer.split())
+        self._shown(term, lines, "more about the answer, before taking it")
+        return self.tree.setup.prompts.text("follow_answer", answer=said, term=term, lines="\n".join(lines), question=self.query)
 
     def _search_hint(self) -> str:
         """After an empty grep: the best chunks for the question's own words, so that a model

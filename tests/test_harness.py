@@ -84,3 +84,31 @@ def test_the_grep_an_empty_result_suggests_is_found() -> None:
     assert harness.suggested_grep("x. Try grep(\"it's\", ignore_case=True))") == "grep(\"it's\", ignore_case=True)"
     assert harness.suggested_grep("Try grep('a'); import os, ignore_case=True)") is None
     assert harness.suggested_grep("(no lines match /q/; try fewer or other words)") is None
+
+
+def test_the_names_a_question_gives() -> None:
+    """It finds runs of capitalised words, less the question words that open a sentence."""
+    assert harness.question_names("What is the badge number of the person who leads project Belpex?") == ["Belpex"]
+    assert harness.question_names("Drafen Sulzel reports to someone. Where is that person based?") == ["Drafen Sulzel"]
+    assert harness.question_names("The Whitlo account has a serial number. What is it?") == ["Whitlo"]
+    assert harness.question_names("In which year did Ada King and Charles Babbage meet?") == ["Charles Babbage", "Ada King"]
+    assert harness.question_names("how many tickets are about billing?") == []
+    assert harness.question_names("Count the sightings. Which species is most common?") == []
+
+
+def test_an_answer_worth_following() -> None:
+    """It follows a short name the question lacks; not a number, a code, a sentence or a name the question gives."""
+    q = "What is the badge number of the person who leads project Belpex?"
+    assert harness.answer_to_follow("Junsen Monnovbel.", q) == "Junsen Monnovbel"
+    assert harness.answer_to_follow('"Sapporo"', q) == "Sapporo"
+    for taken in ("24472", "SN-985077", "Belpex", "project Belpex", "It is not stated in the text at all, sorry", "x", "a\nb"):
+        assert harness.answer_to_follow(taken, q) is None, taken
+
+
+def test_grep_rows_and_broad_results() -> None:
+    """It reads the lines of a printed grep result, and tells a listing too long to read."""
+    printed = "12: The lead of project Belpex\nnot a row\nnotes.txt:7: Badge 1 belongs to X\n"
+    assert harness.grep_rows(printed) == ["The lead of project Belpex", "Badge 1 belongs to X"]
+    assert not harness.shows_many_lines(printed, 3)
+    assert harness.shows_many_lines("\n".join(f"{i}: row" for i in range(3)), 3)
+    assert harness.shows_many_lines("1: row\n... (stopped after 1 matching lines; raise max_matches)", 3)

@@ -27,31 +27,50 @@ _UNSUPPORTED = (
 _MAX_PATTERN = 4096
 
 
-class GrepMatch:
-    """One matching line: its 1-based number, its text, and surrounding lines if asked."""
+class GrepMatch(str):
+    """One matching line: its 1-based number, its text, and surrounding lines if asked.
 
-    __slots__ = ("line_no", "line", "before", "after", "doc")
+    It is also the text it prints (``"12: the line"``, with the context lines around it when
+    asked), so the string methods small models reach for (``hit.split(": ")``, ``"x" in
+    hit``, ``re.search(p, hit)``) work on it; ``line`` is the line alone.
+    """
 
-    def __init__(self, line_no: int, line: str, before: list[str], after: list[str], doc: str | None = None) -> None:
+    line_no: int
+    line: str
+    before: list[str]
+    after: list[str]
+    doc: str | None
+
+    def __new__(cls, line_no: int, line: str, before: list[str], after: list[str], doc: str | None = None) -> GrepMatch:
+        self = super().__new__(cls, _render(line_no, line, before, after, doc))
         self.line_no = line_no
         self.line = line
         self.before = before
         self.after = after
         self.doc = doc
+        return self
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return (self.line_no, self.line, self.before, self.after, self.doc)
 
     def __repr__(self) -> str:
-        prefix = f"{self.doc}:" if self.doc else ""
-        if not self.before and not self.after:
-            return f"{prefix}{self.line_no}: {self.line}"
-        rows = [f"{prefix}{self.line_no - len(self.before) + k}- {t}" for k, t in enumerate(self.before)]
-        rows.append(f"{prefix}{self.line_no}: {self.line}")
-        rows += [f"{prefix}{self.line_no + 1 + k}- {t}" for k, t in enumerate(self.after)]
-        return "\n".join(rows)
+        return str.__str__(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return str.__str__(self)
 
     def to_dict(self) -> dict[str, object]:
         return {"doc": self.doc, "line_no": self.line_no, "line": self.line, "before": self.before, "after": self.after}
+
+
+def _render(line_no: int, line: str, before: list[str], after: list[str], doc: str | None) -> str:
+    prefix = f"{doc}:" if doc else ""
+    if not before and not after:
+        return f"{prefix}{line_no}: {line}"
+    rows = [f"{prefix}{line_no - len(before) + k}- {t}" for k, t in enumerate(before)]
+    rows.append(f"{prefix}{line_no}: {line}")
+    rows += [f"{prefix}{line_no + 1 + k}- {t}" for k, t in enumerate(after)]
+    return "\n".join(rows)
 
 
 class GrepResult(list[GrepMatch]):

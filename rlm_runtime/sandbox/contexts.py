@@ -145,6 +145,13 @@ def build(specs: list[dict[str, Any]], fds: list[int]) -> list[Any]:
     return handles
 
 
+#: The empty results of ``grep`` in the cell running now (the worker empties it before each
+#: cell): code that tests ``if hits:`` never prints why nothing matched, so the worker adds
+#: the reason as a note.
+EMPTY_GREPS: list[Any] = []
+_EMPTY_KEPT = 3
+
+
 def namespace(handles: list[Any]) -> dict[str, Any]:
     """``context``, ``contexts`` and the top-level probes that default to ``context``."""
     main = handles[0] if handles else None
@@ -167,8 +174,11 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
              ignore_case: bool = False, include_skipped: bool = False) -> Any:
         """Lines matching an RE2 pattern, with 1-based line numbers (include_skipped: search a corpus's skipped documents too)."""
         target = _target(handle)
-        return target.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case,
-                           **_skipped(target, include_skipped))
+        result = target.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case,
+                             **_skipped(target, include_skipped))
+        if not result and len(EMPTY_GREPS) < _EMPTY_KEPT:
+            EMPTY_GREPS.append(result)
+        return result
 
     def chunk(i: int, size: int | None = None, unit: str = "lines", handle: Any = None, include_skipped: bool = False) -> Any:
         """Chunk i (0-based) of size lines/chars/tokens, with navigation info in .nav."""

@@ -353,6 +353,7 @@ class Worker:
         self.interrupt_pending = True
 
     def run_cell(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from rlm_runtime.sandbox import contexts
         from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
 
         self.cells += 1
@@ -371,6 +372,7 @@ class Worker:
         self._restore_reserved()  # whatever ran between cells (a collected cycle's finalizer) is undone
         start = time.perf_counter()
         self.interrupt_pending = False  # one meant for an earlier cell that had already ended
+        contexts.EMPTY_GREPS.clear()
         try:
             code = _retarget(marshal.loads(msg["code"]), filename)
             self.in_user_code = True
@@ -396,9 +398,26 @@ class Worker:
                 error = error[: frames.ERROR_MAX] + "... [cut]"
         stdout, truncated = self.output.value()
         notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
-                 for name in rebound[: frames.NOTES_MAX]]
+                 for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS)]]
+        notes += self._empty_grep_notes(stdout, error)
         return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
                 "error_type": error_type, "duration_s": duration, "notes": notes}
+
+    def _empty_grep_notes(self, stdout: str, error: str | None) -> list[str]:
+        """Why the cell's empty greps found nothing, when the cell did not print it itself."""
+        from rlm_runtime.sandbox import contexts
+
+        empties, shown = list(contexts.EMPTY_GREPS), stdout + (error or "")
+        contexts.EMPTY_GREPS.clear()
+        notes = []
+        for result in empties:
+            try:
+                hint = str(result)
+            except Exception:  # a hint is a courtesy: never a cell's failure
+                continue
+            if hint not in shown:
+                notes.append(("a grep in this code found nothing " + hint)[: frames.NOTE_MAX])
+        return notes
 
     def serve(self) -> None:
         while True:

@@ -1,0 +1,137 @@
+"""Find, then follow: what the loop shows a model that stops one fact short of the answer,
+or that greps the kind of value asked for instead of the name the question gives.
+
+The facts are a chain spread over filler: a project's lead, then that person's badge. The
+scripted model plays the small model's mistakes; the test checks what the runtime shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlm_runtime import Session
+from rlm_runtime.llm import ScriptedClient
+
+from .support import FEEDBACK, code, fast, of_type, read_trace
+
+QUESTION = "What is the badge number of the person who leads project Belpex?"
+LEAD = "The lead of project Belpex is Junsen Monnovbel."
+BADGE = "Badge 24472 belongs to Junsen Monnovbel."
+
+
+def chain(tmp_path: Path, badges: int = 40) -> Path:
+    """Filler, many other badges (so that grepping 'badge' floods), the two facts far apart."""
+    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(600)]
+    for k in range(badges):
+        rows[10 + k * 12] = f"Badge {10000 + k * 37} belongs to Person{k} Example."
+    rows[123] = LEAD
+    rows[481] = BADGE
+    path = tmp_path / "chain.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def ask(tmp_path: Path, replies: list[str], question: str = QUESTION, **limits: object) -> tuple[str | None, ScriptedClient, list]:
+    client = ScriptedClient(replies)
+    trace = tmp_path / "t.jsonl"
+    with Session(client, contexts=[chain(tmp_path)], limits=fast(**limits), trace=trace) as s:
+        result = s.ask(question)
+    return result.answer, client, read_trace(trace)
+
+
+def test_an_answer_that_is_the_middle_of_a_chain_is_shown_the_lines_that_follow(tmp_path: Path) -> None:
+    """It does not take the bridge name at once: it shows the lines about it not yet seen, and takes the next answer."""
+    answer, client, events = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL('Junsen Monnovbel')"),
+                                            code("FINAL('24472')")])
+    assert answer == "24472"
+    shown = client.prompts[2][-1]["content"]
+    assert BADGE in shown and QUESTION in shown and 'FINAL("Junsen Monnovbel") again' in shown
+    assert any(e["name"] == "grep" and "Junsen" in e["args"] for e in of_type(events, "tool_call"))
+
+
+def test_the_same_answer_given_again_is_taken(tmp_path: Path) -> None:
+    """It asks once per answer: a model sure of the bridge name (the question asked for it) keeps it."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL('Junsen Monnovbel')"),
+                                       code("FINAL('Junsen Monnovbel')")], question="Who leads project Belpex?")
+    assert answer == "Junsen Monnovbel" and len(client.prompts) == 3
+
+
+def test_answers_taken_at_once(tmp_path: Path) -> None:
+    """It takes at once a number, a name whose lines the model has all seen, a name the question
+    gives, and a name too common to be a lead."""
+    cases = [
+        ([code("print(grep('Belpex'))"), code("FINAL('24472')")], QUESTION),
+        ([code("print(grep('Junsen'))"), code("FINAL('Junsen Monnovbel')")], "Who has badge 24472?"),
+        ([code("print(grep('Monnovbel'))"), code("FINAL('Junsen Monnovbel')")], "Is Junsen Monnovbel the lead of Belpex?"),
+        ([code("print(grep('Belpex'))"), code("FINAL('Example')")], QUESTION),
+    ]
+    for replies, question in cases:
+        answer, client, _ = ask(tmp_path, replies, question=question)
+        assert answer is not None and len(client.prompts) == 2, (question, answer)
+
+
+def test_a_follow_up_on_the_last_turn_is_not_asked(tmp_path: Path) -> None:
+    """It takes the answer of the last turn as it is (no turn is left to follow it)."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL('Junsen Monnovbel')")], max_iterations=2)
+    assert answer == "Junsen Monnovbel" and len(client.prompts) == 2
+
+
+def test_a_grep_too_broad_to_read_is_shown_the_lines_of_the_name_the_question_gives(tmp_path: Path) -> None:
+    """After a grep of the kind of value asked for (every badge line), it shows the lines that hold the
+    question's name, once."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('badge', ignore_case=True))"),
+                                       code("print(grep('Badge', max_matches=20))"),
+                                       code("FINAL('gave up')")], question=QUESTION)
+    first = client.prompts[1][-1]["content"]
+    assert first.startswith(FEEDBACK) and '"Belpex"' in first and LEAD in first
+    second = client.prompts[2][-1]["content"]
+    assert LEAD not in second  # the same name is shown once per run
+
+
+def test_a_broad_grep_that_already_names_the_question_name_gets_no_note(tmp_path: Path) -> None:
+    """It adds nothing when the code searched for the question's name itself, or the question names nothing."""
+    _, client, _ = ask(tmp_path, [code("print(grep('Belpex|Badge'))"), code("FINAL('x')")])
+    assert "only these lines hold it" not in client.prompts[1][-1]["content"]
+    _, client, _ = ask(tmp_path, [code("print(grep('badge', ignore_case=True))"), code("FINAL('x')")],
+                       question="how many badges are listed?")
+    assert "only these lines hold it" not in client.prompts[1][-1]["content"]
+
+
+def test_a_line_copied_as_the_answer_is_followed_through_its_new_name(tmp_path: Path) -> None:
+    """It follows the one name a sentence answer adds to the question (a line of the text copied whole)."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))"), code(f"FINAL({LEAD!r})"), code("FINAL('24472')")])
+    assert answer == "24472"
+    shown = client.prompts[2][-1]["content"]
+    assert BADGE in shown and f'Before "{LEAD}" is taken' in shown and 'more lines about "Junsen Monnovbel"' in shown
+
+
+def test_a_grep_match_works_as_the_text_it_prints(tmp_path: Path) -> None:
+    """It lets a model split, search and compare a match as a string, as small models do."""
+    answer, _, _ = ask(tmp_path, [code(
+        "hit = grep('Belpex')[0]\n"
+        "number, text = hit.split(': ', 1)\n"
+        "import re\n"
+        "who = re.search(r'is (.+)\\.$', hit).group(1)\n"
+        "FINAL(f'{number}|{text == hit.line}|{\"Belpex\" in hit}|{who}|{hit.line_no}')")])
+    assert answer == "124|True|True|Junsen Monnovbel|124"
+
+
+def test_a_final_of_bare_words_in_a_code_block_is_an_answer(tmp_path: Path) -> None:
+    """It reads ``FINAL(Junsen Monnovbel)`` (not Python) as the answer instead of a syntax error to
+    loop on, and follows it like any other."""
+    answer, client, events = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL(Junsen Monnovbel)"),
+                                            code("FINAL(24472)")])
+    assert answer == "24472" and BADGE in client.prompts[2][-1]["content"]
+    outputs = [o for e in of_type(events, "iteration") for o in e["outputs"]]
+    assert not any(o["error"] for o in outputs)
+    answer, _, _ = ask(tmp_path, [code("FINAL(badge 24472, see line 482)")])
+    assert answer == "badge 24472, see line 482"
+
+
+def test_an_empty_grep_the_code_only_tested_is_reported_with_its_lead(tmp_path: Path) -> None:
+    """It tells a model whose code hid an empty grep behind ``if hits:`` why nothing matched, and
+    shows the lines of the word the hint names."""
+    _, client, _ = ask(tmp_path, [code("hits = grep('Belpex leader')\nif hits:\n    print(hits)\nelse:\n    print('not found')"),
+                                  code("FINAL('x')")])
+    shown = client.prompts[1][-1]["content"]
+    assert "not found" in shown and "a grep in this code found nothing (no lines match /Belpex leader/" in shown
+    assert LEAD in shown  # the runtime ran grep('Belpex', ignore_case=True), as the hint suggests
