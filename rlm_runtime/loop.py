@@ -50,6 +50,10 @@ _BROAD_GREP_LINES = 12
 _LEAD_LINES = 6
 #: Answers looked up before being taken, per run.
 _FOLLOWS = 2
+#: A chain is followed for the model this many links past what it printed, when a link
+#: adds at most this many new names.
+_CHAIN_STEPS = 2
+_CHAIN_NAMES = 2
 
 
 @dataclass
@@ -204,6 +208,7 @@ class Run:
         self.seen: list[str] = []  # what this run's cells printed (the model has read it)
         self.followed: set[str] = set()  # answers looked up before being taken
         self.named: set[str] = set()  # names of the question shown after a broad grep
+        self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
 
     @property
     def client(self) -> LLMClient:
@@ -365,6 +370,9 @@ class Run:
             elif not result.has_final and harness.shows_many_lines(result.stdout, _BROAD_GREP_LINES):
                 note = self._named_note(sandbox, code)
                 text += "\n" + note if note else ""
+            elif not result.has_final:
+                note = self._chain_note(sandbox, result.stdout)
+                text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
@@ -417,11 +425,45 @@ class Run:
                 return self.tree.setup.prompts.text("broad_grep_lead", term=name, lines="\n".join(lines))
         return ""
 
+    def _chain_note(self, sandbox: Sandbox, stdout: str) -> str:
+        """Find, then follow, done for the model: when lines it printed tie a name of the
+        question to a new name, the lines about that new name (and, one step further, about
+        the names those lines add), as few as ``_LEAD_LINES`` per name. Small models find the
+        first fact of a chain, then search for the question's words again."""
+        known = {n.lower() for n in harness.question_names(self.query)} | self.chained
+        if not known:
+            return ""
+        rows = harness.grep_rows(stdout)
+        shown: list[str] = []
+        for _ in range(_CHAIN_STEPS):
+            linked = [r for r in rows if any(k in r.lower() for k in known)]
+            new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
+                                     if n.lower() not in known and n.lower() not in self.query.lower()))
+            if not new or len(new) > _CHAIN_NAMES:
+                break
+            rows = []
+            for name in new:
+                known.add(name.lower())
+                self.chained.add(name.lower())
+                lines = self._lines_of(sandbox, name)
+                seen = "\n".join(self.seen + shown)
+                fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
+                if fresh:
+                    self._shown(name, fresh, "the next link of a chain")
+                    shown.append(self.tree.setup.prompts.text("chain_lead", term=name, lines="\n".join(fresh)))
+                    rows += harness.grep_rows("\n".join(fresh))
+        if not shown:
+            return ""
+        self.seen.extend(shown)
+        return "\n".join(shown)
+
     def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:
         """Before taking ``answer``: if it is a name the question does not give, which the
         model read in a line of the text it printed (grep's ``N: line``), and a few lines hold it of which the model has not
         seen every one: those lines and one more turn (it may be the middle of a chain, not
         its end). Asked once per answer: the same answer given again is taken."""
+        if self.chained:
+            return None  # the runtime followed the chain already; this answer comes after it
         term = harness.answer_to_follow(answer, self.query)
         if term is None or term.lower() in self.followed or len(self.followed) >= _FOLLOWS:
             return None

@@ -101,6 +101,9 @@ def test_an_answer_worth_following() -> None:
     q = "What is the badge number of the person who leads project Belpex?"
     assert harness.answer_to_follow("Junsen Monnovbel.", q) == "Junsen Monnovbel"
     assert harness.answer_to_follow('"Sapporo"', q) == "Sapporo"
+    # A line copied whole: its one name the question lacks; none when it adds two.
+    assert harness.answer_to_follow("The lead of project Belpex is Junsen Monnovbel.", q) == "Junsen Monnovbel"
+    assert harness.answer_to_follow("Belpex is led by Ann Lee and Bob Stone.", q) is None
     for taken in ("24472", "SN-985077", "Belpex", "project Belpex", "It is not stated in the text at all, sorry", "x", "a\nb"):
         assert harness.answer_to_follow(taken, q) is None, taken
 

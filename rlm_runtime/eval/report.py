@@ -78,6 +78,33 @@ def table(records: list[dict[str, Any]]) -> list[Row]:
     return rows
 
 
+def length_table(records: list[dict[str, Any]]) -> list[list[str]]:
+    """Rows of (family, length, then per method: correct/tasks and median seconds): the
+    table that shows where each method holds up as contexts grow."""
+    labels = sorted({r["label"] for r in records})
+    groups: dict[tuple[str, int], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("length"):
+            groups[(str(r.get("family") or "custom"), int(r["length"]))][r["label"]].append(r)
+    rows = []
+    for (family, length), by in sorted(groups.items()):
+        row = [family, f"{length:,}"]
+        for label in labels:
+            rs = by.get(label, [])
+            right = sum(1 for r in rs if float(r.get("score") or 0) >= 0.999)
+            row += [f"{right}/{len(rs)}" if rs else "-",
+                    f"{statistics.median(float(r.get('wall_s') or 0) for r in rs):.0f}" if rs else "-"]
+        rows.append(row)
+    return rows
+
+
+def _length_head(records: list[dict[str, Any]]) -> tuple[str, ...]:
+    head = ["family", "length (chars)"]
+    for label in sorted({r["label"] for r in records}):
+        head += [f"{label} correct", f"{label} median s"]
+    return tuple(head)
+
+
 def _mean(values: Any) -> float:
     xs = [float(v or 0) for v in values]
     return sum(xs) / len(xs) if xs else 0.0
@@ -243,6 +270,10 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
            f"{len(records)} results; model: {_models(records)}" + (f"; window {window:,} tokens" if window else ""), "",
            "## Accuracy by method and family", ""]
     out += _md_table(_HEAD, [_cells(r) for r in rows])
+    lengths = length_table(records)
+    if lengths:
+        out += ["", "## By family and context length", ""]
+        out += _md_table(_length_head(records), lengths)
     if reduction:
         out += ["", "## Token reduction of rlm against direct", ""]
         out += _md_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])
@@ -278,6 +309,9 @@ def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reductio
              f"<p>{len(records)} results; model: {html.escape(_models(records))}"
              + (f"; window {window:,} tokens" if window else "") + "</p>",
              "<h2>Accuracy by method and family</h2>", _h_table(_HEAD, [_cells(r) for r in rows])]
+    lengths = length_table(records)
+    if lengths:
+        parts += ["<h2>By family and context length</h2>", _h_table(_length_head(records), lengths)]
     if reduction:
         parts += ["<h2>Token reduction of rlm against direct</h2>", _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]
     if plots:

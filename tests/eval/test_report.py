@@ -25,7 +25,12 @@ def test_report_tables_links_and_escaping(run_dir: Path) -> None:
     md = built.markdown.read_text()
     assert "| rlm | needle | 4 | 100% |" in md and "| direct | needle | 4 | 0% |" in md
     assert "Token reduction of rlm against direct" in md
+    # needle_tasks: two tasks at each of 4,000 and 8,000 characters; rlm finds both, direct neither.
+    assert "| family | length (chars) | direct correct | direct median s | rlm correct | rlm median s |" in md
+    assert "| needle | 4,000 | 0/2 |" in md and "| needle | 8,000 | 0/2 |" in md
+    assert md.count("| 2/2 |") == 2
     page = built.html.read_text()
+    assert "By family and context length" in page
     assert "<a href='trajectories/" in page and ".html'>trace</a>" in page
     assert "src='http" not in page and "<script src" not in page
     for link in [p for p in run_dir.glob("trajectories/*.html")]:
