@@ -73,6 +73,10 @@ def _render(line_no: int, line: str, before: list[str], after: list[str], doc: s
     return "\n".join(rows)
 
 
+#: A printed result of at least this many lines ends with their number.
+_SUMMED_FROM = 5
+
+
 class GrepResult(list[GrepMatch]):
     """The matches, in order. ``complete`` is False when ``max_matches`` stopped the scan."""
 
@@ -105,8 +109,16 @@ class GrepResult(list[GrepMatch]):
         if not self:
             return self._empty_hint()
         body = "\n".join(repr(m) for m in self)
-        more = "" if self.complete else f"\n... (stopped after {len(self)} matching lines; raise max_matches or narrow the pattern)"
-        return body + more
+        if not self.complete:
+            total = self.count()
+            of = f" of {total}" if total > len(self) else ""
+            return body + (f"\n... (stopped after {len(self)}{of} matching lines; raise max_matches or narrow the pattern. "
+                           f"{total} lines match in all)")
+        if len(self) >= _SUMMED_FROM:
+            # The total at the end: a long listing is cut in the middle when shown to a model,
+            # and small models answer "how many" with the last line number they saw.
+            return body + f"\n({len(self)} lines match /{self.pattern}/ in all)"
+        return body
 
     __str__ = __repr__
 

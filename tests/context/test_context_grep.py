@@ -282,3 +282,15 @@ def test_a_hint_is_computed_only_when_shown() -> None:
     assert calls == []
     repr(result)
     assert calls == ["Casey reports", "Casey", "reports"]
+
+
+def test_a_printed_result_ends_with_how_many_lines_match() -> None:
+    """It ends a listing of five or more lines, and one cut at max_matches, with the total."""
+    from rlm_runtime.context import open_context
+
+    h = open_context("\n".join(f"row {i} {'billing' if i % 3 == 0 else 'refund'}" for i in range(90)), as_text=True)
+    shown = repr(h.grep("billing"))
+    assert shown.endswith("(30 lines match /billing/ in all)") and shown.count("\n") == 30
+    assert repr(h.grep("row 1 ")).startswith("2: row 1 refund") and "in all" not in repr(h.grep("row 1 "))
+    cut = repr(h.grep("billing", max_matches=4))
+    assert cut.endswith("(stopped after 4 of 30 matching lines; raise max_matches or narrow the pattern. 30 lines match in all)")
