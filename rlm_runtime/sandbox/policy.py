@@ -314,6 +314,7 @@ def _check(raw: bytes, policy: Policy, filename: str, reserved: frozenset[str]) 
     except (RecursionError, MemoryError, ValueError):
         return _refuse(policy, "source is too deeply nested to parse")
 
+    _expand_item_augassign(tree)
     errors: list[Finding] = []
     warnings: list[Finding] = []
     _walk_rules(tree, policy, errors, warnings)
@@ -409,6 +410,41 @@ def _nesting_problem(text: str, limit: int) -> tuple[str, int] | None:
             while len(widths) > 1 and width < widths[-1]:
                 widths.pop()
     return None
+
+
+_PURE = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.Slice,
+         ast.operator, ast.unaryop, ast.expr_context)
+
+
+class _ItemAugAssign(ast.NodeTransformer):
+    """``counts[key] += 1`` -> ``counts[key] = counts[key] + 1`` (and ``a.b += x`` likewise).
+
+    RestrictedPython refuses augmented assignment to items and attributes outright, and it is
+    how nearly every model counts. Rewritten only when the target's parts are free of calls
+    and other side effects (evaluating them twice is then the same as once); the result is
+    a plain read, an operation and a write, which the guards check like any other.
+    """
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        target = node.target
+        if not isinstance(target, (ast.Subscript, ast.Attribute)) or not all(isinstance(n, _PURE) for n in ast.walk(target)):
+            return node
+        read = _as_load(target)
+        value = ast.BinOp(left=read, op=node.op, right=node.value)
+        return ast.copy_location(ast.Assign(targets=[target], value=ast.copy_location(value, node)), node)
+
+
+def _as_load(node: ast.expr) -> ast.expr:
+    import copy
+
+    clone = copy.deepcopy(node)
+    clone.ctx = ast.Load()  # type: ignore[attr-defined]
+    return clone
+
+
+def _expand_item_augassign(tree: ast.AST) -> None:
+    _ItemAugAssign().visit(tree)
+    ast.fix_missing_locations(tree)
 
 
 def _walk_rules(tree: ast.AST, policy: Policy, errors: list[Finding], warnings: list[Finding]) -> None:
