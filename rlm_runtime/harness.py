@@ -220,6 +220,30 @@ def seen_in(line: str, shown: str) -> bool:
     return _letters(line) in _letters(shown)
 
 
+_COUNT_QUESTION = re.compile(r"\b(?:how many|count|in total|(?:the|a) number of)\b", re.IGNORECASE)
+_ROW_PREFIX = re.compile(r"(?m)^(?:[^\s:]+:)?\d+[:-] ")
+
+
+def unbacked_count(answer: str, question: str, shown: str, written: str) -> str | None:
+    """For a "how many" question: the number the answer gives when the model wrote it
+    itself (it is in ``written``, the reply, not computed by its code) and no output it was
+    shown holds it (line numbers of printed grep rows do not count), else None. A small
+    model reads a listing and answers a number it never counted."""
+    if not _COUNT_QUESTION.search(question):
+        return None
+    numbers = [n for n in re.findall(r"\d+", answer) if _has_number(written, n)]
+    if not numbers:
+        return None
+    text = _ROW_PREFIX.sub("", shown)
+    if any(_has_number(text, n) for n in numbers):
+        return None
+    return numbers[0]
+
+
+def _has_number(text: str, number: str) -> bool:
+    return re.search(rf"(?<![\d.]){number}(?![\d.])", text) is not None
+
+
 def answer_to_follow(answer: str, question: str) -> str | None:
     """The term of an answer worth looking up once more before taking it, or None.
 

@@ -209,6 +209,7 @@ class Run:
         self.followed: set[str] = set()  # answers looked up before being taken
         self.named: set[str] = set()  # names of the question shown after a broad grep
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
+        self.count_checked = False  # a count no output showed was questioned once
 
     @property
     def client(self) -> LLMClient:
@@ -320,7 +321,8 @@ class Run:
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None:  # an answer given after a refused sub-call still counts
-                check = self._follow_note(sandbox, answer) if self.iterations < lim.max_iterations else None
+                check = (self._count_note(answer, reply) or self._follow_note(sandbox, answer)) \
+                    if self.iterations < lim.max_iterations else None
                 if check is None:
                     return RunResult(answer, iterations=self.iterations)
                 messages.append({"role": "user", "content": check})
@@ -456,6 +458,17 @@ class Run:
             return ""
         self.seen.extend(shown)
         return "\n".join(shown)
+
+    def _count_note(self, answer: str, reply: str) -> str | None:
+        """Before taking a count the model wrote and no output showed: ask once for it to be
+        counted in code."""
+        if self.count_checked:
+            return None
+        number = harness.unbacked_count(answer, self.query, "\n".join(self.seen), reply)
+        if number is None:
+            return None
+        self.count_checked = True
+        return self.tree.setup.prompts.text("count_answer", number=number, question=self.query)
 
     def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:
         """Before taking ``answer``: if it is a name the question does not give, which the

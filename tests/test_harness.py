@@ -115,3 +115,18 @@ def test_grep_rows_and_broad_results() -> None:
     assert not harness.shows_many_lines(printed, 3)
     assert harness.shows_many_lines("\n".join(f"{i}: row" for i in range(3)), 3)
     assert harness.shows_many_lines("1: row\n... (stopped after 1 matching lines; raise max_matches)", 3)
+
+
+def test_a_count_no_output_backs() -> None:
+    """It finds the number of a "how many" answer that the model wrote and no output shows; line
+    numbers of grep rows do not back it, and a number its code computed is not questioned."""
+    shown = "23: Ticket 2445 was filed under billing\n(55 lines match /billing/ in all)"
+    said = "FINAL('There are 10 tickets.')"
+    assert harness.unbacked_count("There are 10 tickets.", "How many tickets are labelled billing?", shown, said) == "10"
+    assert harness.unbacked_count("23", "How many tickets?", shown, "FINAL(23)") == "23"
+    assert harness.unbacked_count("55", "How many tickets?", shown, "FINAL(55)") is None
+    assert harness.unbacked_count("5", "How many tickets?", "55 tickets", "FINAL(5)") == "5"
+    assert harness.unbacked_count("2999", "How many tickets?", shown, "FINAL_VAR('n')") is None
+    assert harness.unbacked_count("hardware", "How many kinds?", shown, said) is None
+    assert harness.unbacked_count("10", "Which category is the most common?", shown, said) is None
+    assert harness.unbacked_count("24472", "What is the badge number of the person?", shown, "FINAL(24472)") is None

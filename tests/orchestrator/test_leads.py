@@ -162,3 +162,19 @@ def test_a_chain_of_three_is_followed_two_links_and_no_further(tmp_path: Path) -
     assert rows[140] in shown and rows[260] in shown
     assert "Lina Ferro" not in shown  # a third link
     assert 'about "Kari Hansen"' not in shown  # printed, but not tied to a name of the question
+
+
+def test_a_count_no_output_showed_is_asked_for_once(tmp_path: Path) -> None:
+    """It asks once for a count to be made in code when the answer's number is in no output
+    (a line number does not count), and takes the next answer."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Badge', max_matches=3))"), code("FINAL('There are 11 badges')"),
+                                       code("print(grep('Badge').count())"), code("FINAL(41)")],
+                            question="How many badges are there?")
+    assert answer == "41"
+    challenge = client.prompts[2][-1]["content"]
+    assert challenge.startswith("Before 11 is taken as the answer") and "How many badges are there?" in challenge
+    # a number the output showed is taken at once; so is a second unbacked one (asked once only)
+    answer, client, _ = ask(tmp_path, [code("print(grep('Badge').count())"), code("FINAL(41)")], question="How many badges?")
+    assert answer == "41" and len(client.prompts) == 2
+    answer, client, _ = ask(tmp_path, [code("FINAL(7)"), code("FINAL(8)")], question="What is the number of badges?")
+    assert answer == "8" and len(client.prompts) == 2
