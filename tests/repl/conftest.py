@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,17 @@ def code(src: str) -> str:
     return f"```python\n{src}\n```"
 
 
-def _send_later(pipe: Any, items: list[str | float]) -> None:
+def _send_later(pipe: Any, items: list[str | float], stop: threading.Event) -> None:
+    """Send ``items`` (a float: wait that long) until ``stop`` is set. The caller sets it and
+    joins this thread before the pipe closes: the pipe writes to a raw descriptor number,
+    which a later test's subprocess pipe may reuse once it is closed (a stray Ctrl-D once
+    landed in another REPL's stdin that way)."""
     for item in items:
         if isinstance(item, float):
-            time.sleep(item)
+            if stop.wait(item):
+                return
+        elif stop.is_set():
+            return
         else:
             try:
                 pipe.send_text(item)
@@ -87,12 +93,16 @@ def drive(tmp_path: Path, _rlm_home: Path) -> Callable[..., Driven]:
             first = next((n for n, k in enumerate(items) if isinstance(k, float)), len(items))
             for key in items[:first]:
                 pipe.send_text(key)
-            sender = threading.Thread(target=_send_later, args=(pipe, items[first:]), daemon=True)
+            stop = threading.Event()
+            sender = threading.Thread(target=_send_later, args=(pipe, items[first:], stop), daemon=True)
             sender.start()
-            status = run_terminal(ReplConfig(model=model, trace=str(tmp_path / "trace.jsonl"), **config), home=_rlm_home,
-                                  input=pipe, output=DummyOutput(), printer=PlainPrinter(out, err),
-                                  history=None if history == "project" else history or InMemoryHistory())
-            sender.join(10)
+            try:
+                status = run_terminal(ReplConfig(model=model, trace=str(tmp_path / "trace.jsonl"), **config), home=_rlm_home,
+                                      input=pipe, output=DummyOutput(), printer=PlainPrinter(out, err),
+                                      history=None if history == "project" else history or InMemoryHistory())
+            finally:
+                stop.set()
+                sender.join()
         return Driven(status, out.getvalue(), err.getvalue())
 
     return run
