@@ -39,6 +39,10 @@ _CELL_PREFIX = "<cell"
 _LINECACHE_KEEP = 200
 
 
+
+#: Seconds a cell's empty-grep notes may take to compute (each counts over the context).
+_HINT_S = 2.0
+
 class CellTimeout(BaseException):
     """Raised inside user code when the cell's time is up (catchable, hence the hard kill)."""
 
@@ -399,9 +403,23 @@ class Worker:
         stdout, truncated = self.output.value()
         notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
                  for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS)]]
-        notes += self._empty_grep_notes(stdout, error)
+        notes += self._timed_empty_grep_notes(stdout, error)
         return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
                 "error_type": error_type, "duration_s": duration, "notes": notes}
+
+    def _timed_empty_grep_notes(self, stdout: str, error: str | None) -> list[str]:
+        """``_empty_grep_notes`` within ``_HINT_S`` seconds: a hint counts lines over the whole
+        context, after the cell's own timer has stopped, so a cell must not be able to buy
+        itself more time with empty greps; past the limit there are no notes."""
+        self.in_user_code = True  # the alarm (and an interrupt) may now raise here
+        signal.setitimer(signal.ITIMER_REAL, _HINT_S)
+        try:
+            return self._empty_grep_notes(stdout, error)
+        except (CellTimeout, CellInterrupted):
+            return []
+        finally:
+            self.in_user_code = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _empty_grep_notes(self, stdout: str, error: str | None) -> list[str]:
         """Why the cell's empty greps found nothing, when the cell did not print it itself."""

@@ -1,0 +1,85 @@
+"""Red team of what this round added to the cell's reach: a grep match that is a str, the
+rewrite of ``x[k] += v`` / ``a.b += v``, and the notes the worker adds for empty greps. Each
+test is an attack; passing means it failed. A secret is planted in the host's environment
+and in the worker's own module globals, and must not come back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rlm_runtime.context import open_context
+from rlm_runtime.sandbox import CellLimits, Sandbox
+
+SECRET = "sk-planted-secret-7e2b10"
+
+
+@pytest.fixture
+def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    text = "alpha {0.__class__} line\nbeta " + SECRET[:3] + "\n" + "filler words here\n" * 2000
+    with Sandbox(contexts=[open_context(text, as_text=True)], limits=CellLimits(cell_timeout_s=5, kill_grace_s=1)) as sb:
+        yield sb
+
+
+def _said(result) -> str:  # type: ignore[no-untyped-def]
+    return (result.stdout or "") + (result.error or "") + "".join(result.warnings)
+
+
+@pytest.mark.parametrize("attack", [
+    # str.format on a match walks attributes to globals in plain Python
+    "h = grep('alpha')[0]\nprint(h.format(h))",
+    "h = grep('alpha')[0]\nprint(h.format_map({'0': h}))",
+    "h = grep('alpha')[0]\nf = type(h).format\nprint(f('{0.__init__.__globals__}', h))",
+    "h = grep('alpha')[0]\nprint(str.format(h, h))",
+    "h = grep('alpha')[0]\nprint(super(type(h), h).format(h))",
+    # the match's class, its dict and its constructor
+    "h = grep('alpha')[0]\nprint(h.__class__.__mro__)",
+    "h = grep('alpha')[0]\nprint(vars(h))",
+    "h = grep('alpha')[0]\nprint(type(h).__new__(type(h), 1, 'x', [], [], None).__reduce_ex__(2))",
+    "h = grep('alpha')[0]\nh.line = 'forged'\nprint(h.line)",
+    "h = grep('alpha')[0]\nsetattr(h, 'line', 'x')",
+    "import pickle\nprint(pickle.dumps(grep('alpha')[0]))",
+])
+def test_a_grep_match_as_a_str_opens_nothing(box: Sandbox, attack: str) -> None:
+    """It refuses format, dunder walks, vars, forging and pickling on a match; nothing of the host leaks."""
+    r = box.execute(attack)
+    assert r.error is not None, r.stdout
+    assert SECRET not in _said(r) and "__globals__" not in (r.stdout or "")
+
+
+@pytest.mark.parametrize("attack", [
+    "x = grep('alpha')[0]\nx.__class__ += 1",
+    "class K:\n    pass\nk = K()\nk._secret = 1",
+    "class K:\n    pass\nk = K()\nk._n += 1",
+    "d = {}\nd[__import__('os').environ['OPENAI_API_KEY']] += 1",
+    "l = [1]\nl[(n := 0)] += 1",
+    "l = [[1]]\nl[0][[print(x) for x in [1]][0]] += 1",
+    "FINAL.__doc__ += 'x'",
+    "grep.__defaults__ += (1,)",
+    "context.__dict__['x'] += 1",
+    "contexts[0] += 'x'",
+    "import os\nos.environ['OPENAI_API_KEY'] += 'x'",
+])
+def test_augmented_assignment_reaches_nothing_new(box: Sandbox, attack: str) -> None:
+    """It refuses, as a plain assignment would be refused, every item or attribute target that is
+    private, runtime-owned, or has effects; the secret does not come back."""
+    r = box.execute(attack)
+    assert r.error is not None, r.stdout
+    assert SECRET not in _said(r)
+
+
+def test_empty_grep_notes_are_few_short_and_cannot_buy_time(box: Sandbox) -> None:
+    """It notes at most three empty greps per cell, each cut to the note limit, computed within
+    their own short timer (a cell cannot extend its run with hint scans), and the cell's own
+    variables and the worker survive."""
+    began = time.monotonic()
+    r = box.execute("n = 0\nfor i in range(500):\n    if not grep('nothing ' + 'zq' * 900 + str(i)):\n        n += 1\nprint(n)")
+    assert r.stdout == "500\n" and r.error is None
+    empties = [w for w in r.warnings if w.startswith("a grep in this code found nothing")]
+    assert len(empties) == 3 and all(len(w) <= 500 for w in empties)
+    assert time.monotonic() - began < 5 + 2 + 5  # the cell's timeout, the notes' limit, slack
+    assert box.execute("print(n)").stdout == "500\n"
+    assert SECRET not in _said(r)
