@@ -224,12 +224,33 @@ _COUNT_QUESTION = re.compile(r"\b(?:how many|count|in total|(?:the|a) number of)
 _ROW_PREFIX = re.compile(r"(?m)^(?:[^\s:]+:)?\d+[:-] ")
 
 
+def is_count_question(question: str) -> bool:
+    """Whether the question asks how many (its answer is a number the text need not hold)."""
+    return _COUNT_QUESTION.search(question) is not None
+
+
+_QUOTED = re.compile(r"[\"'`]([^\"'`\n]{3,60})[\"'`]")
+_CODED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}(?![\w-])")
+
+
+def answer_tokens(answer: str, most: int = 3) -> list[str]:
+    """The parts of an answer that the text should hold word for word if it is right: quoted
+    strings and tokens with a digit (codes, serials, numbers of 3+ characters)."""
+    found = [m.group(1).strip() for m in _QUOTED.finditer(answer)]
+    found += _CODED.findall(answer)
+    out: list[str] = []
+    for token in found:
+        if token and token not in out:
+            out.append(token)
+    return out[:most]
+
+
 def unbacked_count(answer: str, question: str, shown: str, written: str) -> str | None:
     """For a "how many" question: the number the answer gives when the model wrote it
     itself (it is in ``written``, the reply, not computed by its code) and no output it was
     shown holds it (line numbers of printed grep rows do not count), else None. A small
     model reads a listing and answers a number it never counted."""
-    if not _COUNT_QUESTION.search(question):
+    if not is_count_question(question):
         return None
     numbers = [n for n in re.findall(r"\d+", answer) if _has_number(written, n)]
     if not numbers:

@@ -210,6 +210,7 @@ class Run:
         self.named: set[str] = set()  # names of the question shown after a broad grep
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
         self.count_checked = False  # a count no output showed was questioned once
+        self.grounding_checked = False  # an answer the text never holds was questioned once
 
     @property
     def client(self) -> LLMClient:
@@ -321,8 +322,8 @@ class Run:
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None:  # an answer given after a refused sub-call still counts
-                check = (self._count_note(answer, reply) or self._follow_note(sandbox, answer)) \
-                    if self.iterations < lim.max_iterations else None
+                check = (self._count_note(answer, reply) or self._grounding_note(sandbox, answer, reply)
+                         or self._follow_note(sandbox, answer)) if self.iterations < lim.max_iterations else None
                 if check is None:
                     return RunResult(answer, iterations=self.iterations)
                 messages.append({"role": "user", "content": check})
@@ -395,7 +396,10 @@ class Run:
             if result.ok and lines and not harness.grep_found_nothing(lines):
                 self.emit({"type": "tool_call", "name": "grep", "args": call[:200],
                            "result": "shown after an empty grep", "error": None, "duration_s": result.duration_s})
-                return self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
+                self.seen.append(lines)
+                note = self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
+                chain = self._chain_note(sandbox, lines)  # those lines may tie the question's name to the next one
+                return note + ("\n" + chain if chain else "")
         return self._search_hint() if self.tree.search is not None else ""
 
     def _lines_of(self, sandbox: Sandbox, term: str) -> list[str] | None:
@@ -469,6 +473,20 @@ class Run:
             return None
         self.count_checked = True
         return self.tree.setup.prompts.text("count_answer", number=number, question=self.query)
+
+    def _grounding_note(self, sandbox: Sandbox, answer: str, reply: str) -> str | None:
+        """Before taking an answer that quotes a code or a value the text never holds (a
+        token with a digit, or a quoted string, that the model wrote itself and that occurs
+        nowhere in the contexts): ask once for the line that states it. Not for counts, which
+        the text need not spell out, nor for what its code computed."""
+        if self.grounding_checked or harness.is_count_question(self.query):
+            return None
+        for token in [t for t in harness.answer_tokens(answer) if t in reply]:
+            result = sandbox.execute(f"print(grep({re2_escape(token)!r}, ignore_case=True, max_matches=1).count())")
+            if result.ok and (result.stdout or "").strip() == "0":
+                self.grounding_checked = True
+                return self.tree.setup.prompts.text("ungrounded_answer", token=token, question=self.query)
+        return None
 
     def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:
         """Before taking ``answer``: if it is a name the question does not give, which the

@@ -178,3 +178,22 @@ def test_a_count_no_output_showed_is_asked_for_once(tmp_path: Path) -> None:
     assert answer == "41" and len(client.prompts) == 2
     answer, client, _ = ask(tmp_path, [code("FINAL(7)"), code("FINAL(8)")], question="What is the number of badges?")
     assert answer == "8" and len(client.prompts) == 2
+
+
+def test_an_answer_quoting_a_value_the_text_never_holds_is_questioned_once(tmp_path: Path) -> None:
+    """It asks once for the line behind an answer whose code or number occurs nowhere in the text."""
+    answer, client, _ = ask(tmp_path, [code("FINAL('The badge is 1234')"), code("print(grep('Junsen'))"), code("FINAL('24472')")])
+    assert answer == "24472"
+    challenge = client.prompts[1][-1]["content"]
+    assert challenge.startswith('Before this answer is taken: "1234" does not occur anywhere in the text') and QUESTION in challenge
+    answer, client, _ = ask(tmp_path, [code("FINAL('99999')"), code("FINAL('99998')")])
+    assert answer == "99998" and len(client.prompts) == 2  # asked once only
+    answer, client, _ = ask(tmp_path, [code("FINAL(123000 + 456)")], question="How many badges are listed?")
+    assert answer == "123456"  # a computed count need not occur in the text
+
+
+def test_the_lines_shown_after_an_empty_grep_are_followed_too(tmp_path: Path) -> None:
+    """It follows the chain from the lines the runtime ran for an empty grep, not only from printed ones."""
+    _, client, _ = ask(tmp_path, [code("print(grep('project Belpex lead'))"), code("FINAL('x')")])
+    shown = client.prompts[1][-1]["content"]
+    assert LEAD in shown and BADGE in shown
