@@ -50,6 +50,14 @@ def test_the_base_profile_changes_nothing() -> None:
     assert settings.limits == base and settings.system_addendum == "" and settings.temperature is None
 
 
+def test_the_small_model_profile_gives_a_large_name_the_small_model_limits() -> None:
+    """It gives a model served under a name that states no size (openai/my-model) exactly the limits
+    a local: model gets by itself."""
+    settings = resolve(load_profile("small-model", brain()), RunLimits.for_model("openai/my-model"), brain())
+    assert settings.limits == RunLimits.for_small_model()
+    assert RunLimits.for_model("openai/my-model") != RunLimits.for_small_model()
+
+
 @pytest.mark.parametrize(("knob", "value", "expected"), [
     ("thoroughness", 0, {"max_iterations": 3}), ("thoroughness", 100, {"max_iterations": 30, "max_llm_calls": 300}),
     ("thoroughness", 50, {"max_iterations": 17}),
