@@ -233,11 +233,15 @@ _QUOTED = re.compile(r"[\"'`]([^\"'`\n]{3,60})[\"'`]")
 _CODED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}(?![\w-])")
 
 
-def answer_tokens(answer: str, most: int = 3) -> list[str]:
+def answer_tokens(answer: str, question: str = "", most: int = 3) -> list[str]:
     """The parts of an answer that the text should hold word for word if it is right: quoted
-    strings and tokens with a digit (codes, serials, numbers of 3+ characters)."""
+    strings, tokens with a digit (codes, serials, numbers of 3+ characters) and the names of
+    two or more words it adds to the question. Not a plain word: a label or a judgement
+    the model chose (``positive``, ``casual``) need not be in the text."""
     found = [m.group(1).strip() for m in _QUOTED.finditer(answer)]
     found += _CODED.findall(answer)
+    # A name of two or more words (a person, a place); one word may be a class the model chose.
+    found += [n for n in question_names(answer) if n.lower() not in question.lower() and 2 <= len(n.split()) <= 5]
     out: list[str] = []
     for token in found:
         if token and token not in out:

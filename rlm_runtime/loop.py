@@ -371,10 +371,10 @@ class Run:
                 note = self._empty_grep_note(sandbox, reported)
                 text += "\n" + note if note else ""
             elif not result.has_final and harness.shows_many_lines(result.stdout, _BROAD_GREP_LINES):
-                note = self._named_note(sandbox, code)
+                note = self._named_note(sandbox, code, result.stdout, broad=True)
                 text += "\n" + note if note else ""
             elif not result.has_final:
-                note = self._chain_note(sandbox, result.stdout)
+                note = self._chain_note(sandbox, result.stdout) or self._named_note(sandbox, code, result.stdout)
                 text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)
@@ -417,18 +417,23 @@ class Run:
         self.emit({"type": "tool_call", "name": "grep", "args": repr(term)[:200], "result": f"{len(lines)} lines shown: {why}",
                    "error": None, "duration_s": 0.0})
 
-    def _named_note(self, sandbox: Sandbox, code: str) -> str:
-        """After a grep too broad to read: the lines holding a name the question gives that
-        the code did not search for (small models grep the kind of value asked for, which
-        hundreds of lines hold, instead of the name that leads to it)."""
+    def _named_note(self, sandbox: Sandbox, code: str, stdout: str, *, broad: bool = False) -> str:
+        """The lines holding a name the question gives, when the code neither searched for it
+        nor printed it (once per name): after a grep too broad to read (small models grep the
+        kind of value asked for, which hundreds of lines hold), or any cell that looked
+        elsewhere. The chain is followed from those lines as from printed ones."""
         for name in harness.question_names(self.query):
-            if name in self.named or name.lower() in code.lower():
+            if name in self.named or name.lower() in code.lower() or name.lower() in stdout.lower():
                 continue
             self.named.add(name)
             lines = self._lines_of(sandbox, name)
             if lines:
-                self._shown(name, lines, "a name of the question, after a broad grep")
-                return self.tree.setup.prompts.text("broad_grep_lead", term=name, lines="\n".join(lines))
+                self._shown(name, lines, "a name of the question" + (", after a broad grep" if broad else ""))
+                self.seen.append("\n".join(lines))
+                note = self.tree.setup.prompts.text("broad_grep_lead" if broad else "question_name_lead", term=name,
+                                                    lines="\n".join(lines))
+                chain = self._chain_note(sandbox, "\n".join(lines))
+                return note + ("\n" + chain if chain else "")
         return ""
 
     def _chain_note(self, sandbox: Sandbox, stdout: str) -> str:
@@ -481,7 +486,7 @@ class Run:
         the text need not spell out, nor for what its code computed."""
         if self.grounding_checked or harness.is_count_question(self.query):
             return None
-        for token in [t for t in harness.answer_tokens(answer) if t in reply]:
+        for token in [t for t in harness.answer_tokens(answer, self.query) if t in reply]:
             result = sandbox.execute(f"print(grep({re2_escape(token)!r}, ignore_case=True, max_matches=1).count())")
             if result.ok and (result.stdout or "").strip() == "0":
                 self.grounding_checked = True

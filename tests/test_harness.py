@@ -130,3 +130,13 @@ def test_a_count_no_output_backs() -> None:
     assert harness.unbacked_count("hardware", "How many kinds?", shown, said) is None
     assert harness.unbacked_count("10", "Which category is the most common?", shown, said) is None
     assert harness.unbacked_count("24472", "What is the badge number of the person?", shown, "FINAL(24472)") is None
+
+
+def test_the_tokens_of_an_answer_the_text_should_hold() -> None:
+    """It picks quoted strings, codes with digits and the names of two words or more an answer adds;
+    not a plain word (a label the model chose), nor what the question already says."""
+    q = "Drafen Sulzel reports to someone. Where is that person based?"
+    assert harness.answer_tokens("The person is Lotal Tordor.", q) == ["Lotal Tordor"]
+    assert harness.answer_tokens("The code is 'AB-12'", q) == ["AB-12"]
+    assert harness.answer_tokens("bird", q) == [] and harness.answer_tokens("Positive", q) == []
+    assert harness.answer_tokens("yes", q) == [] and harness.answer_tokens("Drafen Sulzel", q) == []

@@ -197,3 +197,21 @@ def test_the_lines_shown_after_an_empty_grep_are_followed_too(tmp_path: Path) ->
     _, client, _ = ask(tmp_path, [code("print(grep('project Belpex lead'))"), code("FINAL('x')")])
     shown = client.prompts[1][-1]["content"]
     assert LEAD in shown and BADGE in shown
+
+
+def test_a_cell_that_looked_elsewhere_is_shown_the_question_names_lines_and_their_chain(tmp_path: Path) -> None:
+    """It shows the lines of the question's name after a cell that neither searched nor printed it,
+    once, and follows the chain from them."""
+    _, client, _ = ask(tmp_path, [code("print(len(context.lines(1, 5)))"), code("print(1)"), code("FINAL('24472')")])
+    first = client.prompts[1][-1]["content"]
+    assert 'the question names "Belpex"' in first and LEAD in first and BADGE in first
+    assert 'the question names "Belpex"' not in client.prompts[2][-1]["content"]
+
+
+def test_a_name_the_text_never_holds_is_questioned(tmp_path: Path) -> None:
+    """It questions once an answer naming someone the text never names; a plain word is taken."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL('The lead is Lotal Tordor.')"),
+                                       code("FINAL('24472')")])
+    assert answer == "24472" and '"Lotal Tordor" does not occur anywhere in the text' in client.prompts[2][-1]["content"]
+    answer, client, _ = ask(tmp_path, [code("FINAL('bird')")], question="What kind of thing is it?")
+    assert answer == "bird" and len(client.prompts) == 1  # a plain word may be a label the model chose
