@@ -269,6 +269,17 @@ def _has_number(text: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){number}(?![\d.])", text) is not None
 
 
+def name_forms(name: str) -> list[str]:
+    """The forms a name of the question may take in the text: itself, then its last word
+    when it has several (``Package Pexorolo`` is written ``Pexorolo`` in "Pexorolo cannot be
+    installed..."), if that word is a name of four letters or more."""
+    words = name.split()
+    forms = [name]
+    if len(words) > 1 and len(words[-1]) >= 4 and words[-1][0].isupper():
+        forms.append(words[-1])
+    return forms
+
+
 def answer_to_follow(answer: str, question: str) -> str | None:
     """The term of an answer worth looking up once more before taking it, or None.
 

@@ -422,11 +422,16 @@ class Run:
         nor printed it (once per name): after a grep too broad to read (small models grep the
         kind of value asked for, which hundreds of lines hold), or any cell that looked
         elsewhere. The chain is followed from those lines as from printed ones."""
-        for name in harness.question_names(self.query):
-            if name in self.named or name.lower() in code.lower() or name.lower() in stdout.lower():
+        for full in harness.question_names(self.query):
+            if full in self.named or any(f.lower() in code.lower() or f.lower() in stdout.lower()
+                                         for f in harness.name_forms(full)):
                 continue
-            self.named.add(name)
-            lines = self._lines_of(sandbox, name)
+            self.named.add(full)
+            name, lines = full, None
+            for name in harness.name_forms(full):
+                lines = self._lines_of(sandbox, name)
+                if lines:
+                    break
             if lines:
                 self._shown(name, lines, "a name of the question" + (", after a broad grep" if broad else ""))
                 self.seen.append("\n".join(lines))
@@ -441,7 +446,7 @@ class Run:
         question to a new name, the lines about that new name (and, one step further, about
         the names those lines add), as few as ``_LEAD_LINES`` per name. Small models find the
         first fact of a chain, then search for the question's words again."""
-        known = {n.lower() for n in harness.question_names(self.query)} | self.chained
+        known = {f.lower() for n in harness.question_names(self.query) for f in harness.name_forms(n)} | self.chained
         if not known:
             return ""
         rows = harness.grep_rows(stdout)

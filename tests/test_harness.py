@@ -140,3 +140,10 @@ def test_the_tokens_of_an_answer_the_text_should_hold() -> None:
     assert harness.answer_tokens("The code is 'AB-12'", q) == ["AB-12"]
     assert harness.answer_tokens("bird", q) == [] and harness.answer_tokens("Positive", q) == []
     assert harness.answer_tokens("yes", q) == [] and harness.answer_tokens("Drafen Sulzel", q) == []
+
+
+def test_the_forms_a_name_takes() -> None:
+    """It tries a several-word name whole, then its last word if that is a name of four letters or more."""
+    assert harness.name_forms("Package Pexorolo") == ["Package Pexorolo", "Pexorolo"]
+    assert harness.name_forms("Belpex") == ["Belpex"]
+    assert harness.name_forms("Ada Li") == ["Ada Li"]

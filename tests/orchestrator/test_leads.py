@@ -215,3 +215,11 @@ def test_a_name_the_text_never_holds_is_questioned(tmp_path: Path) -> None:
     assert answer == "24472" and '"Lotal Tordor" does not occur anywhere in the text' in client.prompts[2][-1]["content"]
     answer, client, _ = ask(tmp_path, [code("FINAL('bird')")], question="What kind of thing is it?")
     assert answer == "bird" and len(client.prompts) == 1  # a plain word may be a label the model chose
+
+
+def test_a_question_name_with_a_leading_noun_is_found_by_its_last_word(tmp_path: Path) -> None:
+    """It looks up "Programme Belpex" as "Belpex" when the text never writes the whole phrase, and follows on."""
+    _, client, _ = ask(tmp_path, [code("print(1)"), code("FINAL('24472')")],
+                       question="Programme Belpex has a lead. What is that person's badge number?")
+    shown = client.prompts[1][-1]["content"]
+    assert 'the question names "Belpex"' in shown and LEAD in shown and BADGE in shown
