@@ -374,7 +374,9 @@ class Run:
                 note = self._named_note(sandbox, code, result.stdout, broad=True)
                 text += "\n" + note if note else ""
             elif not result.has_final:
-                note = self._chain_note(sandbox, result.stdout) or self._named_note(sandbox, code, result.stdout)
+                # A cell that failed searched for nothing, whatever names its code holds.
+                searched = "" if result.error else code
+                note = self._chain_note(sandbox, result.stdout) or self._named_note(sandbox, searched, result.stdout)
                 text += "\n" + note if note else ""
             failed = failed or cell_failed
             shown.append(text)
@@ -421,7 +423,8 @@ class Run:
         """The lines holding a name the question gives, when the code neither searched for it
         nor printed it (once per name): after a grep too broad to read (small models grep the
         kind of value asked for, which hundreds of lines hold), or any cell that looked
-        elsewhere. The chain is followed from those lines as from printed ones."""
+        elsewhere or failed (``code`` is then empty). The chain is followed from those lines as
+        from printed ones."""
         for full in harness.question_names(self.query):
             if full in self.named or any(f.lower() in code.lower() or f.lower() in stdout.lower()
                                          for f in harness.name_forms(full)):

@@ -16,6 +16,7 @@ import fnmatch
 import glob
 import os
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -308,15 +309,24 @@ class CorpusHandle:
         found = found[:max_matches]
         self.stats.record("greps", pattern, sum(len(m.line) for m in found))
         prober = None if found else (lambda p: self.count(p, True, include_skipped=include_skipped))
+        tallier = None if complete else (lambda: self._tally(pattern, ignore_case, include_skipped))
         return _grep.GrepResult(found, pattern, complete, lambda: self.count(pattern, ignore_case, include_skipped=include_skipped),
-                                prober=prober, ignore_case=ignore_case)
+                                prober=prober, ignore_case=ignore_case, tallier=tallier)
+
+    def _tally(self, pattern: str, ignore_case: bool, include_skipped: bool) -> dict[str, int]:
+        """GrepResult.tally() over every document searched."""
+        counts: Counter[str] = Counter()
+        for handle, _ in self._searched(include_skipped):
+            counts.update(_grep.tally_matching_lines(handle._buf(), pattern, ignore_case))
+        return dict(counts.most_common())
 
     def count(self, pattern: str, ignore_case: bool = False, include_skipped: bool = False) -> int:
         """How many lines match ``pattern`` across the documents searched."""
         return sum(handle.count(pattern, ignore_case) for handle, _ in self._searched(include_skipped))
 
-    def lines(self, first: int, last: int | None = None, doc: int | str | None = None) -> list[str]:
-        """Lines ``first``..``last`` (1-based, inclusive) of one document, numbered as grep numbers them.
+    def lines(self, first: int | None = None, last: int | None = None, doc: int | str | None = None) -> list[str]:
+        """Lines ``first``..``last`` (1-based, inclusive) of one document, numbered as grep
+        numbers them; every line of it when neither is given.
 
         Args:
             doc: the document, by index or name; may be left out when the corpus searches
@@ -326,13 +336,14 @@ class CorpusHandle:
             searched = [d for d in self.documents if not d.skip]
             if len(searched) != 1:
                 example = (searched or self.documents)[0].name if self.documents else "name"
-                raise ContextError(f"a corpus numbers lines per document: say which, e.g. lines({first}, "
-                                   f"{first if last is None else last}, doc={example!r})")
+                shown = "" if first is None else f"{first}, {first if last is None else last}, "
+                raise ContextError(f"a corpus numbers lines per document: say which, e.g. lines({shown}doc={example!r})")
             document = searched[0]
         else:
             document = self._document(doc)
         out = document.handle.lines(first, last)
-        self.stats.record("lines", f"{document.name} {first}-{first if last is None else last}", sum(map(len, out)))
+        span = "all" if first is None and last is None else f"{first or 1}-{first if last is None else last}"
+        self.stats.record("lines", f"{document.name} {span}", sum(map(len, out)))
         return out
 
     def chunk(self, i: int, size: int | None = None, unit: str = "lines", include_skipped: bool = False) -> Chunk:

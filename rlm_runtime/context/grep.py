@@ -8,6 +8,7 @@ hostile pattern and a 1 GB context is a denial of service.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -77,16 +78,22 @@ def _render(line_no: int, line: str, before: list[str], after: list[str], doc: s
 _SUMMED_FROM = 5
 
 
+#: str methods a grep result answers as the text it prints (none that a list has: count, index).
+_TEXT_METHODS = frozenset({"split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "find",
+                           "rfind", "startswith", "endswith", "partition", "rpartition", "replace"})
+
+
 class GrepResult(list[GrepMatch]):
     """The matches, in order. ``complete`` is False when ``max_matches`` stopped the scan."""
 
     def __init__(self, matches: list[GrepMatch], pattern: str, complete: bool,
                  counter: Callable[[], int] | None = None, prober: Callable[[str], int] | None = None,
-                 ignore_case: bool = False) -> None:
+                 ignore_case: bool = False, tallier: Callable[[], dict[str, int]] | None = None) -> None:
         super().__init__(matches)
         self.pattern = pattern
         self.complete = complete
         self._counter = counter
+        self._tallier = tallier  # tallies the whole context; None: the matches kept are all there are
         self._prober = prober  # counts the lines a pattern matches ignoring case: hints for an empty result
         self._ignore_case = ignore_case
 
@@ -105,6 +112,20 @@ class GrepResult(list[GrepMatch]):
             return len(self)
         return self._counter()
 
+    def tally(self) -> dict[str, int]:
+        """How many matching lines of the whole context (not only those kept under
+        max_matches) capture each different text in the pattern's first group ``(...)``, or
+        match each different text when it has no group: most common first."""
+        if self._tallier is not None:
+            return self._tallier()
+        regex = compile_pattern(self.pattern, self._ignore_case)
+        counts: Counter[str] = Counter()
+        for m in self:
+            found = regex.search(m.line.encode("utf-8"))
+            if found is not None:
+                counts[_captured(found, regex.groups)] += 1
+        return dict(counts.most_common())
+
     def __repr__(self) -> str:
         if not self:
             return self._empty_hint()
@@ -121,6 +142,13 @@ class GrepResult(list[GrepMatch]):
         return body
 
     __str__ = __repr__
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names a list lacks: the string methods small models call on a grep
+        # result as on the text it prints (grep(...).split(":"), .strip(), .splitlines()).
+        if name in _TEXT_METHODS:
+            return getattr(str(self), name)
+        raise AttributeError(f"'GrepResult' object has no attribute {name!r}")
 
     def _empty_hint(self) -> str:
         """Why nothing matched, and what would: a nudge for small models, which tend to grep
@@ -366,7 +394,8 @@ def grep_buffer(buf: TextBuffer, pattern: str, *, context_lines: int = 0, max_ma
     hint: tuple[int, int] | None = None
     for start, end in _matching_lines(buf, regex, _prefilter(pattern, ignore_case)):
         if len(matches) >= max_matches:
-            return GrepResult(matches, pattern, False, lambda: count_matching_lines(buf, pattern, ignore_case))
+            return GrepResult(matches, pattern, False, lambda: count_matching_lines(buf, pattern, ignore_case),
+                              ignore_case=ignore_case, tallier=lambda: tally_matching_lines(buf, pattern, ignore_case))
         line_no = buf.line_of(start, hint)
         hint = (start, line_no)
         before = buf.lines(line_no - context_lines, line_no - 1) if context_lines else []
@@ -380,6 +409,30 @@ def count_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = Fals
     """How many lines match (like ``grep -c``), scanning the whole buffer."""
     regex = compile_pattern(pattern, ignore_case)
     return sum(1 for _ in _matching_lines(buf, regex, _prefilter(pattern, ignore_case)))
+
+
+def tally_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = False) -> dict[str, int]:
+    """For every line that matches: what the pattern's first group captured (the whole match
+    when it has none); how many lines gave each, most common first (a group that took no
+    part in a match counts as "")."""
+    return dict(_tally(buf, pattern, ignore_case).most_common())
+
+
+def _tally(buf: TextBuffer, pattern: str, ignore_case: bool) -> Counter[str]:
+    regex = compile_pattern(pattern, ignore_case)
+    counts: Counter[str] = Counter()
+    view = buf.view
+    for start, end in _matching_lines(buf, regex, _prefilter(pattern, ignore_case)):
+        found = regex.search(view, start, end)
+        if found is not None:
+            a, b = found.span(1 if regex.groups else 0)
+            counts["" if a < 0 else buf.decode(a, b)] += 1
+    return counts
+
+
+def _captured(found: Any, groups: int) -> str:
+    got = found.group(1 if groups else 0)
+    return "" if got is None else bytes(got).decode("utf-8", "replace")
 
 
 def re2_escape(text: str) -> str:

@@ -40,6 +40,9 @@ from rlm_runtime.context.protocol import (
 from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.errors import ContextError
 
+#: The most lines one ``lines()`` call returns (a list of them is held in memory at once).
+MAX_LINES_AT_ONCE = 100_000
+
 __all__ = ["BufferHandle", "FileHandle", "LazyCache", "LazyHandle", "TextHandle"]
 
 
@@ -110,11 +113,15 @@ class BufferHandle(abc.ABC):
 
     __str__ = __repr__
 
-    def lines(self, first: int, last: int | None = None) -> list[str]:
-        """Lines ``first``..``last`` (1-based, inclusive; one line when ``last`` is None)."""
+    def lines(self, first: int | None = None, last: int | None = None) -> list[str]:
+        """Lines ``first``..``last`` (1-based, inclusive; one line when ``last`` is None, every
+        line when both are: ``lines()``, as small models write to loop over the text)."""
+        if first is None:
+            first, last = 1, (self.n_lines if last is None else last)
         last = first if last is None else last
-        if last - first > 100_000:
-            raise ContextError("lines(): at most 100000 lines at a time; use chunk() to page")
+        if last - first > MAX_LINES_AT_ONCE:
+            raise ContextError(f"lines(): at most {MAX_LINES_AT_ONCE} lines at a time (the text has {self.n_lines}); "
+                               "use chunk() to page, `for line in context:` to loop, or grep() to find")
         out = self._buf().lines(first, last)
         self.stats.record("lines", f"{first}-{last}", sum(map(len, out)))
         return out

@@ -122,6 +122,16 @@ def test_corpus_grep_exactly_max_matches_is_complete() -> None:
     assert len(res) == 2 and res.complete
 
 
+def test_corpus_lines_without_a_range_are_one_documents_lines() -> None:
+    """It returns every line of the one searched document, or of the one named, and asks which
+    document when there are several."""
+    assert CorpusHandle.from_items(["a\nb\n"]).lines() == ["a", "b"]
+    several = CorpusHandle.from_items(["a\nb\n", "c\n"])
+    assert several.lines(doc=1) == ["c"]
+    with pytest.raises(ContextError, match=r"say which, e\.g\. lines\(doc="):
+        several.lines()
+
+
 def test_corpus_doc_by_index_and_name(project: Path) -> None:
     """It returns a document's own handle by index (negative too) or by name."""
     corpus = open_context(project)

@@ -294,3 +294,41 @@ def test_a_printed_result_ends_with_how_many_lines_match() -> None:
     assert repr(h.grep("row 1 ")).startswith("2: row 1 refund") and "in all" not in repr(h.grep("row 1 "))
     cut = repr(h.grep("billing", max_matches=4))
     assert cut.endswith("(stopped after 4 of 30 matching lines; raise max_matches or narrow the pattern. 30 lines match in all)")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("max_matches", [5, 100_000])
+def test_tally_counts_each_captured_text_over_the_whole_text(seed: int, max_matches: int) -> None:
+    """It tallies every matching line of the text (not only those kept), by the first group or
+    the whole match, most common first, as the Counter of Python's re over the same lines."""
+    from collections import Counter
+
+    rng = random.Random(seed)
+    rows = [f"Item {i} | kind={rng.choice(['ab', 'cd', 'éf', 'cd'])} | {rng.choice(WORDS)}" if rng.random() < 0.4
+            else " ".join(rng.choice(WORDS) for _ in range(4)) for i in range(3000)]
+    h = TextHandle("\n".join(rows))
+    for pattern, group in ((r"kind=(\S+)", 1), (r"kind=[ac]", 0), (r"(x1)|needle", 1)):
+        ref = Counter((m.group(group) or "") for line in rows if (m := re.search(pattern, line)))
+        got = h.grep(pattern, max_matches=max_matches).tally()
+        assert got == dict(ref) and list(got.values()) == sorted(got.values(), reverse=True), pattern
+    assert h.grep(r"KIND=(\S+)", ignore_case=True, max_matches=max_matches).tally() == h.grep(r"kind=(\S+)").tally()
+    assert h.grep("no such words").tally() == {}
+
+
+def test_tally_over_a_corpus_sums_its_documents() -> None:
+    """It tallies across every document searched, past max_matches too."""
+    from rlm_runtime.context import CorpusHandle
+
+    corpus = CorpusHandle.from_items(["k=a\nk=b\nk=a\n", "k=a\nprose\n"])
+    assert corpus.grep(r"k=(\w)", max_matches=1).tally() == corpus.grep(r"k=(\w)").tally() == {"a": 3, "b": 1}
+
+
+def test_a_result_answers_string_methods_as_its_printed_text() -> None:
+    """It answers the str methods small models call on it (split, strip, splitlines) as the text
+    it prints, keeps list's own count and index, and names an unknown attribute."""
+    h = TextHandle("one\nthe code is K-7\nthree\n")
+    hits = h.grep("code")
+    assert hits.split(":")[0] == "2" and hits.strip() == "2: the code is K-7" and hits.splitlines() == ["2: the code is K-7"]
+    assert hits.count() == 1 and hits.index(hits[0]) == 0
+    with pytest.raises(AttributeError, match="no attribute 'tokens'"):
+        hits.tokens  # noqa: B018

@@ -70,6 +70,9 @@ def test_top_level_functions_match_outside_results(ctx_sandbox: Sandbox, sources
         "context.count('needle')": outside.count("needle"),
         "context.n_tokens": outside.n_tokens,
         "list(context)[-1]": list(outside)[-1],
+        "context.lines()[-2:]": outside.lines()[-2:],
+        "grep(r'line (\\d)', max_matches=3).tally()": outside.grep(r"line (\d)").tally(),
+        "grep('needle').split(': ')[0]": outside.grep("needle").split(": ")[0],
     }
     for code, expected in cases.items():
         assert _run(ctx_sandbox, code) == repr(expected) + "\n", code

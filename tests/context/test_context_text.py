@@ -161,6 +161,17 @@ def test_lines_edge_cases() -> None:
         h.lines(1, 200_000)
 
 
+def test_lines_without_a_range_are_every_line_up_to_the_cap() -> None:
+    """It returns every line for lines() (as small models loop over the text), and refuses a
+    text longer than one call may return with a message naming the ways to page."""
+    h = TextHandle("one\ntwo\nthree\n")
+    assert h.lines() == ["one", "two", "three"] and h.lines(last=2) == ["one", "two"]
+    big = TextHandle("x\n" * 100_005)
+    with pytest.raises(ContextError, match=r"the text has 100005\).*for line in context"):
+        big.lines()
+    assert len(big.lines(1, 100_001)) == 100_001  # the cap counts as it always did
+
+
 def test_file_without_trailing_newline(write_file: Callable[..., Path]) -> None:
     """It counts a last line that has no newline, and keeps its text."""
     h = FileHandle(write_file("nt.txt", "first\nsecond"))

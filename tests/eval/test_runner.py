@@ -175,7 +175,7 @@ def six_tasks(tmp_path: Path) -> Path:
 def test_kill_9_loses_at_most_the_jobs_in_flight(six_tasks: Path, script: Path, tmp_path: Path) -> None:
     """It keeps every finished job's line whole after kill -9, and resume runs only the rest."""
     out = tmp_path / "run"
-    proc = _slow_run(six_tasks, script, out, 0.6)
+    proc = _slow_run(six_tasks, script, out, 1.5)  # seconds per call: time to signal on a busy machine
     try:
         _wait_for_lines(out / "results.jsonl", 2)
         proc.send_signal(signal.SIGKILL)
@@ -195,7 +195,7 @@ def test_kill_9_loses_at_most_the_jobs_in_flight(six_tasks: Path, script: Path, 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(six_tasks: Path, script: Path, tmp_path: Path) -> None:
     """It exits 130 on SIGINT with the finished jobs recorded and the cancelled ones not."""
     out = tmp_path / "run"
-    proc = _slow_run(six_tasks, script, out, 0.6)
+    proc = _slow_run(six_tasks, script, out, 1.5)  # seconds per call: time to signal on a busy machine
     try:
         _wait_for_lines(out / "results.jsonl", 1)
         proc.send_signal(signal.SIGINT)

@@ -223,3 +223,13 @@ def test_a_question_name_with_a_leading_noun_is_found_by_its_last_word(tmp_path:
                        question="Programme Belpex has a lead. What is that person's badge number?")
     shown = client.prompts[1][-1]["content"]
     assert 'the question names "Belpex"' in shown and LEAD in shown and BADGE in shown
+
+
+def test_a_cell_that_failed_before_searching_is_shown_the_question_names_lines(tmp_path: Path) -> None:
+    """It shows the lines of the question's name after a cell that named it in code but failed
+    before any search ran (a small model's first cell often does), and takes the next answer."""
+    failing = "first = next(l for l in context.lines(None, None, None) if 'Belpex' in l)\nprint(first)"
+    answer, client, _ = ask(tmp_path, [code(failing), code("FINAL('24472')")])
+    shown = client.prompts[1][-1]["content"]
+    assert answer == "24472" and "TypeError" in shown
+    assert 'the question names "Belpex"' in shown and LEAD in shown and BADGE in shown

@@ -192,18 +192,18 @@ def test_a_stream_stopped_early_is_closed_at_once(server: tuple[str, list[dict[s
     that holds the connection pool's lock, and the process deadlocks (seen with llama.cpp)."""
     url, _ = server
     lib = _lib()
-    streams: list[Any] = []
+    streams: list[Any] = []  # the provider's stream of each call (litellm's own close() drops it)
     real = lib.completion
 
     def recording(**kwargs: Any) -> Any:
         result = real(**kwargs)
-        streams.append(result)
+        streams.append(result.completion_stream)
         return result
 
     monkeypatch.setattr(lib, "completion", recording)
     completion = LiteLLMClient("openai/ok", api_base=url).complete(HELLO, stop_after_code_block=True)
     assert completion.finish_reason == "code_block_closed"
-    inner = streams[0].completion_stream
+    inner = streams[0]
     assert inspect.getgeneratorstate(inner._iterator) == inspect.GEN_CLOSED
     assert inner.response.is_closed
 
