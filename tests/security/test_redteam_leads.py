@@ -83,3 +83,33 @@ def test_empty_grep_notes_are_few_short_and_cannot_buy_time(box: Sandbox) -> Non
     assert time.monotonic() - began < 5 + 2 + 5  # the cell's timeout, the notes' limit, slack
     assert box.execute("print(n)").stdout == "500\n"
     assert SECRET not in _said(r)
+
+
+@pytest.mark.parametrize("attack", [
+    # the string methods a grep result answers as its text: none formats, none is a dunder
+    "print(grep('alpha').format(grep('alpha')))",
+    "print(grep('alpha').format_map({}))",
+    "print(getattr(grep('alpha'), 'format')('{0.__class__}', 1))",
+    "print(grep('alpha').__getattr__('split'))",
+    "print(grep('alpha')._tallier)",
+    "r = grep('alpha')\nr._tallier = print\nprint(r.tally())",
+    "print(grep('alpha').split.__self__.__class__.__mro__)",
+])
+def test_a_grep_result_as_text_and_its_tally_open_nothing(box: Sandbox, attack: str) -> None:
+    """It refuses format on a grep result, its private tallier, and dunder walks from the
+    string methods it answers; nothing of the host leaks."""
+    r = box.execute(attack)
+    assert r.error is not None, r.stdout
+    assert SECRET not in _said(r)
+
+
+def test_a_tally_of_every_line_is_bounded_by_the_cell(box: Sandbox) -> None:
+    """It tallies a pattern that captures every line in linear time, and a hostile pattern
+    RE2 refuses gets a clear error; the worker keeps its variables."""
+    box.execute("kept = 41")
+    began = time.monotonic()
+    r = box.execute("t = grep('(.*)', max_matches=1).tally()\nprint(len(t), t['filler words here'])")
+    assert r.ok and r.stdout.split() == ["3", "2000"] and time.monotonic() - began < 5
+    r = box.execute("grep(r'(a+)+\\1').tally()")
+    assert r.error_type == "ContextError" and "backreferences" in r.error
+    assert box.execute("print(kept + 1)").stdout == "42\n"
