@@ -195,6 +195,66 @@ def shows_many_lines(stdout: str, at_least: int) -> bool:
     return _STOPPED in stdout or len(grep_rows(stdout)) >= at_least
 
 
+#: Words that shape a question rather than name what it is about.
+_FUNCTION_WORDS = _LEADING | frozenset("""many much more most least fewest that this these those there their them they with
+have has had been being into than then also about over under each every some other same such only very just text
+number total times often common appears appear occurs occur does there""".split())
+
+
+def question_words(question: str, most: int = 6) -> list[str]:
+    """The words a question is about (four letters or more, not its function words), each
+    in a form that also finds its singular and capitalised uses (``sightings`` ->
+    ``sighting``, ``species`` -> ``specie``): for grepping as a prefix, ignoring case."""
+    out: list[str] = []
+    for word in re.findall(r"[^\W\d_]{4,}", question):
+        low = word.lower()
+        if low in _FUNCTION_WORDS:
+            continue
+        stem = low[:-1] if low.endswith("s") and not low.endswith(("ss", "us", "is")) else low
+        if stem not in out:
+            out.append(stem)
+    return out[:most]
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+#: A field is a label when its values are few: at most this many kinds, and at most half the lines.
+_MAX_KINDS = 12
+
+
+def record_pattern(rows: Sequence[str]) -> str | None:
+    """From lines that include records of one form (``Record 12 | kind=otter | free text``),
+    a grep pattern whose group captures their label field, or None.
+
+    The records are the largest group of lines opening with the same word (or a number); the label is the
+    first field (a word position, counted from that opening word) whose values are words,
+    not numbers, and few (2 to 12 kinds, at most half as many as the lines), every field
+    before it being one fixed word or a number. Free text after the label varies too much to
+    be mistaken for one."""
+    groups: dict[str, list[list[str]]] = {}
+    for row in rows:
+        tokens = _TOKEN.findall(row)
+        if len(tokens) >= 2:
+            groups.setdefault("" if tokens[0].isdigit() else tokens[0], []).append(tokens)
+    if not groups:
+        return None
+    opening, lines = max(groups.items(), key=lambda kv: len(kv[1]))
+    if len(lines) < 4:
+        return None
+    parts = [re.escape(opening) if opening else r"\d+"]
+    for i in range(1, min(min(len(t) for t in lines), 8)):
+        values = [t[i] for t in lines]
+        kinds = set(values)
+        if all(v.isdigit() for v in values):
+            parts.append(r"\d+")
+        elif len(kinds) == 1:
+            parts.append(re.escape(values[0]))
+        elif 2 <= len(kinds) <= min(_MAX_KINDS, len(values) // 2) and not any(v.isdigit() for v in values):
+            return r"^\W*" + r"\W+".join(parts) + r"\W+(\w+)"
+        else:
+            return None
+    return None
+
+
 def question_names(question: str) -> list[str]:
     """The names a question mentions: runs of capitalised words, less the question words
     that open a sentence (``What``, ``The``...), longest first. ``"Who leads project
@@ -249,6 +309,31 @@ def answer_tokens(answer: str, question: str = "", most: int = 3) -> list[str]:
     return out[:most]
 
 
+def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[str] = (), written: str | None = None) -> str | None:
+    """A part of ``answer`` (see ``answer_tokens``; one the model typed, when ``written``, its
+    reply, is given: not one its code computed) that the grep rows in ``shown`` hold only
+    on lines about something else: lines that mention no name of the question, nor a name
+    that lines about it tie to it (two links, or a name in ``linked``), else None. A small
+    model greps the kind of value asked for and answers from the first line it sees, which is
+    about another name."""
+    known = {f.lower() for n in question_names(question) for f in name_forms(n)}
+    if not known:
+        return None
+    known |= {k.lower() for k in linked}
+    rows = [r.lower() for r in grep_rows(shown)]
+    originals = grep_rows(shown)
+    for _ in range(2):
+        tied = [originals[i] for i, r in enumerate(rows) if any(k in r for k in known)]
+        known |= {n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)}
+    for token in answer_tokens(answer, question):
+        if written is not None and token not in written:
+            continue
+        holding = [r for r in rows if token.lower() in r]
+        if holding and not any(k in r for r in holding for k in known):
+            return token
+    return None
+
+
 def unbacked_count(answer: str, question: str, shown: str, written: str) -> str | None:
     """For a "how many" question: the number the answer gives when the model wrote it
     itself (it is in ``written``, the reply, not computed by its code) and no output it was
@@ -263,6 +348,30 @@ def unbacked_count(answer: str, question: str, shown: str, written: str) -> str 
     if any(_has_number(text, n) for n in numbers):
         return None
     return numbers[0]
+
+
+_MOST = re.compile(r"\b(?:most|least|fewest)\b", re.IGNORECASE)
+_OFTEN = re.compile(r"\b(?:common\w*|often|frequent\w*|times|appears?|occurs?|popular)\b", re.IGNORECASE)
+
+
+def is_tally_question(question: str) -> bool:
+    """Whether the question asks which kind is the most (or least) common: its answer rests
+    on a count of every kind."""
+    return _MOST.search(question) is not None and _OFTEN.search(question) is not None
+
+
+def untallied_answer(answer: str, question: str, shown: str, written: str) -> bool:
+    """For a "which is most common" question: whether the answer, written by the model itself
+    (in ``written``), names no kind that an output showed with a count beside it (``'x': 40``,
+    ``x = 40``, ``x 40``). A small model names the first label it read, or the question's own
+    word, without counting."""
+    if not is_tally_question(question):
+        return False
+    words = [w for w in re.findall(r"[^\W\d_][\w-]{2,}", answer) if w.lower() not in question.lower()]
+    if any(w not in written for w in words) or (not words and answer.strip() not in written):
+        return False  # computed by its code, not typed
+    text = _ROW_PREFIX.sub("", shown)
+    return not any(re.search(rf"(?i)(?<![\w-]){re.escape(w)}['\"]?\s*[:=,]?\s*\d", text) for w in words)
 
 
 def _has_number(text: str, number: str) -> bool:
@@ -302,6 +411,28 @@ def answer_to_follow(answer: str, question: str) -> str | None:
     return new[0] if len(new) == 1 else None
 
 
+def without_echo(code: str, shown: str) -> str:
+    """``code`` less the lines it copies from ``shown`` (the message the model answered), when
+    the block is not Python as written and is without them. Small models paste the runtime's
+    feedback (the output, its notes) into their next block, which then fails to parse. A block
+    that parses is returned as it is: a suggested call copied into code is code."""
+    if _parses(code):
+        return code
+    said = {line.strip() for line in shown.splitlines() if len(line.strip()) >= 8}
+    kept = [line for line in code.splitlines()
+            if not (len(line.strip()) >= 8 and (line.strip() in said or line.strip().lstrip("#").strip() in said))]
+    rest = "\n".join(kept)
+    return rest if len(kept) < len(code.splitlines()) and _parses(rest) else code
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def only_comments(code: str) -> bool:
     """Whether a block holds nothing but comments and blank lines."""
     return not any(line.strip() and not line.strip().startswith("#") for line in code.splitlines())
@@ -332,11 +463,17 @@ class CellOutcome:
     warnings: Sequence[str]
 
 
+#: The TypeError of arithmetic on a number cut from a printed line (``hit.split(":")[0] - 5``).
+_NUMBER_AS_TEXT = re.compile(r"TypeError: (?:unsupported operand type\(s\) for [^:]*: '(?:str' and 'int|int' and 'str)'"
+                             r"|can only concatenate str \(not \"int\"\)|a line number must be an int)")
+
+
 def cell_feedback(outcome: CellOutcome, notes: Mapping[str, str]) -> tuple[str, bool]:
     """The text one cell contributes to the next turn, and whether the cell failed.
 
     ``notes`` holds the hints shown to the model: ``not_python`` (a block the parser
-    refused as a syntax error) and ``warning`` (a template with ``{warning}``).
+    refused as a syntax error), ``number_as_text`` (arithmetic on a number that is still
+    text) and ``warning`` (a template with ``{warning}``).
     """
     text = outcome.stdout
     failed = outcome.error is not None
@@ -344,6 +481,8 @@ def cell_feedback(outcome: CellOutcome, notes: Mapping[str, str]) -> tuple[str, 
         text += ("\n" if text and not text.endswith("\n") else "") + outcome.error
         if outcome.error_type == "PolicyViolation" and "SyntaxError" in outcome.error:
             text += "\n" + notes["not_python"]
+        elif _NUMBER_AS_TEXT.search(outcome.error):
+            text += "\n" + notes["number_as_text"]
     for warning in outcome.warnings:
         text += "\n" + notes["warning"].replace("{warning}", warning)
     return text.strip() or notes["no_output"], failed

@@ -54,6 +54,11 @@ _FOLLOWS = 2
 #: adds at most this many new names.
 _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
+#: Lines of a question's word read to find records of one form (and the fewest records counted).
+_RECORD_SAMPLE = 40
+#: After an empty grep, the lines of this many of the question's rarest words, this many each.
+_WORDS_SHOWN = 2
+_WORD_LINES = 3
 
 
 @dataclass
@@ -211,6 +216,9 @@ class Run:
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
         self.count_checked = False  # a count no output showed was questioned once
         self.grounding_checked = False  # an answer the text never holds was questioned once
+        self.records_tried = False  # records of the text were looked for, for a counting question
+        self.words_shown = False  # the question's words were looked up after an empty grep
+        self.link_checked = False  # an answer read on a line about another name was questioned once
 
     @property
     def client(self) -> LLMClient:
@@ -302,6 +310,7 @@ class Run:
             answer: str | None = None
             if blocks:
                 reprompted = False
+                blocks = [harness.without_echo(b, messages[-2]["content"]) for b in blocks]
                 answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
                 repeats = repeats + 1 if blocks == self.last_blocks else 0
@@ -323,6 +332,7 @@ class Run:
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = (self._count_note(answer, reply) or self._grounding_note(sandbox, answer, reply)
+                         or self._unlinked_note(sandbox, answer, reply)
                          or self._follow_note(sandbox, answer)) if self.iterations < lim.max_iterations else None
                 if check is None:
                     return RunResult(answer, iterations=self.iterations)
@@ -378,6 +388,9 @@ class Run:
                 searched = "" if result.error else code
                 note = self._chain_note(sandbox, result.stdout) or self._named_note(sandbox, searched, result.stdout)
                 text += "\n" + note if note else ""
+            if not result.has_final and not self.records_tried:
+                records = self._records_note(sandbox)
+                text += "\n" + records if records else ""
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
@@ -402,7 +415,71 @@ class Run:
                 note = self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
                 chain = self._chain_note(sandbox, lines)  # those lines may tie the question's name to the next one
                 return note + ("\n" + chain if chain else "")
-        return self._search_hint() if self.tree.search is not None else ""
+        # Ranked chunks find a fact worded otherwise; records to count are found by their words.
+        counting = harness.is_count_question(self.query) or harness.is_tally_question(self.query)
+        if self.tree.search is not None and not counting:
+            return self._search_hint()
+        return self._words_note(sandbox) or (self._search_hint() if self.tree.search is not None else "")
+
+    def _words_note(self, sandbox: Sandbox) -> str:
+        """After an empty grep with no hint to run (once a run; with search, for a counting
+        question only): how many lines hold each word
+        the question is about (as a prefix, ignoring case, so that ``sightings`` finds
+        "Sighting #12"), and a few lines of the rarest words that occur. Small models grep the
+        question's word for a kind of thing, which the text may never write."""
+        if self.words_shown:
+            return ""
+        self.words_shown = True
+        words = harness.question_words(self.query)
+        if not words:
+            return ""
+        patterns = [r"\b" + re2_escape(w) for w in words]
+        result = sandbox.execute(f"print([grep(p, ignore_case=True, max_matches=1).count() for p in {patterns!r}])")
+        try:
+            counts = [int(n) for n in (result.stdout or "").strip().strip("[]").split(",")] if result.ok else []
+        except ValueError:
+            counts = []
+        if len(counts) != len(words) or not any(counts):
+            return ""
+        found = sorted((n, k) for k, n in enumerate(counts) if n)[:_WORDS_SHOWN]
+        shown = []
+        for _, k in found:
+            lines = sandbox.execute(f"print(grep({patterns[k]!r}, ignore_case=True, max_matches={_WORD_LINES}))")
+            if lines.ok and (lines.stdout or "").strip():
+                shown.append(self.tree.setup.prompts.text("question_word_lines", word=words[k], lines=lines.stdout.strip()))
+        tally = ", ".join(f"{w!r} {n}" for w, n in zip(words, counts, strict=True))
+        self.emit({"type": "tool_call", "name": "grep", "args": tally[:200], "result": "the question's words, after an empty grep",
+                   "error": None, "duration_s": 0.0})
+        note = self.tree.setup.prompts.text("question_words", counts=tally, lines="\n".join(shown))
+        self.seen.append(note)
+        return note
+
+    def _records_note(self, sandbox: Sandbox) -> str:
+        """For a question that counts ("how many", "which is most common"), after its first
+        cell: when the lines holding a word of the question are records of one form with a
+        label field (``Record 12 | kind=otter | ...``), that form's tally over the whole text,
+        counted here. Small models seldom work out a record's form and count it right; the
+        counts are the data the answer rests on."""
+        self.records_tried = True
+        if not (harness.is_count_question(self.query) or harness.is_tally_question(self.query)):
+            return ""
+        for word in harness.question_words(self.query):
+            prefix = r"\b" + re2_escape(word)
+            found = sandbox.execute(f"print(grep({prefix!r}, ignore_case=True, max_matches={_RECORD_SAMPLE}))")
+            pattern = harness.record_pattern(harness.grep_rows(found.stdout or "")) if found.ok else None
+            if pattern is None:
+                continue
+            result = sandbox.execute(f"r = grep({pattern!r}, max_matches=2)\nprint(r.count())\nprint(r)\nprint(r.tally())")
+            out = (result.stdout or "").strip().split("\n")
+            if not result.ok or len(out) < 4 or not out[0].isdigit() or int(out[0]) < _RECORD_SAMPLE // 2:
+                continue
+            self.emit({"type": "tool_call", "name": "grep", "args": f"{pattern!r}.tally()"[:200],
+                       "result": "records counted for a counting question", "error": None, "duration_s": result.duration_s})
+            note = self.tree.setup.prompts.text("records_tally", total=out[0], lines="\n".join(out[1:-1]), pattern=pattern,
+                                                counts=out[-1], question=self.query)
+            self.seen.append(note)
+            return note
+        return ""
 
     def _lines_of(self, sandbox: Sandbox, term: str) -> list[str] | None:
         """The lines holding ``term`` (ignoring case), found in the run's sandbox; None when
@@ -477,11 +554,15 @@ class Run:
         return "\n".join(shown)
 
     def _count_note(self, answer: str, reply: str) -> str | None:
-        """Before taking a count the model wrote and no output showed: ask once for it to be
-        counted in code."""
+        """Before taking a count the model wrote and no output showed, or a "most common" kind
+        no output showed counted: ask once for it to be counted in code."""
         if self.count_checked:
             return None
-        number = harness.unbacked_count(answer, self.query, "\n".join(self.seen), reply)
+        shown = "\n".join(self.seen)
+        if harness.untallied_answer(answer, self.query, shown, reply):
+            self.count_checked = True
+            return self.tree.setup.prompts.text("tally_answer", answer=" ".join(answer.split())[:200], question=self.query)
+        number = harness.unbacked_count(answer, self.query, shown, reply)
         if number is None:
             return None
         self.count_checked = True
@@ -499,6 +580,26 @@ class Run:
             if result.ok and (result.stdout or "").strip() == "0":
                 self.grounding_checked = True
                 return self.tree.setup.prompts.text("ungrounded_answer", token=token, question=self.query)
+        return None
+
+    def _unlinked_note(self, sandbox: Sandbox, answer: str, reply: str) -> str | None:
+        """Before taking an answer read from a line about another name than the question's
+        (the serial of the first of several lines a broad grep printed): the lines of the
+        question's name, and one more turn. Asked once."""
+        if self.link_checked or harness.is_count_question(self.query):
+            return None
+        token = harness.unlinked_answer(answer, self.query, "\n".join(self.seen), self.chained, written=reply)
+        if token is None:
+            return None
+        self.link_checked = True
+        for full in harness.question_names(self.query):
+            for name in harness.name_forms(full):
+                lines = self._lines_of(sandbox, name)
+                if lines:
+                    self._shown(name, lines, "the question's name, before taking an answer read elsewhere")
+                    self.seen.append("\n".join(lines))
+                    return self.tree.setup.prompts.text("unlinked_answer", token=token, term=name, lines="\n".join(lines),
+                                                        question=self.query)
         return None
 
     def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rlm_runtime import harness
 from rlm_runtime.harness import CellOutcome, Exchange
 
-NOTES = {"not_python": "NOT PYTHON", "warning": "note: {warning}", "no_output": "(no output)"}
+NOTES = {"not_python": "NOT PYTHON", "warning": "note: {warning}", "no_output": "(no output)", "number_as_text": "AS TEXT"}
 
 
 def test_blocks_are_parsed_in_order_and_other_languages_skipped() -> None:
@@ -45,6 +45,15 @@ def test_cell_feedback_adds_the_error_and_the_not_python_hint() -> None:
     text, failed = harness.cell_feedback(CellOutcome("partial\n", "SyntaxError: bad", "PolicyViolation", ["slow"]), NOTES)
     assert failed and text == "partial\nSyntaxError: bad\nNOT PYTHON\nnote: slow"
     assert harness.cell_feedback(CellOutcome("", None, None, []), NOTES) == ("(no output)", False)
+
+
+def test_cell_feedback_says_when_a_number_is_still_text() -> None:
+    """It adds the line_no hint to arithmetic on a number cut from a printed line, not to other TypeErrors."""
+    for error in ("TypeError: unsupported operand type(s) for -: 'str' and 'int'", 'TypeError: can only concatenate str (not "int") to str',
+                  "TypeError: a line number must be an int, not str 'x'"):
+        assert harness.cell_feedback(CellOutcome("", error, "TypeError", []), NOTES)[0].endswith("AS TEXT"), error
+    other = "TypeError: unsupported operand type(s) for -: 'list' and 'int'"
+    assert "AS TEXT" not in harness.cell_feedback(CellOutcome("", other, "TypeError", []), NOTES)[0]
 
 
 def test_cap_keeps_head_and_tail() -> None:
@@ -147,3 +156,75 @@ def test_the_forms_a_name_takes() -> None:
     assert harness.name_forms("Package Pexorolo") == ["Package Pexorolo", "Pexorolo"]
     assert harness.name_forms("Belpex") == ["Belpex"]
     assert harness.name_forms("Ada Li") == ["Ada Li"]
+
+
+def test_unlinked_answer_is_a_value_read_only_on_lines_about_another_name() -> None:
+    """It names the part of an answer that printed rows hold only on lines about someone else,
+    and nothing for a value on the question's line, one a line ties to it, or a value not shown."""
+    shown = "4: Bribelpim was assigned SN430340.\n9: Caiyar was assigned SN985077.\n12: Caiyar reports to Mira Tov.\n15: Mira Tov has code K-2291."
+    question = "What is the serial number of Caiyar?"
+    assert harness.unlinked_answer("SN430340", question, shown) == "SN430340"
+    assert harness.unlinked_answer("It is SN985077", question, shown) is None
+    assert harness.unlinked_answer("K-2291", question, shown) is None  # Caiyar -> Mira Tov -> the code
+    assert harness.unlinked_answer("SN111111", question, shown) is None  # not shown: another check's matter
+    assert harness.unlinked_answer("SN430340", "What is the serial number?", shown) is None  # no name to tie to
+    assert harness.unlinked_answer("SN430340", question, shown, linked=["bribelpim"]) is None
+    assert harness.unlinked_answer("SN430340", question, shown, written="FINAL(codes[0])") is None  # computed
+    assert harness.unlinked_answer("SN430340", question, shown, written='FINAL("SN430340")') == "SN430340"
+
+
+def test_untallied_answer_is_a_kind_typed_without_a_count_shown() -> None:
+    """It flags a "most common" answer the model typed when no output showed that kind with a
+    count, and not one an output counted, one its code computed, or another kind of question."""
+    question = "Among all tickets, which category appears the most times?"
+    typed = 'FINAL("hardware")'
+    assert harness.is_tally_question(question) and harness.is_tally_question("Which colour is least common?")
+    assert not harness.is_tally_question("How many tickets?") and not harness.is_tally_question("Which is the most expensive?")
+    assert harness.untallied_answer("hardware", question, "12: Record 3421 | category=hardware | x", typed)
+    assert harness.untallied_answer("category", question, "", 'FINAL("category")')  # the question's own word
+    assert not harness.untallied_answer("hardware", question, "{'hardware': 40, 'billing': 21}", typed)
+    assert not harness.untallied_answer("hardware", question, "hardware 40\nbilling 21", typed)
+    assert not harness.untallied_answer("hardware", question, "", "FINAL(top)")  # computed in code
+    assert not harness.untallied_answer("hardware", "What is the category of ticket 3421?", "", typed)
+
+
+def test_question_words_are_the_words_it_is_about_in_a_prefix_form() -> None:
+    """It keeps the content words of four letters or more, singular by a dropped final s,
+    lower case, once each, and none of the words that shape a question."""
+    assert harness.question_words("What is the most common species of the sightings?") == ["specie", "sighting"]
+    assert harness.question_words("How many Tickets have the status open? How many tickets?") == ["ticket", "status", "open"]
+    assert harness.question_words("Which one appears most often?") == []
+
+
+def test_a_block_pasting_the_feedback_it_answers_runs_without_the_pasted_lines() -> None:
+    """It drops the lines a block copies from the message before it when the block is not
+    Python with them and is without them; a block that parses is left alone."""
+    shown = ("Output of your code (turn 1 of 8):\nTraceback (your code):\n  line 2: x = hits[0]\n"
+             "IndexError: grep found no lines\nnote: keep them with hits = grep('otter', ignore_case=True)")
+    pasted = "# Output of your code (turn 1 of 8):\nTraceback (your code):\nIndexError: grep found no lines\nprint(grep('otter'))"
+    assert harness.without_echo(pasted, shown) == "print(grep('otter'))"
+    assert harness.without_echo("Traceback (your code):\nIndexError: grep found no lines", shown) == ""
+    copied = "hits = grep('otter', ignore_case=True)\nprint(hits)"
+    assert harness.without_echo(copied, shown) == copied  # Python as it is
+    broken = "print(grep('otter')"
+    assert harness.without_echo(broken, shown) == broken  # nothing pasted: its own error stands
+
+
+def test_record_pattern_captures_the_label_field_of_records_of_one_form() -> None:
+    """It finds the label field of records among other lines, whatever the form, and nothing
+    where no field has few kinds (free text, one kind only, too few records)."""
+    import re
+
+    labels = ["red", "blue", "red", "green", "red", "blue"] * 3
+    forms = {"Item {i} | colour={c} | free {i} text": "red", "Ticket {i} was filed under {c} (free {i} words)": "red",
+             "[entry-{i}] colour: {c}; note: free {i}.": "red", "{i},{c},free text {i}": "red"}
+    for form in forms:
+        rows = [form.format(i=100 + k, c=c) for k, c in enumerate(labels)] + ["Prose line about colour and more."] * 3
+        pattern = harness.record_pattern(rows)
+        assert pattern is not None, form
+        got = [m.group(1) for r in rows if (m := re.search(pattern, r))]
+        assert got == labels, form
+    free = [f"Item {k} | the text {k * 7} runs on with word{k}" for k in range(18)]
+    assert harness.record_pattern(free) is None
+    assert harness.record_pattern([f"Item {k} | colour=red | x" for k in range(18)]) is None
+    assert harness.record_pattern([f"Item {k} | colour={c} | x" for k, c in enumerate(labels[:3])]) is None

@@ -26,7 +26,7 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import tokens as _tokens
 from rlm_runtime.context.buffer import TextBuffer, looks_binary
-from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle
+from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
 from rlm_runtime.context.probe import FolderProbe, probe_corpus
 from rlm_runtime.context.protocol import (
     BINARY_EXTENSIONS,
@@ -341,6 +341,7 @@ class CorpusHandle:
             document = searched[0]
         else:
             document = self._document(doc)
+        first, last = line_number(first), line_number(last)
         out = document.handle.lines(first, last)
         span = "all" if first is None and last is None else f"{first or 1}-{first if last is None else last}"
         self.stats.record("lines", f"{document.name} {span}", sum(map(len, out)))

@@ -43,6 +43,18 @@ from rlm_runtime.errors import ContextError
 #: The most lines one ``lines()`` call returns (a list of them is held in memory at once).
 MAX_LINES_AT_ONCE = 100_000
 
+
+def line_number(value: Any) -> int | None:
+    """A line number as small models pass one: an int, a grep match (its line), or the text
+    of a number (``hit.split(":")[0]``)."""
+    if value is None or isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, _grep.GrepMatch):
+        return value.line_no
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise TypeError(f"a line number must be an int, not {type(value).__name__} {str(value)[:40]!r}")
+
 __all__ = ["BufferHandle", "FileHandle", "LazyCache", "LazyHandle", "TextHandle"]
 
 
@@ -116,6 +128,7 @@ class BufferHandle(abc.ABC):
     def lines(self, first: int | None = None, last: int | None = None) -> list[str]:
         """Lines ``first``..``last`` (1-based, inclusive; one line when ``last`` is None, every
         line when both are: ``lines()``, as small models write to loop over the text)."""
+        first, last = line_number(first), line_number(last)
         if first is None:
             first, last = 1, (self.n_lines if last is None else last)
         last = first if last is None else last

@@ -215,3 +215,14 @@ def test_n_bytes_and_repr_do_not_dump_the_text() -> None:
     assert h.n_bytes == 20
     assert "mine" in repr(h) and "20 bytes" in repr(h) and "é" not in repr(h)
     assert str(h) == repr(h)
+
+
+def test_lines_take_line_numbers_as_small_models_pass_them() -> None:
+    """It takes a grep match (its line), or the text of a number, for a line number, and
+    refuses anything else with a TypeError naming it."""
+    h = TextHandle("one\ntwo\nthree\nfour\n")
+    hit = h.grep("three")[0]
+    assert h.lines(hit) == ["three"] and h.lines("2", " 3 ") == ["two", "three"] and h.lines(hit.split(":")[0]) == ["three"]
+    for bad in ("two", 2.0, True, [1]):
+        with pytest.raises(TypeError, match="a line number must be an int"):
+            h.lines(bad)  # type: ignore[arg-type]

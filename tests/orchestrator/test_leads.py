@@ -233,3 +233,96 @@ def test_a_cell_that_failed_before_searching_is_shown_the_question_names_lines(t
     shown = client.prompts[1][-1]["content"]
     assert answer == "24472" and "TypeError" in shown
     assert 'the question names "Belpex"' in shown and LEAD in shown and BADGE in shown
+
+
+def _serials(tmp_path: Path) -> Path:
+    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(300)]
+    rows[40] = "Bribelpim was assigned the serial number SN430340 last spring."
+    rows[200] = "Caiyar was assigned the serial number SN985077 last spring."
+    path = tmp_path / "serials.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_answer_read_on_a_line_about_another_name_is_shown_the_question_names_lines(tmp_path: Path) -> None:
+    """It questions once an answer the model read on a line that names someone else than the
+    question asks about, showing that name's lines; the same answer given again is taken."""
+    question = "The text mentions the serial number of Caiyar. What is it?"
+    for replies, expected in (([code("print(grep('serial number'))"), code("FINAL('SN430340')"), code("FINAL('SN985077')")], "SN985077"),
+                              ([code("print(grep('serial number'))"), code("FINAL('SN430340')"), code("FINAL('SN430340')")], "SN430340")):
+        client = ScriptedClient(replies)
+        with Session(client, contexts=[_serials(tmp_path)], limits=fast()) as s:
+            assert s.ask(question).answer == expected
+        note = client.prompts[2][-1]["content"]
+        assert '"SN430340" comes from a line that does not mention "Caiyar"' in note and "SN985077 last spring" in note
+    # read on the line of the question's name, or on a line tied to it: taken at once
+    for answer in ("SN985077", "Caiyar was assigned SN985077"):
+        client = ScriptedClient([code("print(grep('serial number'))"), code(f"FINAL({answer!r})")])
+        with Session(client, contexts=[_serials(tmp_path)], limits=fast()) as s:
+            assert s.ask(question).answer == answer and len(client.prompts) == 2
+
+
+def test_an_answer_on_the_second_link_of_a_chain_the_model_followed_is_taken(tmp_path: Path) -> None:
+    """It takes at once a value read on a line about the name the question's line led to."""
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))\nprint(grep('Junsen Monnovbel'))"), code("FINAL('24472')")])
+    assert answer == "24472" and len(client.prompts) == 2
+
+
+def test_a_most_common_kind_named_without_counting_is_asked_for_a_tally_once(tmp_path: Path) -> None:
+    """It asks once for a count of each kind before taking a "most common" answer no output
+    counted, and takes the answer read from a printed tally."""
+    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(400)]
+    for k in range(15):  # too few records for the runtime to count them itself
+        rows[5 + k * 6] = f"Record {1000 + k} | colour={'red' if k % 3 else 'blue'} | seen near the gate"
+    path = tmp_path / "records.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    client = ScriptedClient([code("print(grep('colour', max_matches=3))"), code("FINAL('blue')"),
+                             code("print(grep(r'colour=(\\w+)').tally())"), code("FINAL('red')")])
+    with Session(client, contexts=[path], limits=fast()) as s:
+        assert s.ask("Which colour is the most common among the records?").answer == "red"
+    assert "records of one form" not in client.prompts[1][-1]["content"]
+    assert 'Before "blue" is taken as the answer: no output so far shows how many' in client.prompts[2][-1]["content"]
+    assert "{'red': 10, 'blue': 5}" in client.prompts[3][-1]["content"]
+
+
+def _records(tmp_path: Path) -> Path:
+    rows = [f"Filler line {i}: the archive notes nothing of interest, colour aside." for i in range(900)]
+    for k in range(120):
+        label = ("heron", "otter", "heron", "marten", "heron", "otter")[k % 6]
+        rows[3 + k * 7] = f"[sighting-{4000 + k}] colour: {label}; note: words {k} here."
+    path = tmp_path / "sightings.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_records_of_one_form_are_counted_for_a_counting_question_once(tmp_path: Path) -> None:
+    """It finds, for a question that counts, the records among the lines of the question's
+    words, tallies their label field over the whole text and shows it once; other questions
+    get no tally."""
+    client = ScriptedClient([code("print(1)"), code("print(2)"), code("FINAL('heron')")])
+    with Session(client, contexts=[_records(tmp_path)], limits=fast()) as s:
+        assert s.ask("Which label occurs most often among the sightings?").answer == "heron"
+    note = client.prompts[1][-1]["content"]
+    assert "note: 120 lines of the text are records of one form, such as:\n4: [sighting-4000] colour: heron; note:" in note
+    assert "{'heron': 60, 'otter': 40, 'marten': 20}" in note and "records of one form" not in client.prompts[2][-1]["content"]
+    client = ScriptedClient([code("print(1)"), code("FINAL('x')")])
+    with Session(client, contexts=[_records(tmp_path)], limits=fast()) as s:
+        s.ask("What is the colour of sighting 4007?")
+    assert "records of one form" not in client.prompts[1][-1]["content"]
+
+
+def test_an_empty_grep_is_shown_how_often_the_questions_words_occur_once(tmp_path: Path) -> None:
+    """It answers an empty grep with no hint to run by counting the lines of each word the
+    question is about (its singular, any case) and showing a few lines of the rarest, once."""
+    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(400)]
+    for k in range(30):
+        rows[7 + k * 11] = f"Sighting #{500 + k} [{'heron' if k % 4 else 'otter'}]: near the old mill."
+    path = tmp_path / "log.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    client = ScriptedClient([code("print(grep('species'))"), code("print(grep('genus'))"), code("FINAL('heron')")])
+    with Session(client, contexts=[path], limits=fast()) as s:
+        s.ask("Which species is the most common among the sightings?")
+    note = client.prompts[1][-1]["content"]
+    assert "The question's own words in the text (lines that hold each, ignoring case): 'specie' 0, 'sighting' 30." in note
+    assert 'Lines with "sighting":\n8: Sighting #500 [otter]: near the old mill.' in note
+    assert "The question's own words" not in client.prompts[2][-1]["content"]
