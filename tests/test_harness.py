@@ -161,7 +161,8 @@ def test_the_forms_a_name_takes() -> None:
 def test_unlinked_answer_is_a_value_read_only_on_lines_about_another_name() -> None:
     """It names the part of an answer that printed rows hold only on lines about someone else,
     and nothing for a value on the question's line, one a line ties to it, or a value not shown."""
-    shown = "4: Bribelpim was assigned SN430340.\n9: Caiyar was assigned SN985077.\n12: Caiyar reports to Mira Tov.\n15: Mira Tov has code K-2291."
+    shown = ("4: Bribelpim was assigned SN430340.\n9: Caiyar was assigned SN985077.\n12: Caiyar reports to Mira Tov.\n"
+             "15: Mira Tov has code K-2291.")
     question = "What is the serial number of Caiyar?"
     assert harness.unlinked_answer("SN430340", question, shown) == "SN430340"
     assert harness.unlinked_answer("It is SN985077", question, shown) is None
