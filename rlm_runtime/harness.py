@@ -374,8 +374,28 @@ def untallied_answer(answer: str, question: str, shown: str, written: str) -> bo
     return not any(re.search(rf"(?i)(?<![\w-]){re.escape(w)}['\"]?\s*[:=,]?\s*\d", text) for w in words)
 
 
+def counts_disagree(answer: str, question: str, counts: Mapping[str, int]) -> tuple[str, str] | None:
+    """What ``counts`` (a tally of records by kind) say the answer is, when ``answer`` says
+    otherwise: for "which kind is most (least) common", the kind with the most (fewest); for
+    "how many", the count of the one kind the question names. As (expected, why), or None."""
+    if len(counts) < 2:
+        return None
+    if is_tally_question(question):
+        pick = min if re.search(r"\b(?:least|fewest)\b", question, re.IGNORECASE) else max
+        top = pick(counts, key=lambda k: counts[k])
+        if re.search(rf"(?i)(?<![\w-]){re.escape(top)}(?![\w-])", answer):
+            return None
+        return top, f"{counts[top]} records, the {'fewest' if pick is min else 'most'}"
+    if is_count_question(question):
+        named = [k for k in counts if re.search(rf"(?i)(?<![\w-]){re.escape(k)}(?![\w-])", question)]
+        if len(named) != 1 or _has_number(answer, str(counts[named[0]])):
+            return None
+        return str(counts[named[0]]), f"the records of {named[0]}"
+    return None
+
+
 def _has_number(text: str, number: str) -> bool:
-    return re.search(rf"(?<![\d.]){number}(?![\d.])", text) is not None
+    return re.search(rf"(?<![\d.]){number}(?!\d|\.\d)", text) is not None
 
 
 def name_forms(name: str) -> list[str]:

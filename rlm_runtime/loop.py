@@ -14,6 +14,8 @@ their own sandboxes (``subcalls.py``).
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -217,6 +219,8 @@ class Run:
         self.count_checked = False  # a count no output showed was questioned once
         self.grounding_checked = False  # an answer the text never holds was questioned once
         self.records_tried = False  # records of the text were looked for, for a counting question
+        self.records_counts: dict[str, int] = {}  # their tally, when found
+        self.records_checked = False  # an answer the tally disagrees with was questioned once
         self.words_shown = False  # the question's words were looked up after an empty grep
         self.link_checked = False  # an answer read on a line about another name was questioned once
 
@@ -475,6 +479,10 @@ class Run:
                 continue
             self.emit({"type": "tool_call", "name": "grep", "args": f"{pattern!r}.tally()"[:200],
                        "result": "records counted for a counting question", "error": None, "duration_s": result.duration_s})
+            with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+                tally = ast.literal_eval(out[-1])
+                if isinstance(tally, dict) and all(isinstance(k, str) and isinstance(v, int) for k, v in tally.items()):
+                    self.records_counts = tally
             note = self.tree.setup.prompts.text("records_tally", total=out[0], lines="\n".join(out[1:-1]), pattern=pattern,
                                                 counts=out[-1], question=self.query)
             self.seen.append(note)
@@ -554,8 +562,15 @@ class Run:
         return "\n".join(shown)
 
     def _count_note(self, answer: str, reply: str) -> str | None:
-        """Before taking a count the model wrote and no output showed, or a "most common" kind
-        no output showed counted: ask once for it to be counted in code."""
+        """Before taking an answer the records the runtime counted disagree with (once), a
+        count the model wrote and no output showed, or a "most common" kind no output showed
+        counted: ask once for it to be counted in code."""
+        if self.records_counts and not self.records_checked:
+            found = harness.counts_disagree(answer, self.query, self.records_counts)
+            if found is not None:
+                self.records_checked = True
+                return self.tree.setup.prompts.text("counts_answer", answer=" ".join(answer.split())[:200], expected=found[0],
+                                                    why=found[1], question=self.query)
         if self.count_checked:
             return None
         shown = "\n".join(self.seen)

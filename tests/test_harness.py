@@ -229,3 +229,17 @@ def test_record_pattern_captures_the_label_field_of_records_of_one_form() -> Non
     assert harness.record_pattern(free) is None
     assert harness.record_pattern([f"Item {k} | colour=red | x" for k in range(18)]) is None
     assert harness.record_pattern([f"Item {k} | colour={c} | x" for k, c in enumerate(labels[:3])]) is None
+
+
+def test_counts_disagree_names_what_the_tally_gives_when_the_answer_differs() -> None:
+    """It gives the most (or least) common kind, or the count of the kind a "how many"
+    question names, when the answer says otherwise; nothing when it agrees or cannot tell."""
+    counts = {"mixed": 911, "negative": 610, "positive": 522}
+    most = "What is the most common sentiment of the reviews?"
+    assert harness.counts_disagree("negative", most, counts) == ("mixed", "911 records, the most")
+    assert harness.counts_disagree("It is Mixed.", most, counts) is None
+    assert harness.counts_disagree("mixed", "Which sentiment is least common?", counts) == ("positive", "522 records, the fewest")
+    assert harness.counts_disagree("600", "How many reviews are labelled negative?", counts) == ("610", "the records of negative")
+    assert harness.counts_disagree("There are 610.", "How many reviews are labelled negative?", counts) is None
+    assert harness.counts_disagree("5", "How many reviews are there?", counts) is None  # names no kind
+    assert harness.counts_disagree("x", "What is the colour of review 12?", counts) is None

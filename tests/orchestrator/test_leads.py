@@ -299,9 +299,11 @@ def test_records_of_one_form_are_counted_for_a_counting_question_once(tmp_path: 
     """It finds, for a question that counts, the records among the lines of the question's
     words, tallies their label field over the whole text and shows it once; other questions
     get no tally."""
-    client = ScriptedClient([code("print(1)"), code("print(2)"), code("FINAL('heron')")])
+    client = ScriptedClient([code("print(1)"), code("print(2)"), code("FINAL('otter')"), code("FINAL('heron')")])
     with Session(client, contexts=[_records(tmp_path)], limits=fast()) as s:
         assert s.ask("Which label occurs most often among the sightings?").answer == "heron"
+    assert ('Before "otter" is taken as the answer: by the records the runtime counted above, the answer is "heron" '
+            "(60 records, the most)") in client.prompts[3][-1]["content"]
     note = client.prompts[1][-1]["content"]
     assert "note: 120 lines of the text are records of one form, such as:\n4: [sighting-4000] colour: heron; note:" in note
     assert "{'heron': 60, 'otter': 40, 'marten': 20}" in note and "records of one form" not in client.prompts[2][-1]["content"]
