@@ -161,6 +161,34 @@ def unparsable_final(code: str) -> str | None:
     return None
 
 
+_FINAL_SPELLINGS = frozenset({"Final", "final"})
+
+
+def final_spelled(code: str) -> str:
+    """``code`` with calls of ``Final(...)`` / ``final(...)`` written ``FINAL(...)``, when the
+    code does not define that name itself: small models spell it so in code as in prose, and
+    it would fail with a NameError after the answer was found. Only name tokens followed by
+    "(" change (not strings, not attributes such as ``x.final(``)."""
+    if not any(name in code for name in _FINAL_SPELLINGS):
+        return code
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id in _FINAL_SPELLINGS and n.func.id not in bound]
+    if not calls:
+        return code
+    lines = code.split("\n")
+    for name in sorted(calls, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        row = lines[name.lineno - 1].encode("utf-8")  # col_offset counts UTF-8 bytes
+        lines[name.lineno - 1] = (row[: name.col_offset] + b"FINAL" + row[name.col_offset + len(name.id):]).decode("utf-8")
+    return "\n".join(lines)
+
+
 def grep_found_nothing(stdout: str) -> bool:
     """Whether a cell's output is (or ends with) an empty grep's report."""
     return "(no lines match /" in stdout[-4000:]
@@ -268,6 +296,14 @@ def question_names(question: str) -> list[str]:
         if len(name) >= 3 and name not in names:
             names.append(name)
     return sorted(names, key=len, reverse=True)
+
+
+def row_openers(rows: Sequence[str]) -> set[str]:
+    """The capitalised words that open two or more of ``rows``: the start of a sentence
+    repeated line after line ("Remember this: ...", "Badge 123 ..."), not a name."""
+    firsts = [m.group(0) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row))]
+    firsts = [re.sub(r"^\W*", "", f) for f in firsts]
+    return {f for f in firsts if firsts.count(f) >= 2}
 
 
 def _letters(text: str) -> str:

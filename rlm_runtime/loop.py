@@ -314,7 +314,7 @@ class Run:
             answer: str | None = None
             if blocks:
                 reprompted = False
-                blocks = [harness.without_echo(b, messages[-2]["content"]) for b in blocks]
+                blocks = [harness.final_spelled(harness.without_echo(b, messages[-2]["content"])) for b in blocks]
                 answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
                 repeats = repeats + 1 if blocks == self.last_blocks else 0
@@ -541,8 +541,9 @@ class Run:
         shown: list[str] = []
         for _ in range(_CHAIN_STEPS):
             linked = [r for r in rows if any(k in r.lower() for k in known)]
+            openers = harness.row_openers(rows)
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
-                                     if n.lower() not in known and n.lower() not in self.query.lower()))
+                                     if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))
             if not new or len(new) > _CHAIN_NAMES:
                 break
             rows = []

@@ -243,3 +243,21 @@ def test_counts_disagree_names_what_the_tally_gives_when_the_answer_differs() ->
     assert harness.counts_disagree("There are 610.", "How many reviews are labelled negative?", counts) is None
     assert harness.counts_disagree("5", "How many reviews are there?", counts) is None  # names no kind
     assert harness.counts_disagree("x", "What is the colour of review 12?", counts) is None
+
+
+def test_final_spelled_otherwise_in_code_is_final() -> None:
+    """It writes Final(...)/final(...) calls as FINAL(...), leaving strings, attributes and a
+    name the code defines itself alone."""
+    assert harness.final_spelled("Final(36)") == "FINAL(36)"
+    assert harness.final_spelled('s = "Final(3)"\nfinal(s)\nobj.final(2)') == 's = "Final(3)"\nFINAL(s)\nobj.final(2)'
+    own = "def final(x):\n    return x\nfinal(3)"
+    assert harness.final_spelled(own) == own
+    assert harness.final_spelled('print("é"); Final("é")') == 'print("é"); FINAL("é")'
+    assert harness.final_spelled("Final(") == "Final("  # not Python: left to the parser's message
+
+
+def test_row_openers_are_words_that_start_several_rows() -> None:
+    """It names the capitalised word that opens two or more rows, not a name that opens one."""
+    rows = ["Remember this: Novzel uses GH-6589.", "Remember this: Yartor uses EV-8104.", "Junsen Monnovbel leads X."]
+    assert harness.row_openers(rows) == {"Remember"}
+    assert harness.row_openers(rows[2:]) == set()

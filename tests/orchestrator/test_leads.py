@@ -328,3 +328,18 @@ def test_an_empty_grep_is_shown_how_often_the_questions_words_occur_once(tmp_pat
     assert "The question's own words in the text (lines that hold each, ignoring case): 'specie' 0, 'sighting' 30." in note
     assert 'Lines with "sighting":\n8: Sighting #500 [otter]: near the old mill.' in note
     assert "The question's own words" not in client.prompts[2][-1]["content"]
+
+
+def test_a_word_opening_every_printed_row_is_not_followed_as_a_name(tmp_path: Path) -> None:
+    """It does not look up the word every printed row opens with ("Remember this: ...") as the
+    next link of a chain, and a Final(...) spelled so in code is the answer."""
+    rows = [f"Filler line {i}: nothing here." for i in range(200)]
+    rows[10] = "Remember this: Yartor uses EV-8104 as its access code."
+    rows[50] = "Remember this: Novzel uses GH-6589 as its access code."
+    rows[90] = "Remember to water the plants."
+    path = tmp_path / "codes.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    client = ScriptedClient([code("print(grep('access code'))"), code("Final('GH-6589')")])
+    with Session(client, contexts=[path], limits=fast()) as s:
+        assert s.ask("What is the access code of Novzel?").answer == "GH-6589"
+    assert "water the plants" not in client.prompts[1][-1]["content"]
