@@ -130,11 +130,17 @@ def prose_final_expression(text: str) -> str | None:
 def insisted_answer(reply: str, earlier_prose: Collection[str]) -> str | None:
     """The model wrote the same short prose reply it wrote on an earlier turn of this run (each
     prose turn is answered with a request for code, so it was asked and said it again, with
-    or without code turns between): that is its answer."""
+    or without code turns between): that is its answer, unless it says it is still looking
+    ("The output does not show the answer. Let's try searching again.")."""
     said = reply.strip()
-    if said in earlier_prose and 0 < len(said) <= INSISTED_CHARS:
+    if said in earlier_prose and 0 < len(said) <= INSISTED_CHARS and not _STILL_LOOKING.search(said):
         return said
     return None
+
+
+#: Prose that says the model has not found the answer yet and means to look further.
+_STILL_LOOKING = re.compile(r"\b(?:let's|let me|I will|I'll|try (?:searching|again|to)|search(?:ing)? again|"
+                            r"does not (?:show|contain) the answer|no answer yet)\b", re.IGNORECASE)
 
 
 def prose_block(code: str) -> str | None:

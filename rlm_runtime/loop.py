@@ -544,6 +544,7 @@ class Run:
             openers = harness.row_openers(rows)
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
                                      if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))
+            new = [n for n in new if not self._is_word(sandbox, n)]
             if not new or len(new) > _CHAIN_NAMES:
                 break
             rows = []
@@ -561,6 +562,15 @@ class Run:
             return ""
         self.seen.extend(shown)
         return "\n".join(shown)
+
+    def _is_word(self, sandbox: Sandbox, name: str) -> bool:
+        """Whether a one-word capitalised ``name`` is a plain word that opened a sentence
+        ("According to ..."): the text also writes it in lower case. Names are never lower case."""
+        if " " in name or not name.isalpha():
+            return False
+        pattern = r"\b" + re2_escape(name.lower()) + r"\b"
+        result = sandbox.execute(f"print(grep({pattern!r}, max_matches=1).count())")
+        return result.ok and (result.stdout or "").strip() not in ("", "0")
 
     def _count_note(self, answer: str, reply: str) -> str | None:
         """Before taking an answer the records the runtime counted disagree with (once), a

@@ -261,3 +261,10 @@ def test_row_openers_are_words_that_start_several_rows() -> None:
     rows = ["Remember this: Novzel uses GH-6589.", "Remember this: Yartor uses EV-8104.", "Junsen Monnovbel leads X."]
     assert harness.row_openers(rows) == {"Remember"}
     assert harness.row_openers(rows[2:]) == set()
+
+
+def test_prose_that_is_still_looking_is_no_insisted_answer() -> None:
+    """It does not take a repeated reply that says it will search again for an answer."""
+    still = "The output does not show the answer. Let's try searching again."
+    assert harness.insisted_answer(still, {still}) is None
+    assert harness.insisted_answer("It is in Oslo.", {"It is in Oslo."}) == "It is in Oslo."

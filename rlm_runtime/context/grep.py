@@ -112,6 +112,10 @@ class GrepResult(list[GrepMatch]):
             return len(self)
         return self._counter()
 
+    def lines(self) -> list[str]:
+        """The matches as the plain strings they print (``"12: the line"``)."""
+        return [str(m) for m in self]
+
     def tally(self) -> dict[str, int]:
         """How many matching lines of the whole context (not only those kept under
         max_matches) capture each different text in the pattern's first group ``(...)``, or

@@ -329,6 +329,6 @@ def test_a_result_answers_string_methods_as_its_printed_text() -> None:
     h = TextHandle("one\nthe code is K-7\nthree\n")
     hits = h.grep("code")
     assert hits.split(":")[0] == "2" and hits.strip() == "2: the code is K-7" and hits.splitlines() == ["2: the code is K-7"]
-    assert hits.count() == 1 and hits.index(hits[0]) == 0
+    assert hits.count() == 1 and hits.index(hits[0]) == 0 and hits.lines() == ["2: the code is K-7"]
     with pytest.raises(AttributeError, match="no attribute 'tokens'"):
         hits.tokens  # noqa: B018

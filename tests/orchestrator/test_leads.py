@@ -343,3 +343,19 @@ def test_a_word_opening_every_printed_row_is_not_followed_as_a_name(tmp_path: Pa
     with Session(client, contexts=[path], limits=fast()) as s:
         assert s.ask("What is the access code of Novzel?").answer == "GH-6589"
     assert "water the plants" not in client.prompts[1][-1]["content"]
+
+
+def test_a_capitalised_word_the_text_also_writes_in_lower_case_is_not_followed(tmp_path: Path) -> None:
+    """It does not take "According" (which the text also writes "according") for the next
+    link of a chain, and still follows a name; prose saying it will search again is no answer."""
+    rows = [f"Filler line {i}: nothing here." for i in range(200)]
+    rows[5] = rows[150] = "Items are sorted according to the key."
+    rows[10] = "According to the ledger, Pexwhit holds serial SN351939."
+    rows[60] = "According to the log, Vormel was seen."
+    path = tmp_path / "ledger.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    still = "The output does not show the answer. Let's try searching again with fewer or different words."
+    client = ScriptedClient([code("print(grep('Pexwhit'))"), still, still, code("FINAL('SN351939')")])
+    with Session(client, contexts=[path], limits=fast()) as s:
+        assert s.ask("Which serial number was assigned to Pexwhit?").answer == "SN351939"
+    assert "Vormel" not in client.prompts[1][-1]["content"]
