@@ -58,6 +58,8 @@ _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
 #: Lines of a question's word read to find records of one form (and the fewest records counted).
 _RECORD_SAMPLE = 40
+#: A records tally with more kinds than this over the whole text is not shown (no label field).
+_MAX_KINDS_SHOWN = 30
 #: After an empty grep, the lines of this many of the question's rarest words, this many each.
 _WORDS_SHOWN = 2
 _WORD_LINES = 3
@@ -473,16 +475,21 @@ class Run:
             pattern = harness.record_pattern(harness.grep_rows(found.stdout or "")) if found.ok else None
             if pattern is None:
                 continue
-            result = sandbox.execute(f"r = grep({pattern!r}, max_matches=2)\nprint(r.count())\nprint(r)\nprint(r.tally())")
+            # print only: the cell runs in the model's namespace, whose names it must not touch
+            call = f"grep({pattern!r}, max_matches=2)"
+            result = sandbox.execute(f"print({call}.count())\nprint({call})\nprint({call}.tally())")
             out = (result.stdout or "").strip().split("\n")
             if not result.ok or len(out) < 4 or not out[0].isdigit() or int(out[0]) < _RECORD_SAMPLE // 2:
                 continue
-            self.emit({"type": "tool_call", "name": "grep", "args": f"{pattern!r}.tally()"[:200],
-                       "result": "records counted for a counting question", "error": None, "duration_s": result.duration_s})
+            tally = None
             with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
                 tally = ast.literal_eval(out[-1])
-                if isinstance(tally, dict) and all(isinstance(k, str) and isinstance(v, int) for k, v in tally.items()):
-                    self.records_counts = tally
+            if not (isinstance(tally, dict) and 2 <= len(tally) <= _MAX_KINDS_SHOWN
+                    and all(isinstance(k, str) and isinstance(v, int) for k, v in tally.items())):
+                continue  # not a label field over the whole text (too many kinds, or cut)
+            self.records_counts = tally
+            self.emit({"type": "tool_call", "name": "grep", "args": f"{pattern!r}.tally()"[:200],
+                       "result": "records counted for a counting question", "error": None, "duration_s": result.duration_s})
             note = self.tree.setup.prompts.text("records_tally", total=out[0], lines="\n".join(out[1:-1]), pattern=pattern,
                                                 counts=out[-1], question=self.query)
             self.seen.append(note)

@@ -359,3 +359,11 @@ def test_a_capitalised_word_the_text_also_writes_in_lower_case_is_not_followed(t
     with Session(client, contexts=[path], limits=fast()) as s:
         assert s.ask("Which serial number was assigned to Pexwhit?").answer == "SN351939"
     assert "Vormel" not in client.prompts[1][-1]["content"]
+
+
+def test_the_records_tally_leaves_the_models_names_alone(tmp_path: Path) -> None:
+    """It counts the records without binding any name in the model's namespace."""
+    client = ScriptedClient([code("r = 'heron (mine)'\nprint(r)"), code("FINAL(r)")])
+    with Session(client, contexts=[_records(tmp_path)], limits=fast()) as s:
+        assert s.ask("Which label occurs most often among the sightings?").answer == "heron (mine)"
+    assert "records of one form" in client.prompts[1][-1]["content"]
