@@ -1,7 +1,7 @@
 #!/bin/sh
 # The measured table of the README's "Batch evaluation" and "Measured with the local model":
 # the core suite (needle, aggregation, multi-hop), seeds 1-3, at 10K, 100K and 1M characters,
-# `rlm` against `direct`, with the embedded model. About 70 minutes on 2 cores.
+# `rlm` against `direct`, with the embedded model. About 50 minutes on 2 cores (2026-11-26).
 #
 #   sh bench/eval_core_local.sh [OUT] [MODEL] [DIRECT_WINDOW]
 #
