@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codeop
+import contextlib
 import hashlib
 import re
 import threading
@@ -146,8 +147,13 @@ class TerminalFrontend:
                     app.loop.call_soon_threadsafe(lambda: app.exit(exception=_StartFailed()) if app.is_running else None)
             finally:
                 self._ready.set()
-                if self._prompt is not None and self._prompt.app.is_running:
-                    self._prompt.app.invalidate()  # the toolbar has something to show now
+                running = self._prompt.app if self._prompt is not None else None
+                # The toolbar has something to show now: redraw on the app's own loop (from this
+                # thread, invalidate() looks for a running loop here and raises when the app's
+                # loop is not set yet); a loop closed meanwhile has nothing left to redraw.
+                if running is not None and running.is_running and running.loop is not None:
+                    with contextlib.suppress(RuntimeError):
+                        running.loop.call_soon_threadsafe(running.invalidate)
 
         threading.Thread(target=build, name="rlm-repl-start", daemon=True).start()
 
