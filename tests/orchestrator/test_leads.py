@@ -16,18 +16,25 @@ from .support import FEEDBACK, code, fast, of_type, read_trace
 QUESTION = "What is the badge number of the person who leads project Belpex?"
 LEAD = "The lead of project Belpex is Junsen Monnovbel."
 BADGE = "Badge 24472 belongs to Junsen Monnovbel."
+FILLER = "Filler line {i}: the archive notes nothing of interest here."
+SHORT_FILLER = "Filler line {i}: nothing here."
+
+
+def planted(tmp_path: Path, name: str, n: int, at: dict[int, str], filler: str = FILLER) -> Path:
+    """A text file of ``n`` filler lines (``filler`` formatted with the row index) with the
+    rows of ``at`` put in place."""
+    rows = [filler.format(i=i) for i in range(n)]
+    for i, line in at.items():
+        rows[i] = line
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
 
 
 def chain(tmp_path: Path, badges: int = 40) -> Path:
     """Filler, many other badges (so that grepping 'badge' floods), the two facts far apart."""
-    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(600)]
-    for k in range(badges):
-        rows[10 + k * 12] = f"Badge {10000 + k * 37} belongs to Person{k} Example."
-    rows[123] = LEAD
-    rows[481] = BADGE
-    path = tmp_path / "chain.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
+    at = {10 + k * 12: f"Badge {10000 + k * 37} belongs to Person{k} Example." for k in range(badges)}
+    return planted(tmp_path, "chain.txt", 600, {**at, 123: LEAD, 481: BADGE})
 
 
 def ask(tmp_path: Path, replies: list[str], question: str = QUESTION, **limits: object) -> tuple[str | None, ScriptedClient, list]:
@@ -146,14 +153,10 @@ def test_an_empty_grep_the_code_only_tested_is_reported_with_its_lead(tmp_path: 
 def test_a_chain_of_three_is_followed_two_links_and_no_further(tmp_path: Path) -> None:
     """It follows two links past the printed line (person -> manager -> office), not a third, and
     not from a line that ties no name of the question."""
-    rows = [f"Filler line {i}: nothing here." for i in range(300)]
-    rows[20] = "Drafen Sulzel reports to Garmir Venven."
-    rows[140] = "Gartal Dormontor is the manager of Garmir Venven."
-    rows[260] = "Gartal Dormontor works in the Sapporo office."
-    rows[270] = "The Sapporo office was opened by Lina Ferro."
-    rows[280] = "Ola Nordmann reports to Kari Hansen."
-    path = tmp_path / "people.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    rows = {20: "Drafen Sulzel reports to Garmir Venven.", 140: "Gartal Dormontor is the manager of Garmir Venven.",
+            260: "Gartal Dormontor works in the Sapporo office.", 270: "The Sapporo office was opened by Lina Ferro.",
+            280: "Ola Nordmann reports to Kari Hansen."}
+    path = planted(tmp_path, "people.txt", 300, rows, SHORT_FILLER)
     client = ScriptedClient([code("print(grep('Drafen|Ola'))"), code("FINAL('Sapporo')")])
     with Session(client, contexts=[path], limits=fast()) as s:
         result = s.ask("Drafen Sulzel reports to someone, who reports to someone else. Where is that second person based?")
@@ -236,12 +239,8 @@ def test_a_cell_that_failed_before_searching_is_shown_the_question_names_lines(t
 
 
 def _serials(tmp_path: Path) -> Path:
-    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(300)]
-    rows[40] = "Bribelpim was assigned the serial number SN430340 last spring."
-    rows[200] = "Caiyar was assigned the serial number SN985077 last spring."
-    path = tmp_path / "serials.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
+    return planted(tmp_path, "serials.txt", 300, {40: "Bribelpim was assigned the serial number SN430340 last spring.",
+                                                   200: "Caiyar was assigned the serial number SN985077 last spring."})
 
 
 def test_an_answer_read_on_a_line_about_another_name_is_shown_the_question_names_lines(tmp_path: Path) -> None:
@@ -271,11 +270,9 @@ def test_an_answer_on_the_second_link_of_a_chain_the_model_followed_is_taken(tmp
 def test_a_most_common_kind_named_without_counting_is_asked_for_a_tally_once(tmp_path: Path) -> None:
     """It asks once for a count of each kind before taking a "most common" answer no output
     counted, and takes the answer read from a printed tally."""
-    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(400)]
-    for k in range(15):  # too few records for the runtime to count them itself
-        rows[5 + k * 6] = f"Record {1000 + k} | colour={'red' if k % 3 else 'blue'} | seen near the gate"
-    path = tmp_path / "records.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    # too few records for the runtime to count them itself
+    path = planted(tmp_path, "records.txt", 400,
+                   {5 + k * 6: f"Record {1000 + k} | colour={'red' if k % 3 else 'blue'} | seen near the gate" for k in range(15)})
     client = ScriptedClient([code("print(grep('colour', max_matches=3))"), code("FINAL('blue')"),
                              code("print(grep(r'colour=(\\w+)').tally())"), code("FINAL('red')")])
     with Session(client, contexts=[path], limits=fast()) as s:
@@ -286,13 +283,9 @@ def test_a_most_common_kind_named_without_counting_is_asked_for_a_tally_once(tmp
 
 
 def _records(tmp_path: Path) -> Path:
-    rows = [f"Filler line {i}: the archive notes nothing of interest, colour aside." for i in range(900)]
-    for k in range(120):
-        label = ("heron", "otter", "heron", "marten", "heron", "otter")[k % 6]
-        rows[3 + k * 7] = f"[sighting-{4000 + k}] colour: {label}; note: words {k} here."
-    path = tmp_path / "sightings.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
+    labels = ("heron", "otter", "heron", "marten", "heron", "otter")
+    at = {3 + k * 7: f"[sighting-{4000 + k}] colour: {labels[k % 6]}; note: words {k} here." for k in range(120)}
+    return planted(tmp_path, "sightings.txt", 900, at, "Filler line {i}: the archive notes nothing of interest, colour aside.")
 
 
 def test_records_of_one_form_are_counted_for_a_counting_question_once(tmp_path: Path) -> None:
@@ -316,11 +309,8 @@ def test_records_of_one_form_are_counted_for_a_counting_question_once(tmp_path: 
 def test_an_empty_grep_is_shown_how_often_the_questions_words_occur_once(tmp_path: Path) -> None:
     """It answers an empty grep with no hint to run by counting the lines of each word the
     question is about (its singular, any case) and showing a few lines of the rarest, once."""
-    rows = [f"Filler line {i}: the archive notes nothing of interest here." for i in range(400)]
-    for k in range(30):
-        rows[7 + k * 11] = f"Sighting #{500 + k} [{'heron' if k % 4 else 'otter'}]: near the old mill."
-    path = tmp_path / "log.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    path = planted(tmp_path, "log.txt", 400,
+                   {7 + k * 11: f"Sighting #{500 + k} [{'heron' if k % 4 else 'otter'}]: near the old mill." for k in range(30)})
     client = ScriptedClient([code("print(grep('species'))"), code("print(grep('genus'))"), code("FINAL('heron')")])
     with Session(client, contexts=[path], limits=fast()) as s:
         s.ask("Which species is the most common among the sightings?")
@@ -333,12 +323,9 @@ def test_an_empty_grep_is_shown_how_often_the_questions_words_occur_once(tmp_pat
 def test_a_word_opening_every_printed_row_is_not_followed_as_a_name(tmp_path: Path) -> None:
     """It does not look up the word every printed row opens with ("Remember this: ...") as the
     next link of a chain, and a Final(...) spelled so in code is the answer."""
-    rows = [f"Filler line {i}: nothing here." for i in range(200)]
-    rows[10] = "Remember this: Yartor uses EV-8104 as its access code."
-    rows[50] = "Remember this: Novzel uses GH-6589 as its access code."
-    rows[90] = "Remember to water the plants."
-    path = tmp_path / "codes.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    path = planted(tmp_path, "codes.txt", 200, {10: "Remember this: Yartor uses EV-8104 as its access code.",
+                                                 50: "Remember this: Novzel uses GH-6589 as its access code.",
+                                                 90: "Remember to water the plants."}, SHORT_FILLER)
     client = ScriptedClient([code("print(grep('access code'))"), code("Final('GH-6589')")])
     with Session(client, contexts=[path], limits=fast()) as s:
         assert s.ask("What is the access code of Novzel?").answer == "GH-6589"
@@ -348,12 +335,10 @@ def test_a_word_opening_every_printed_row_is_not_followed_as_a_name(tmp_path: Pa
 def test_a_capitalised_word_the_text_also_writes_in_lower_case_is_not_followed(tmp_path: Path) -> None:
     """It does not take "According" (which the text also writes "according") for the next
     link of a chain, and still follows a name; prose saying it will search again is no answer."""
-    rows = [f"Filler line {i}: nothing here." for i in range(200)]
-    rows[5] = rows[150] = "Items are sorted according to the key."
-    rows[10] = "According to the ledger, Pexwhit holds serial SN351939."
-    rows[60] = "According to the log, Vormel was seen."
-    path = tmp_path / "ledger.txt"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    sorted_line = "Items are sorted according to the key."
+    path = planted(tmp_path, "ledger.txt", 200, {5: sorted_line, 150: sorted_line,
+                                                  10: "According to the ledger, Pexwhit holds serial SN351939.",
+                                                  60: "According to the log, Vormel was seen."}, SHORT_FILLER)
     still = "The output does not show the answer. Let's try searching again with fewer or different words."
     client = ScriptedClient([code("print(grep('Pexwhit'))"), still, still, code("FINAL('SN351939')")])
     with Session(client, contexts=[path], limits=fast()) as s:
