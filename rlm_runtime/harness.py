@@ -307,8 +307,7 @@ def question_names(question: str) -> list[str]:
 def row_openers(rows: Sequence[str]) -> set[str]:
     """The capitalised words that open two or more of ``rows``: the start of a sentence
     repeated line after line ("Remember this: ...", "Badge 123 ..."), not a name."""
-    firsts = [m.group(0) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row))]
-    firsts = [re.sub(r"^\W*", "", f) for f in firsts]
+    firsts = [m.group(1) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row))]
     return {f for f in firsts if firsts.count(f) >= 2}
 
 
@@ -362,10 +361,10 @@ def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[s
     if not known:
         return None
     known |= {k.lower() for k in linked}
-    rows = [r.lower() for r in grep_rows(shown)]
     originals = grep_rows(shown)
+    rows = [r.lower() for r in originals]
     for _ in range(2):
-        tied = [originals[i] for i, r in enumerate(rows) if any(k in r for k in known)]
+        tied = [row for row, low in zip(originals, rows, strict=True) if any(k in low for k in known)]
         known |= {n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)}
     for token in answer_tokens(answer, question):
         if written is not None and token not in written:
@@ -393,6 +392,7 @@ def unbacked_count(answer: str, question: str, shown: str, written: str) -> str 
 
 
 _MOST = re.compile(r"\b(?:most|least|fewest)\b", re.IGNORECASE)
+_LEAST = re.compile(r"\b(?:least|fewest)\b", re.IGNORECASE)
 _OFTEN = re.compile(r"\b(?:common\w*|often|frequent\w*|times|appears?|occurs?|popular)\b", re.IGNORECASE)
 
 
@@ -423,7 +423,7 @@ def counts_disagree(answer: str, question: str, counts: Mapping[str, int]) -> tu
     if len(counts) < 2:
         return None
     if is_tally_question(question):
-        pick = min if re.search(r"\b(?:least|fewest)\b", question, re.IGNORECASE) else max
+        pick = min if _LEAST.search(question) else max
         top = pick(counts, key=lambda k: counts[k])
         if re.search(rf"(?i)(?<![\w-]){re.escape(top)}(?![\w-])", answer):
             return None

@@ -419,10 +419,6 @@ def tally_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = Fals
     """For every line that matches: what the pattern's first group captured (the whole match
     when it has none); how many lines gave each, most common first (a group that took no
     part in a match counts as "")."""
-    return dict(_tally(buf, pattern, ignore_case).most_common())
-
-
-def _tally(buf: TextBuffer, pattern: str, ignore_case: bool) -> Counter[str]:
     regex = compile_pattern(pattern, ignore_case)
     counts: Counter[str] = Counter()
     view = buf.view
@@ -431,7 +427,7 @@ def _tally(buf: TextBuffer, pattern: str, ignore_case: bool) -> Counter[str]:
         if found is not None:
             a, b = found.span(1 if regex.groups else 0)
             counts["" if a < 0 else buf.decode(a, b)] += 1
-    return counts
+    return dict(counts.most_common())
 
 
 def _captured(found: Any, groups: int) -> str:
