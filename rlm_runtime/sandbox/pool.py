@@ -122,9 +122,11 @@ class WorkerPool:
         began = time.monotonic()
         deadline = began + max(0.0, timeout)
         notified = collected = False
-        with self._cond:
-            self._queue.append(ticket)
         try:
+            # Queued inside the try: a Ctrl-C landing right after the append must still take
+            # the ticket out, or it would stand at the head of the queue and block every waiter.
+            with self._cond:
+                self._queue.append(ticket)
             while True:
                 with self._cond:
                     if self._queue[0] is ticket and self.in_use < self.size:

@@ -10,6 +10,7 @@ restart keeps its slot, and threads never have more workers alive than the pool 
 from __future__ import annotations
 
 import _thread
+import collections
 import functools
 import gc
 import os
@@ -262,6 +263,27 @@ def test_interrupt_during_a_wait_leaves_the_pool_as_it_was() -> None:
     timer.join()
     assert p.in_use == 1 and not p._queue
     lease.release()
+    p.acquire("b", timeout=1).release()
+    assert p.in_use == 0
+
+
+def test_an_interrupt_right_after_queueing_leaves_no_ticket_behind() -> None:
+    """It takes its ticket out of the queue when Ctrl-C lands just after queueing it (a
+    ticket left at the head would make every later acquire wait for ever)."""
+
+    class InterruptedQueue(collections.deque):  # type: ignore[type-arg]
+        def append(self, item: object) -> None:
+            super().append(item)
+            raise KeyboardInterrupt
+
+    p = WorkerPool(1)
+    lease = p.acquire("a")
+    p._queue = InterruptedQueue()
+    with pytest.raises(KeyboardInterrupt):
+        p.acquire("b", timeout=5)
+    assert not p._queue
+    lease.release()
+    p._queue = collections.deque()
     p.acquire("b", timeout=1).release()
     assert p.in_use == 0
 
