@@ -251,9 +251,6 @@ def test_dropped_lease_gives_the_slot_back() -> None:
 
 def test_interrupt_during_a_wait_leaves_the_pool_as_it_was() -> None:
     """It leaves no slot taken and no waiter queued when Ctrl-C lands during a wait."""
-    # Collected first: acquire() collects garbage before it waits, and in a long test run a
-    # finalizer of an earlier test's object could run then and swallow the interrupt.
-    gc.collect()
     p = WorkerPool(1)
     lease = p.acquire("a")
     timer = threading.Timer(0.3, _thread.interrupt_main)
