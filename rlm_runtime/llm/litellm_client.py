@@ -43,8 +43,8 @@ class _MutedThreads(io.TextIOBase):
     """``sys.stdout`` while litellm calls run: what a thread inside a call writes is dropped,
     what any other thread writes goes to the real stdout."""
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
+    def __init__(self) -> None:
+        self.real: Any = None
         self.muted: dict[int, int] = {}  # thread id -> depth of nested calls
 
     def write(self, text: str) -> int:
@@ -56,11 +56,16 @@ class _MutedThreads(io.TextIOBase):
         self.real.flush()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
+        return getattr(self.__dict__["real"], name)
 
 
 _mute_lock = threading.Lock()
-_muted: _MutedThreads | None = None
+#: The one proxy, for the life of the process. ``print()`` in CPython 3.11 holds a borrowed
+#: reference to ``sys.stdout`` while it writes: a thread printing outside a call (litellm's
+#: cost lookups and its logging threads print banners) kept using a proxy that the last call
+#: to end had just freed, and the process died with a segmentation fault. Never freed, the
+#: proxy stays valid however late a write arrives; uninstalled, it passes writes through.
+_MUTE = _MutedThreads()
 
 
 @contextlib.contextmanager
@@ -69,29 +74,25 @@ def _quiet() -> Iterator[None]:
 
     ``contextlib.redirect_stdout`` swaps a process-wide ``sys.stdout``: with calls on several
     threads (``llm_query_batched``) one call restored what another had swapped in, and stdout
-    stayed a StringIO for good, so the answer printed after the run was lost. One shared
-    proxy, installed by the first call in flight and removed by the last, mutes only the
+    stayed a StringIO for good, so the answer printed after the run was lost. The proxy is
+    installed by the first call in flight and removed by the last, and mutes only the
     threads inside a call.
     """
-    global _muted
     me = threading.get_ident()
     with _mute_lock:
-        if _muted is None:
-            _muted = _MutedThreads(sys.stdout)
-            sys.stdout = _muted
-        proxy = _muted
-        proxy.muted[me] = proxy.muted.get(me, 0) + 1
+        if not _MUTE.muted and sys.stdout is not _MUTE:
+            _MUTE.real = sys.stdout
+            sys.stdout = _MUTE
+        _MUTE.muted[me] = _MUTE.muted.get(me, 0) + 1
     try:
         yield
     finally:
         with _mute_lock:
-            depth = proxy.muted.pop(me) - 1
+            depth = _MUTE.muted.pop(me) - 1
             if depth:
-                proxy.muted[me] = depth
-            elif not proxy.muted:
-                if sys.stdout is proxy:
-                    sys.stdout = proxy.real
-                _muted = None
+                _MUTE.muted[me] = depth
+            elif not _MUTE.muted and sys.stdout is _MUTE:
+                sys.stdout = _MUTE.real
 
 
 def _fence_closed(text: str) -> bool:
@@ -176,11 +177,11 @@ class LiteLLMClient:
             try:
                 # litellm prints debugging banners on stdout when a call fails; keep them
                 # out of the user's output (our own output goes to stderr meanwhile).
+                # The cost lookup prints them too, for a model without a price.
                 with _quiet():
                     if stop_after_code_block:
                         return self._streamed(lib, kwargs, messages, start)
-                    response = lib.completion(**kwargs)
-                return self._completion(lib, response, start)
+                    return self._completion(lib, lib.completion(**kwargs), start)
             except Exception as e:
                 time.sleep(self._translate(lib, e, attempt))  # raises when not worth a retry
         raise ModelUnavailable(f"{self.model}: no answer after {self.retries + 1} attempts")

@@ -19,7 +19,7 @@ from _timing import SLACK_S
 from rlm_runtime import RLM
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
 from rlm_runtime.llm import make_client
-from rlm_runtime.llm.litellm_client import LiteLLMClient, _lib
+from rlm_runtime.llm.litellm_client import LiteLLMClient, _lib, _quiet
 
 from .support import fast
 
@@ -253,3 +253,65 @@ def test_concurrent_calls_leave_stdout_alone(server: tuple[str, list[dict[str, A
     finally:
         sys.stdout = before
     assert "from the main thread" in seen.getvalue()
+
+
+def test_a_model_without_a_price_prints_nothing(server: tuple[str, list[dict[str, Any]]],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """It keeps litellm's "Provider List" banner, printed by the cost lookup of a model it has
+    no price for, off stdout: the lookup runs muted like the call."""
+    url, _ = server
+    completion = LiteLLMClient("openai/ok", api_base=url, retries=0).complete(HELLO)
+    assert completion.text == "plain reply" and completion.usage.cost_usd == 0.0
+    assert capsys.readouterr().out == ""
+
+
+def test_the_stdout_a_call_installs_outlives_the_call() -> None:
+    """It never frees the object that stood in for stdout during a call. ``print()`` holds only
+    a borrowed reference to ``sys.stdout`` while it writes; a thread printing as the last call
+    ended wrote through a freed object (a segmentation fault on CPython 3.11)."""
+    import gc
+    import sys
+    import weakref
+
+    before = sys.stdout
+    with _quiet():
+        proxy = weakref.ref(sys.stdout)  # what a print() in another thread holds: no reference
+        assert sys.stdout is not before
+    assert sys.stdout is before
+    gc.collect()
+    assert proxy() is not None
+    with _quiet():
+        assert sys.stdout is proxy(), "each call must reuse the one proxy"
+
+
+PRINTING_AS_CALLS_END = """
+import io, sys, threading, time
+from rlm_runtime.llm.litellm_client import _quiet
+sys.stdout = io.StringIO()
+stop = time.monotonic() + 2.0
+def call():
+    while time.monotonic() < stop:
+        with _quiet():
+            pass
+def show():
+    while time.monotonic() < stop:
+        print("a", "banner", "line")
+threads = [threading.Thread(target=f) for f in (call, call, show, show)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.__stdout__.write("survived")
+"""
+
+
+def test_threads_printing_while_calls_start_and_end_do_not_crash() -> None:
+    """It survives threads that print (litellm's logging threads do) while calls on other
+    threads install and remove the muting proxy, two seconds of it (this crashed the process
+    within seconds, and the CI run with it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PRINTING_AS_CALLS_END], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "survived" and "Exception in thread" not in done.stderr, done.stderr[-2000:]
