@@ -387,7 +387,9 @@ class Run:
                 note = self._empty_grep_note(sandbox, reported)
                 text += "\n" + note if note else ""
             elif not result.has_final and harness.shows_many_lines(result.stdout, _BROAD_GREP_LINES):
-                note = self._named_note(sandbox, code, result.stdout, broad=True)
+                # Too many lines to read: the question's name's lines, or when the grep printed
+                # them among the rest, the chain from them.
+                note = self._named_note(sandbox, code, result.stdout, broad=True) or self._chain_note(sandbox, result.stdout)
                 text += "\n" + note if note else ""
             elif not result.has_final:
                 # A cell that failed searched for nothing, whatever names its code holds.
@@ -546,9 +548,10 @@ class Run:
             return ""
         rows = harness.grep_rows(stdout)
         shown: list[str] = []
+        openers: set[str] = set()  # words that open several rows, at any step: never names
         for _ in range(_CHAIN_STEPS):
             linked = [r for r in rows if any(k in r.lower() for k in known)]
-            openers = harness.row_openers(rows)
+            openers |= harness.row_openers(rows)
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
                                      if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))
             new = [n for n in new if not self._is_word(sandbox, n)]
@@ -564,7 +567,8 @@ class Run:
                 if fresh:
                     self._shown(name, fresh, "the next link of a chain")
                     shown.append(self.tree.setup.prompts.text("chain_lead", term=name, lines="\n".join(fresh)))
-                    rows += harness.grep_rows("\n".join(fresh))
+                # followed on from lines the model printed too: printing a link is not following it
+                rows += harness.grep_rows("\n".join(lines or []))
         if not shown:
             return ""
         self.seen.extend(shown)

@@ -63,6 +63,23 @@ class GrepMatch(str):
     def to_dict(self) -> dict[str, object]:
         return {"doc": self.doc, "line_no": self.line_no, "line": self.line, "before": self.before, "after": self.after}
 
+    # The names small models give these fields: grep's results print as "line_number: line",
+    # and hits[0].line_number was the error they made most often.
+    @property
+    def line_number(self) -> int:
+        return self.line_no
+
+    lineno = line_number
+
+    @property
+    def text(self) -> str:
+        return self.line
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names neither str nor a match has: say what a match has.
+        raise AttributeError(f"a grep match has no attribute {name!r}: it has .line_no (its line number), .line (its "
+                             f"text), .before and .after (the lines around it, with context_lines=), and str's methods")
+
 
 def _render(line_no: int, line: str, before: list[str], after: list[str], doc: str | None) -> str:
     prefix = f"{doc}:" if doc else ""

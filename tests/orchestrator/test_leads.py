@@ -128,6 +128,20 @@ def test_a_grep_match_works_as_the_text_it_prints(tmp_path: Path) -> None:
     assert answer == "124|True|True|Junsen Monnovbel|124"
 
 
+def test_a_grep_match_answers_to_the_names_small_models_give_its_fields(tmp_path: Path) -> None:
+    """It takes ``hit.line_number`` and ``hit.lineno`` for the line number and ``hit.text`` for
+    the line (results print as "line_number: line"), in the sandbox, and an attribute a match
+    lacks gets an error naming the ones it has."""
+    answer, _, _ = ask(tmp_path, [code(
+        "hit = grep('Belpex')[0]\n"
+        "print(context.lines(hit.line_number - 1, hit.lineno + 1))\n"
+        "FINAL(f'{hit.line_number}|{hit.lineno}|{hit.text == hit.line}')")])
+    assert answer == "124|124|True"
+    _, _, events = ask(tmp_path, [code("print(grep('Belpex')[0].number)"), code("FINAL('x')")])
+    error = next(o["error"] for e in of_type(events, "iteration") for o in e["outputs"] if o["error"])
+    assert "no attribute 'number'" in error and ".line_no (its line number)" in error
+
+
 def test_a_final_of_bare_words_in_a_code_block_is_an_answer(tmp_path: Path) -> None:
     """It reads ``FINAL(Junsen Monnovbel)`` (not Python) as the answer instead of a syntax error to
     loop on, and follows it like any other."""
@@ -165,6 +179,26 @@ def test_a_chain_of_three_is_followed_two_links_and_no_further(tmp_path: Path) -
     assert rows[140] in shown and rows[260] in shown
     assert "Lina Ferro" not in shown  # a third link
     assert 'about "Kari Hansen"' not in shown  # printed, but not tied to a name of the question
+
+
+def test_a_broad_grep_that_printed_the_question_names_line_is_shown_its_chain(tmp_path: Path) -> None:
+    """After a grep of every row of a kind (every "reports to" line) that printed the question's
+    name among them, it follows the chain from that name's row, as from a narrow grep."""
+    rows = {5 + k * 9: f"Person{k} Example reports to Boss{k} Example." for k in range(30)}
+    question = "Drator Tisyar reports to someone, who reports to someone else. Where is that second person based?"
+    # The second link far from the first (not printed), then near it (printed by the grep too).
+    for second in (250, 151):
+        rows.update({41: "Drator Tisyar reports to Jungar Torfendra.", second: "Jungar Torfendra reports to Vela Maron.",
+                     280: "Vela Maron is based in Bergen."})
+        path = planted(tmp_path, "people.txt", 300, rows, SHORT_FILLER)
+        client = ScriptedClient([code("print(grep('reports', max_matches=20))"), code("FINAL('Bergen')")])
+        with Session(client, contexts=[path], limits=fast()) as s:
+            assert s.ask(question).answer == "Bergen"
+        shown = client.prompts[1][-1]["content"]
+        assert shown.count(rows[41]) == 1 and shown.count(rows[second]) == 1  # printed or shown, once
+        assert rows[280] in shown, second
+        assert 'about "Boss' not in shown  # rows the grep printed that tie no name of the question
+        del rows[second]
 
 
 def test_a_count_no_output_showed_is_asked_for_once(tmp_path: Path) -> None:
