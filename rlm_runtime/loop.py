@@ -56,6 +56,8 @@ _FOLLOWS = 2
 #: adds at most this many new names.
 _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
+#: The last lines of the followed chain repeated in the forced last turn.
+_FORCED_CHAIN_LINES = 8
 #: Lines of a question's word read to find records of one form (and the fewest records counted).
 _RECORD_SAMPLE = 40
 #: A records tally with more kinds than this over the whole text is not shown (no label field).
@@ -218,6 +220,7 @@ class Run:
         self.followed: set[str] = set()  # answers looked up before being taken
         self.named: set[str] = set()  # names of the question shown after a broad grep
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
+        self.chain_lines: list[str] = []  # the lines of those names, in the order followed
         self.count_checked = False  # a count no output showed was questioned once
         self.grounding_checked = False  # an answer the text never holds was questioned once
         self.records_tried = False  # records of the text were looked for, for a counting question
@@ -562,6 +565,7 @@ class Run:
                 known.add(name.lower())
                 self.chained.add(name.lower())
                 lines = self._lines_of(sandbox, name)
+                self.chain_lines += [line for line in lines or [] if line not in self.chain_lines]
                 seen = "\n".join(self.seen + shown)
                 fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
                 if fresh:
@@ -692,7 +696,10 @@ class Run:
 
     def _forced_answer(self, messages: list[Message], sandbox: Sandbox) -> RunResult:
         prompts = self.tree.setup.prompts
-        messages.append({"role": "user", "content": prompts.text("force_answer")})
+        # The question again, and the chain the runtime followed: after a run of turns that
+        # repeated themselves, small models answer with a line of the first step.
+        found = prompts.text("force_found", lines="\n".join(self.chain_lines[-_FORCED_CHAIN_LINES:])) if self.chain_lines else ""
+        messages.append({"role": "user", "content": prompts.text("force_answer", found=found, question=self.query)})
         began = time.monotonic()
         completion = self.tree.call(self, self.client, messages, code=True)
         model_s = time.monotonic() - began

@@ -201,6 +201,20 @@ def test_a_broad_grep_that_printed_the_question_names_line_is_shown_its_chain(tm
         del rows[second]
 
 
+def test_the_forced_last_turn_repeats_the_question_and_the_chain_followed(tmp_path: Path) -> None:
+    """It asks for the answer, after turns that repeated themselves, with the question and the
+    lines the runtime followed the chain through (the last link last); with no chain, the question."""
+    grep_belpex = code("print(grep('Belpex'))")
+    answer, client, _ = ask(tmp_path, [grep_belpex, grep_belpex, grep_belpex, "FINAL(24472)"])
+    assert answer == "24472"
+    forced = client.prompts[-1][-1]["content"]
+    assert forced.startswith("You have no turns left.") and forced.endswith("The question: " + QUESTION)
+    assert BADGE in forced and forced.index(LEAD) < forced.index(BADGE)
+    looking = code("print('looking')")
+    _, client, _ = ask(tmp_path, [looking, looking, looking, "FINAL(x)"], question=UNNAMED)
+    assert "followed" not in client.prompts[-1][-1]["content"] and UNNAMED in client.prompts[-1][-1]["content"]
+
+
 def test_a_count_no_output_showed_is_asked_for_once(tmp_path: Path) -> None:
     """It asks once for a count to be made in code when the answer's number is in no output
     (a line number does not count), and takes the next answer."""

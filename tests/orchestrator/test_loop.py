@@ -407,7 +407,7 @@ def test_the_forced_turn_after_max_iterations_is_accepted() -> None:
     result, _ = run(client, "text", limits=fast(max_iterations=2))
     assert result.answer == "best guess: TANGERINE"
     assert result.iterations == 3
-    assert last_messages(client)[2] == prompt_text("force_answer")
+    assert last_messages(client)[2] == prompt_text("force_answer", found="", question="What is the secret launch code?")
 
 
 def test_a_forced_turn_with_code_is_run() -> None:
