@@ -56,7 +56,8 @@ _FOLLOWS = 2
 #: adds at most this many new names.
 _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
-#: The last lines of the followed chain repeated in the forced last turn.
+#: The last lines of the followed chain repeated in the forced last turn and when an answer
+#: was read on a line about another name.
 _FORCED_CHAIN_LINES = 8
 #: Lines of a question's word read to find records of one form (and the fewest records counted).
 _RECORD_SAMPLE = 40
@@ -639,8 +640,12 @@ class Run:
                 if lines:
                     self._shown(name, lines, "the question's name, before taking an answer read elsewhere")
                     self.seen.append("\n".join(lines))
+                    # and the chain from them (followed now if it was not yet): the answer may be a link further on
+                    self._chain_note(sandbox, "\n".join(lines))
+                    further = [line for line in self.chain_lines if line not in lines][-_FORCED_CHAIN_LINES:]
+                    chain = self.tree.setup.prompts.text("unlinked_chain", lines="\n".join(further)) if further else ""
                     return self.tree.setup.prompts.text("unlinked_answer", token=token, term=name, lines="\n".join(lines),
-                                                        question=self.query)
+                                                        chain=chain, question=self.query)
         return None
 
     def _follow_note(self, sandbox: Sandbox, answer: str) -> str | None:

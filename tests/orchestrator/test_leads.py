@@ -309,6 +309,21 @@ def test_an_answer_read_on_a_line_about_another_name_is_shown_the_question_names
             assert s.ask(question).answer == answer and len(client.prompts) == 2
 
 
+def test_an_answer_read_on_another_projects_line_is_shown_the_chain_from_the_question(tmp_path: Path) -> None:
+    """It shows, with the question's name's lines, the lines they lead to (the badge of the
+    project's lead), whether the chain was followed before the answer or only now."""
+    rows = {10: "The lead of project Garsul is Novven Suldorbel.", 30: "The lead of project Rustrho is Garvel Garvenbri.",
+            200: "Badge 11111 belongs to Novven Suldorbel.", 123: LEAD, 481: BADGE}
+    path = planted(tmp_path, "leads.txt", 600, rows, SHORT_FILLER)
+    for first in ("print(grep('lead of project'))", "print(grep('lead of project', max_matches=1))"):
+        client = ScriptedClient([code(first), code("FINAL('Novven Suldorbel')"), code("FINAL('24472')")])
+        with Session(client, contexts=[path], limits=fast()) as s:
+            assert s.ask(QUESTION).answer == "24472"
+        note = client.prompts[2][-1]["content"]
+        assert '"Novven Suldorbel" comes from a line that does not mention "Belpex"' in note, first
+        assert LEAD in note and note.index(LEAD) < note.index(BADGE) < note.index("The question:"), first
+
+
 def test_an_answer_on_the_second_link_of_a_chain_the_model_followed_is_taken(tmp_path: Path) -> None:
     """It takes at once a value read on a line about the name the question's line led to."""
     answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))\nprint(grep('Junsen Monnovbel'))"), code("FINAL('24472')")])
