@@ -426,6 +426,29 @@ def grep_buffer(buf: TextBuffer, pattern: str, *, context_lines: int = 0, max_ma
     return GrepResult(matches, pattern, True, prober=prober, ignore_case=ignore_case)
 
 
+def grep_held(held: Any, pattern: str, *, context_lines: int = 0, max_matches: int = 100,
+              ignore_case: bool = False) -> GrepResult:
+    """grep over text the code holds instead of a context: a string (its lines, numbered from
+    1), or a list of lines, such as an earlier grep's result, whose matches keep their own
+    line numbers (``grep("Belpex", grep("lead"))`` narrows a search)."""
+    if isinstance(held, str) and not isinstance(held, GrepMatch):
+        return grep_buffer(TextBuffer(held.encode("utf-8", "replace")), pattern, context_lines=context_lines,
+                           max_matches=max_matches, ignore_case=ignore_case)
+    items = [held] if isinstance(held, GrepMatch) else held
+    if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
+        raise ContextError("grep's second argument is what to search: a context handle, a string, or a list of strings "
+                           f"(an earlier grep's result), not {type(held).__name__}")
+    regex = compile_pattern(pattern, ignore_case)
+    if max_matches < 1:
+        raise ContextError("max_matches must be at least 1")
+    kept = []
+    for k, item in enumerate(items):
+        match = item if isinstance(item, GrepMatch) else GrepMatch(k + 1, item.rstrip("\r\n"), [], [])
+        if regex.search(match.line.encode("utf-8", "replace")) is not None:
+            kept.append(match)
+    return GrepResult(kept[:max_matches], pattern, len(kept) <= max_matches, lambda: len(kept), ignore_case=ignore_case)
+
+
 def count_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = False) -> int:
     """How many lines match (like ``grep -c``), scanning the whole buffer."""
     regex = compile_pattern(pattern, ignore_case)

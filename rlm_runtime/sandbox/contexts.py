@@ -20,6 +20,7 @@ from typing import Any
 
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.corpus import CorpusHandle, Document
+from rlm_runtime.context.grep import grep_held
 from rlm_runtime.context.handles import BufferHandle, FileHandle
 from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS
 from rlm_runtime.errors import ContextError
@@ -172,8 +173,17 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
 
     def grep(pattern: str, handle: Any = None, context_lines: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
              ignore_case: bool = False, include_skipped: bool = False) -> Any:
-        """Lines matching an RE2 pattern, with 1-based line numbers (include_skipped: search a corpus's skipped documents too)."""
+        """Lines matching an RE2 pattern, with 1-based line numbers (include_skipped: search a corpus's skipped documents too).
+
+        The second argument may also be max_matches (the order the prompt gives), or text the
+        code holds to search instead: a string, or a list of lines such as an earlier result."""
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            handle, max_matches = None, handle
+        elif isinstance(handle, (str, list, tuple)):
+            return grep_held(handle, pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
         target = _target(handle)
+        if not isinstance(target, (BufferHandle, CorpusHandle)):
+            grep_held(target, pattern)  # raises: says what grep can search
         result = target.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case,
                              **_skipped(target, include_skipped))
         if not result and len(EMPTY_GREPS) < _EMPTY_KEPT:

@@ -142,6 +142,21 @@ def test_a_grep_match_answers_to_the_names_small_models_give_its_fields(tmp_path
     assert "no attribute 'number'" in error and ".line_no (its line number)" in error
 
 
+def test_grep_takes_max_matches_second_and_searches_text_the_code_holds(tmp_path: Path) -> None:
+    """It reads grep's second argument as the prompt writes it (max_matches), or as what to
+    search: a string (its own line numbers) or an earlier result (the context's line numbers)."""
+    answer, _, events = ask(tmp_path, [code(
+        "a = len(grep('Badge', 3))\n"
+        "b = grep('Belpex', grep('lead of project|Badge', max_matches=500))\n"
+        "c = grep('bel', 'first line\\nBelpex is here\\nlast', ignore_case=True)\n"
+        "d = grep('Badge', ['one', 'Badge two', 'Badge three'], max_matches=1)\n"
+        "FINAL(f'{a}|{b[0].line_no}|{len(b)}|{c[0]}|{d[0]}|{d.count()}')")])
+    assert answer == "3|124|1|2: Belpex is here|2: Badge two|2", events
+    _, _, events = ask(tmp_path, [code("print(grep('x', {'a': 1}))"), code("FINAL('x')")])
+    error = next(o["error"] for e in of_type(events, "iteration") for o in e["outputs"] if o["error"])
+    assert "a context handle, a string, or a list of strings" in error and "not dict" in error
+
+
 def test_a_final_of_bare_words_in_a_code_block_is_an_answer(tmp_path: Path) -> None:
     """It reads ``FINAL(Junsen Monnovbel)`` (not Python) as the answer instead of a syntax error to
     loop on, and follows it like any other."""

@@ -44,10 +44,16 @@ def test_handle_class_on_every_descriptor(with_context: Attacker) -> None:
 
 
 def test_probe_functions_with_a_path(with_context: Attacker) -> None:
-    """It denies peek/grep/chunk a path in place of a handle."""
+    """It denies peek/chunk a path in place of a handle; grep searches the path's own text (a
+    string the code holds), never the file it names."""
     path = with_context.secret["path"]
     with_context.refused(f"print(peek(handle={path!r}))", "AttributeError")
-    with_context.refused(f"print(grep('s', handle={path!r}))", "AttributeError")
+    with_context.refused(f"print(chunk(0, handle={path!r}))", "AttributeError")
+    for call in (f"grep('.', handle={path!r})", f"grep('.', {path!r})", f"grep('.', [{path!r}])"):
+        r = with_context.run(f"print({call})")  # the secret the file holds never shows: run() checks
+        assert r.error is None and r.stdout.strip() == f"1: {path}", r
+    for held in ("print", "b'bytes'", "{'a': 1}", "[1, 2]", "context.get_full"):
+        with_context.refused(f"print(grep('.', {held}))", "ContextError")
 
 
 def test_retargeting_the_handle(with_context: Attacker) -> None:
