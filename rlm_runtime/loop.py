@@ -218,6 +218,7 @@ class Run:
         #: Every code block this run executed, in order (what ``remember`` stores).
         self.cells: list[str] = []
         self.seen: list[str] = []  # what this run's cells printed (the model has read it)
+        self.broad: list[str] = []  # those of them too long to read (a broad grep): not read, only shown
         self.followed: set[str] = set()  # answers looked up before being taken
         self.named: set[str] = set()  # names of the question shown after a broad grep
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
@@ -391,6 +392,7 @@ class Run:
                 note = self._empty_grep_note(sandbox, reported)
                 text += "\n" + note if note else ""
             elif not result.has_final and harness.shows_many_lines(result.stdout, _BROAD_GREP_LINES):
+                self.broad.append(result.stdout)
                 # Too many lines to read: the question's name's lines, or when the grep printed
                 # them among the rest, the chain from them.
                 note = self._named_note(sandbox, code, result.stdout, broad=True) or self._chain_note(sandbox, result.stdout)
@@ -567,7 +569,8 @@ class Run:
                 self.chained.add(name.lower())
                 lines = self._lines_of(sandbox, name)
                 self.chain_lines += [line for line in lines or [] if line not in self.chain_lines]
-                seen = "\n".join(self.seen + shown)
+                # a line in a long listing was not read: it is shown again as a link
+                seen = "\n".join([s for s in self.seen if s not in self.broad] + shown)
                 fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
                 if fresh:
                     self._shown(name, fresh, "the next link of a chain")
@@ -653,17 +656,20 @@ class Run:
         model read in a line of the text it printed (grep's ``N: line``), and a few lines hold it of which the model has not
         seen every one: those lines and one more turn (it may be the middle of a chain, not
         its end). Asked once per answer: the same answer given again is taken."""
-        if self.chained:
-            return None  # the runtime followed the chain already; this answer comes after it
         term = harness.answer_to_follow(answer, self.query)
         if term is None or term.lower() in self.followed or len(self.followed) >= _FOLLOWS:
+            return None
+        # A link of the chain the runtime followed is its middle, whatever the model has seen of
+        # its lines; any other answer after such a chain comes after it.
+        middle = term.lower() in self.chained
+        if self.chained and not middle:
             return None
         seen = "\n".join(self.seen)
         if not any(term.lower() in row.lower() for row in harness.grep_rows(seen)):
             return None  # not a name the model read in a line of the text
         self.followed.add(term.lower())
         lines = self._lines_of(sandbox, term)
-        if not lines or all(harness.seen_in(row, seen) for row in harness.grep_rows("\n".join(lines))):
+        if not lines or (not middle and all(harness.seen_in(row, seen) for row in harness.grep_rows("\n".join(lines)))):
             return None
         said = " ".join(answer.split())
         self._shown(term, lines, "more about the answer, before taking it")
