@@ -398,8 +398,9 @@ class Run:
                 note = self._named_note(sandbox, code, result.stdout, broad=True) or self._chain_note(sandbox, result.stdout)
                 text += "\n" + note if note else ""
             elif not result.has_final:
-                # A cell that failed searched for nothing, whatever names its code holds.
-                searched = "" if result.error else code
+                # A cell that failed, or printed nothing, found nothing, whatever names its code
+                # holds (a loop over another grep's hits that tests for the question's name).
+                searched = "" if result.error or not result.stdout.strip() else code
                 note = self._chain_note(sandbox, result.stdout) or self._named_note(sandbox, searched, result.stdout)
                 text += "\n" + note if note else ""
             if not result.has_final and not self.records_tried:

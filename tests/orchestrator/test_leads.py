@@ -227,6 +227,16 @@ def test_a_link_printed_only_in_a_long_listing_is_shown_and_its_name_as_an_answe
     assert 'Before "Junsen Monnovbel" is taken' in second and BADGE in second
 
 
+def test_a_cell_that_printed_nothing_is_shown_the_question_names_lines(tmp_path: Path) -> None:
+    """It shows the question's name's lines and their chain after a cell that printed nothing,
+    though its code names it (a loop testing each badge line for the project's name)."""
+    loop = "for hit in grep('Badge'):\n    if 'Belpex' in hit:\n        print(hit)"
+    answer, client, _ = ask(tmp_path, [code(loop), code("FINAL('24472')")])
+    assert answer == "24472"
+    shown = client.prompts[1][-1]["content"]
+    assert LEAD in shown and BADGE in shown
+
+
 def test_the_forced_last_turn_repeats_the_question_and_the_chain_followed(tmp_path: Path) -> None:
     """It asks for the answer, after turns that repeated themselves, with the question and the
     lines the runtime followed the chain through (the last link last); with no chain, the question."""
