@@ -291,14 +291,14 @@ def record_pattern(rows: Sequence[str]) -> str | None:
 
 def question_names(question: str) -> list[str]:
     """The names a question mentions: runs of capitalised words, less the question words
-    that open a sentence (``What``, ``The``...), longest first. ``"Who leads project
-    Belpex?"`` -> ``["Belpex"]``."""
+    that open a sentence (``What``, ``The``...) and a possessive's ``'s``, longest first.
+    ``"Who leads project Belpex?"`` -> ``["Belpex"]``."""
     names: list[str] = []
-    for m in _NAME.finditer(question):
+    for m in _NAME.finditer(question.replace("\u2019", "'")):
         words = m.group(0).split()
         while words and words[0].lower() in _LEADING:
             words = words[1:]
-        name = " ".join(words)
+        name = re.sub(r"'s?$", "", " ".join(words))  # the possessive: "Venbel Mirsenpex's manager"
         if len(name) >= 3 and name not in names:
             names.append(name)
     return sorted(names, key=len, reverse=True)

@@ -102,6 +102,8 @@ def test_the_names_a_question_gives() -> None:
     assert harness.question_names("The Whitlo account has a serial number. What is it?") == ["Whitlo"]
     assert harness.question_names("In which year did Ada King and Charles Babbage meet?") == ["Charles Babbage", "Ada King"]
     assert harness.question_names("how many tickets are about billing?") == []
+    assert harness.question_names("Where does the manager of Venbel Mirsenpex's manager work?") == ["Venbel Mirsenpex"]
+    assert harness.question_names("What is Ada King\u2019s badge and James' office?") == ["Ada King", "James"]
     assert harness.question_names("Count the sightings. Which species is most common?") == []
 
 
