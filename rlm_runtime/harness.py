@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,6 +302,23 @@ def question_names(question: str) -> list[str]:
         if len(name) >= 3 and name not in names:
             names.append(name)
     return sorted(names, key=len, reverse=True)
+
+
+def name_pattern(name: str) -> str:
+    """A regex for ``name`` as a whole word or words: ``Toryar`` finds "Toryar cannot..." and
+    not "Fenrho Toryarsen", another name. (Also valid RE2, for grep.)"""
+    pattern = re.escape(name)
+    # RE2's \b knows ASCII word characters only: at an edge of another letter, no \b
+    if name[:1].isascii() and name[:1].isalnum():
+        pattern = r"\b" + pattern
+    if name[-1:].isascii() and name[-1:].isalnum():
+        pattern += r"\b"
+    return pattern
+
+
+def names_in(row: str, names: Iterable[str]) -> bool:
+    """Whether ``row`` holds any of ``names`` as whole words, ignoring case."""
+    return any(re.search(name_pattern(n), row, re.IGNORECASE) for n in names)
 
 
 def row_openers(rows: Sequence[str]) -> set[str]:

@@ -506,9 +506,9 @@ class Run:
         return ""
 
     def _lines_of(self, sandbox: Sandbox, term: str) -> list[str] | None:
-        """The lines holding ``term`` (ignoring case), found in the run's sandbox; None when
-        there are none or more than ``_LEAD_LINES``."""
-        call = f"grep({re2_escape(term)!r}, ignore_case=True, max_matches={_LEAD_LINES + 1})"
+        """The lines holding ``term`` as whole words (ignoring case), found in the run's sandbox;
+        None when there are none or more than ``_LEAD_LINES``."""
+        call = f"grep({harness.name_pattern(term)!r}, ignore_case=True, max_matches={_LEAD_LINES + 1})"
         result = sandbox.execute(f"print({call})")
         rows = harness.grep_rows(result.stdout or "") if result.ok else []
         if not rows or len(rows) > _LEAD_LINES:
@@ -557,7 +557,7 @@ class Run:
         shown: list[str] = []
         openers: set[str] = set()  # words that open several rows, at any step: never names
         for _ in range(_CHAIN_STEPS):
-            linked = [r for r in rows if any(k in r.lower() for k in known)]
+            linked = [r for r in rows if harness.names_in(r, known)]
             openers |= harness.row_openers(rows)
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
                                      if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))

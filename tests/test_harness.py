@@ -270,3 +270,15 @@ def test_prose_that_is_still_looking_is_no_insisted_answer() -> None:
     still = "The output does not show the answer. Let's try searching again."
     assert harness.insisted_answer(still, {still}) is None
     assert harness.insisted_answer("It is in Oslo.", {"It is in Oslo."}) == "It is in Oslo."
+
+
+def test_a_name_is_found_as_whole_words() -> None:
+    """It finds a name as whole words, ignoring case, not inside a longer name; an edge that
+    is not an ASCII letter or digit takes no word boundary (RE2's is ASCII only)."""
+    import re2
+
+    rows = ["Toryar cannot be installed without Briqua.", "Fenrho Toryarsen maintains Lux.", "ask toryar's team", "Zoë Ng: C++ lead"]
+    assert [harness.names_in(r, ["Toryar"]) for r in rows] == [True, False, True, False]
+    assert harness.names_in(rows[3], ["zoë ng"]) and harness.names_in(rows[3], ["C++"])
+    for name in ("Toryar", "Zoë", "C++", "GH-6589"):
+        assert re2.compile(harness.name_pattern(name)).search(f"x {name} y"), name
