@@ -156,6 +156,23 @@ def prose_block(code: str) -> str | None:
     return None
 
 
+_SHORT_ANSWER_CHARS = 200
+
+
+def short_answer(reply: str) -> str | None:
+    """The answer of a reply asked for a fact in a few words: its FINAL(...) if it wrote one,
+    else its first line less an "Answer:" label, quotes and the closing full stop. None when
+    that is empty or longer than an answer in a few words would be."""
+    final = prose_final(reply)
+    if final:
+        return final
+    lines = [line.strip().strip("`").strip() for line in reply.strip().splitlines()]
+    first = next((line for line in lines if line and not line.startswith("```")), "")
+    first = re.sub(r"^(?:the\s+)?answer\s*(?:is)?\s*[:\-]?\s*", "", first, flags=re.IGNORECASE)
+    first = first.strip().rstrip(".").strip().strip("\"'").strip()
+    return first if first and len(first) <= _SHORT_ANSWER_CHARS else None
+
+
 def unparsable_final(code: str) -> str | None:
     """The answer of a block that is not Python because its FINAL(...) holds bare words
     (``FINAL(Loyar Cailo)``, as small models write it): read as a FINAL written in prose.

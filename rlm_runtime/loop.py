@@ -707,6 +707,10 @@ class Run:
         return harness.prose_final(reply)
 
     def _forced_answer(self, messages: list[Message], sandbox: Sandbox) -> RunResult:
+        if self.chain_lines:
+            answer = self._chain_answer()
+            if answer is not None:
+                return RunResult(answer, iterations=self.iterations)
         prompts = self.tree.setup.prompts
         # The question again, and the chain the runtime followed: after a run of turns that
         # repeated themselves, small models answer with a line of the first step.
@@ -735,6 +739,24 @@ class Run:
             return RunResult(answer, iterations=self.iterations)
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
+
+    def _chain_answer(self) -> str | None:
+        """The last turn, when the runtime followed a chain from the question's names: one short
+        call with those lines and the question alone, instead of the whole conversation. After
+        turns that repeated themselves, small models answered the conversation's last turn with
+        a line of the first step; asked with the few lines, they follow them."""
+        lines = "\n".join(self.chain_lines[-_FORCED_CHAIN_LINES:])
+        prompt = self.tree.setup.prompts.text("chain_answer", lines=lines, question=self.query)
+        began = time.monotonic()
+        completion = self.tree.call(self, self.client, [{"role": "user", "content": prompt}], code=False)
+        reply = completion.text.strip()
+        answer = harness.short_answer(reply)
+        self.iterations += 1
+        self.emit({"type": "iteration", "iteration": self.iterations, "forced": True, "response": reply,
+                   "prompt_chars": len(prompt), "code_blocks": [], "outputs": [], "usage": completion.usage.to_dict(),
+                   "duration_s": time.monotonic() - began, "model_s": time.monotonic() - began,
+                   "finish_reason": completion.finish_reason, "from": "the chain's lines"})
+        return answer
 
     def _trim(self, messages: list[Message]) -> list[Message]:
         """Keep the system prompt, the question and as many recent turns as fit."""

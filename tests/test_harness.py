@@ -282,3 +282,12 @@ def test_a_name_is_found_as_whole_words() -> None:
     assert harness.names_in(rows[3], ["zoë ng"]) and harness.names_in(rows[3], ["C++"])
     for name in ("Toryar", "Zoë", "C++", "GH-6589"):
         assert re2.compile(harness.name_pattern(name)).search(f"x {name} y"), name
+
+
+def test_a_short_answer_is_read_from_a_reply_of_a_few_words() -> None:
+    """It reads the answer of a reply asked for a fact in a few words: a FINAL, else the first
+    line less its label, quotes and full stop; nothing from an empty or long reply."""
+    for reply, expected in (("Perth", "Perth"), ("Answer: Perth.", "Perth"), ('The answer is "Bergen".', "Bergen"),
+                            ('FINAL("Oslo")', "Oslo"), ("```\nPerth\n```", "Perth"), ("\n\n  Sapporo\nbecause...", "Sapporo"),
+                            ("", None), ("word " * 100, None)):
+        assert harness.short_answer(reply) == expected, reply

@@ -237,18 +237,32 @@ def test_a_cell_that_printed_nothing_is_shown_the_question_names_lines(tmp_path:
     assert LEAD in shown and BADGE in shown
 
 
-def test_the_forced_last_turn_repeats_the_question_and_the_chain_followed(tmp_path: Path) -> None:
-    """It asks for the answer, after turns that repeated themselves, with the question and the
-    lines the runtime followed the chain through (the last link last); with no chain, the question."""
+def test_the_last_turn_after_a_chain_is_one_short_call_with_its_lines(tmp_path: Path) -> None:
+    """It asks for the answer, after turns that repeated themselves, in one call holding only
+    the lines the runtime followed the chain through (the last link last) and the question;
+    with no chain, the conversation's forced turn repeats the question."""
     grep_belpex = code("print(grep('Belpex'))")
-    answer, client, _ = ask(tmp_path, [grep_belpex, grep_belpex, grep_belpex, "FINAL(24472)"])
+    answer, client, events = ask(tmp_path, [grep_belpex, grep_belpex, grep_belpex, "Answer: 24472."])
+    assert answer == "24472"
+    last = client.prompts[-1]
+    assert len(last) == 1 and last[0]["role"] == "user"
+    assert last[0]["content"].index(LEAD) < last[0]["content"].index(BADGE) < last[0]["content"].index("Question: " + QUESTION)
+    assert of_type(events, "iteration")[-1]["from"] == "the chain's lines"
+    looking = code("print('looking')")
+    answer, client, _ = ask(tmp_path, [looking, looking, looking, "FINAL(x)"], question=UNNAMED)
+    forced = client.prompts[-1][-1]["content"]
+    assert answer == "x" and forced.startswith("You have no turns left.") and forced.endswith("The question: " + UNNAMED)
+    assert "followed" not in forced
+
+
+def test_a_last_turn_from_the_chain_with_no_answer_falls_back_to_the_conversation(tmp_path: Path) -> None:
+    """It asks the conversation for the answer, with the chain's lines, when the short call
+    gives none (an empty reply)."""
+    grep_belpex = code("print(grep('Belpex'))")
+    answer, client, _ = ask(tmp_path, [grep_belpex, grep_belpex, grep_belpex, "", "FINAL(24472)"])
     assert answer == "24472"
     forced = client.prompts[-1][-1]["content"]
-    assert forced.startswith("You have no turns left.") and forced.endswith("The question: " + QUESTION)
-    assert BADGE in forced and forced.index(LEAD) < forced.index(BADGE)
-    looking = code("print('looking')")
-    _, client, _ = ask(tmp_path, [looking, looking, looking, "FINAL(x)"], question=UNNAMED)
-    assert "followed" not in client.prompts[-1][-1]["content"] and UNNAMED in client.prompts[-1][-1]["content"]
+    assert forced.startswith("You have no turns left.") and BADGE in forced and forced.endswith("The question: " + QUESTION)
 
 
 def test_a_count_no_output_showed_is_asked_for_once(tmp_path: Path) -> None:
