@@ -346,7 +346,7 @@ class Run:
                          or self._unlinked_note(sandbox, answer, reply)
                          or self._follow_note(sandbox, answer)) if self.iterations < lim.max_iterations else None
                 if check is None:
-                    return RunResult(answer, iterations=self.iterations)
+                    return RunResult(self._past_the_middle(answer), iterations=self.iterations)
                 messages.append({"role": "user", "content": check})
                 messages = self._trim(messages)
                 continue
@@ -739,6 +739,16 @@ class Run:
             return RunResult(answer, iterations=self.iterations)
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
+
+    def _past_the_middle(self, answer: str) -> str:
+        """``answer``, or when it is again a link in the middle of the chain the runtime
+        followed (shown its lines once already, the model gave it again), the answer of one
+        short call with the chain's lines: the 1.5B named the second person of a chain twice
+        when asked where that person is based."""
+        term = harness.answer_to_follow(answer, self.query)
+        if term is None or term.lower() not in self.chained or term.lower() not in self.followed:
+            return answer
+        return self._chain_answer() or answer
 
     def _chain_answer(self) -> str | None:
         """The last turn, when the runtime followed a chain from the question's names: one short

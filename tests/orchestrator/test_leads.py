@@ -255,6 +255,19 @@ def test_the_last_turn_after_a_chain_is_one_short_call_with_its_lines(tmp_path: 
     assert "followed" not in forced
 
 
+def test_a_middle_link_given_again_is_settled_by_one_short_call_with_the_chain(tmp_path: Path) -> None:
+    """It answers, when the model gives again a name in the middle of the chain it was shown
+    the lines of, with one short call on the chain's lines and the question; an answer past
+    the chain is taken as it is."""
+    replies = [code("print(grep('Belpex'))"), code("FINAL('Junsen Monnovbel')"), code("FINAL('Junsen Monnovbel')"), "24472"]
+    answer, client, _ = ask(tmp_path, replies)
+    assert answer == "24472" and len(client.prompts) == 4
+    assert 'Before "Junsen Monnovbel" is taken' in client.prompts[2][-1]["content"]
+    assert len(client.prompts[3]) == 1 and BADGE in client.prompts[3][0]["content"]
+    answer, client, _ = ask(tmp_path, [code("print(grep('Belpex'))"), code("FINAL('24472')")])
+    assert answer == "24472" and len(client.prompts) == 2
+
+
 def test_a_last_turn_from_the_chain_with_no_answer_falls_back_to_the_conversation(tmp_path: Path) -> None:
     """It asks the conversation for the answer, with the chain's lines, when the short call
     gives none (an empty reply)."""
