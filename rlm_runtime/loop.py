@@ -346,7 +346,7 @@ class Run:
                          or self._unlinked_note(sandbox, answer, reply)
                          or self._follow_note(sandbox, answer)) if self.iterations < lim.max_iterations else None
                 if check is None:
-                    return RunResult(self._past_the_middle(answer), iterations=self.iterations)
+                    return RunResult(self._settled(answer), iterations=self.iterations)
                 messages.append({"role": "user", "content": check})
                 messages = self._trim(messages)
                 continue
@@ -740,11 +740,12 @@ class Run:
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
-    def _past_the_middle(self, answer: str) -> str:
+    def _settled(self, answer: str) -> str:
         """``answer``, or when it is again a link in the middle of the chain the runtime
         followed (shown its lines once already, the model gave it again), the answer of one
         short call with the chain's lines: the 1.5B named the second person of a chain twice
-        when asked where that person is based."""
+        when asked where that person is based. (An answer read on a line about another name
+        and given again is taken: the note invites that, and the line may say "it".)"""
         term = harness.answer_to_follow(answer, self.query)
         if term is None or term.lower() not in self.chained or term.lower() not in self.followed:
             return answer
