@@ -44,6 +44,8 @@ _HINT_LINES = 8
 #: A model that sends the same code this many turns in a row after the first is asked for
 #: its answer at once (the forced turn) instead of using its remaining turns on it.
 _REPEATS_BEFORE_FORCING = 2
+#: A block is a repeat when it is the code of one of this many turns before.
+_REPEAT_WINDOW = 3
 #: A grep printing this many lines (or cut at its max_matches) is too broad to read: if the
 #: question names something the code did not search for, the lines naming it are shown.
 _BROAD_GREP_LINES = 12
@@ -213,7 +215,7 @@ class Run:
         self.iterations = 0
         self.partial: str | None = None
         self.budget_error: BudgetExceeded | None = None
-        self.last_blocks: list[str] = []
+        self.last_blocks: list[list[str]] = []  # the code of the last few turns, latest last
         self.own_usage: dict[str, Usage] = {}
         #: Every code block this run executed, in order (what ``remember`` stores).
         self.cells: list[str] = []
@@ -324,10 +326,11 @@ class Run:
                 blocks = [harness.final_spelled(harness.without_echo(b, messages[-2]["content"])) for b in blocks]
                 answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
-                repeats = repeats + 1 if blocks == self.last_blocks else 0
+                # the same code as one of the last turns: also two blocks taken in turn (A, B, A, B)
+                repeats = repeats + 1 if blocks in self.last_blocks else 0
                 if repeats:
                     feedback += "\n" + prompts.notes["same_code"]
-                self.last_blocks = blocks
+                self.last_blocks = [*self.last_blocks, blocks][-_REPEAT_WINDOW:]
             else:
                 answer = self._prose_answer(reply, sandbox)
                 feedback = prompts.text("reprompt")
@@ -690,7 +693,7 @@ class Run:
         lines = [f"- {h['id']} (lines {h['lines']}): {h['snippet'][:_HINT_SNIPPET_CHARS]}" for h in hits]
         self.emit({"type": "tool_call", "name": "search_chunks", "args": repr(query)[:200],
                    "result": f"{len(hits)} hits (shown after an empty grep)", "error": None, "duration_s": 0.0})
-        return prompts.text("empty_grep_hits", query=repr(query), hits="\n".join(lines))
+        return prompts.text("empty_grep_hits", query=repr(query), hits="\n".join(lines), best=hits[0]["id"])
 
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)

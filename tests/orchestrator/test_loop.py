@@ -238,7 +238,18 @@ def test_the_same_code_three_times_in_a_row_brings_the_forced_turn_early() -> No
     result, _ = run(client, "text", limits=fast(max_iterations=10))
     assert result.answer == "the river town"
     assert result.iterations == 4
-    assert "same code as your previous turn" in client.prompts[2][-1]["content"]
+    assert "same code as one of your last turns" in client.prompts[2][-1]["content"]
+
+
+def test_two_blocks_taken_in_turn_bring_the_forced_turn_early() -> None:
+    """It counts a block that repeats the one two turns before (A, B, A, B: a loop of two) as
+    a repeat, as it does the same block twice in a row."""
+    a, b = code("print('the river town')"), code("print('the hill town')")
+    client = ScriptedClient([a, b, a, b, {"when": FORCED, "content": code("FINAL('the river town')")}])
+    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    assert result.answer == "the river town" and result.iterations == 5
+    assert "same code as one of your last turns" not in client.prompts[2][-1]["content"]
+    assert "same code as one of your last turns" in client.prompts[3][-1]["content"]
 
 
 def test_a_sentence_in_a_code_block_on_the_forced_turn_is_the_answer() -> None:
