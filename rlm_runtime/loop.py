@@ -224,6 +224,7 @@ class Run:
         self.followed: set[str] = set()  # answers looked up before being taken
         self.named: set[str] = set()  # names of the question shown after a broad grep
         self.chained: set[str] = set()  # names whose lines were shown as the next link of a chain
+        self.middles: set[str] = set()  # those of them with a line past the row that tied them in
         self.chain_lines: list[str] = []  # the lines of those names, in the order followed
         self.count_checked = False  # a count no output showed was questioned once
         self.grounding_checked = False  # an answer the text never holds was questioned once
@@ -573,6 +574,10 @@ class Run:
                 self.chained.add(name.lower())
                 lines = self._lines_of(sandbox, name)
                 self.chain_lines += [line for line in lines or [] if line not in self.chain_lines]
+                # A line naming no other link goes past this one (the badge of the lead): the
+                # chain's middle. A name whose only line is the one that tied it in is an end.
+                if any(not harness.names_in(row, known - {name.lower()}) for row in harness.grep_rows("\n".join(lines or []))):
+                    self.middles.add(name.lower())
                 # a line in a long listing was not read: it is shown again as a link
                 seen = "\n".join([s for s in self.seen if s not in self.broad] + shown)
                 fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
@@ -665,7 +670,7 @@ class Run:
             return None
         # A link of the chain the runtime followed is its middle, whatever the model has seen of
         # its lines; any other answer after such a chain comes after it.
-        middle = term.lower() in self.chained
+        middle = term.lower() in self.middles
         if self.chained and not middle:
             return None
         seen = "\n".join(self.seen)
@@ -750,7 +755,7 @@ class Run:
         when asked where that person is based. (An answer read on a line about another name
         and given again is taken: the note invites that, and the line may say "it".)"""
         term = harness.answer_to_follow(answer, self.query)
-        if term is None or term.lower() not in self.chained or term.lower() not in self.followed:
+        if term is None or term.lower() not in self.middles or term.lower() not in self.followed:
             return answer
         return self._chain_answer() or answer
 

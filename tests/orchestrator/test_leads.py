@@ -268,6 +268,19 @@ def test_a_middle_link_given_again_is_settled_by_one_short_call_with_the_chain(t
     assert answer == "24472" and len(client.prompts) == 2
 
 
+def test_the_end_of_the_chain_as_the_answer_is_taken_at_once(tmp_path: Path) -> None:
+    """It takes at once a name at the end of the chain it followed (its only line is the one
+    that tied it in), and questions the middle one (its lines go further)."""
+    rows = {96: "Package Venmirven depends on the library Garzelmon.", 444: "Maintainer of Garzelmon: Loqua Junvello."}
+    path = planted(tmp_path, "deps.txt", 600, rows, SHORT_FILLER)
+    question = "Package Venmirven has a dependency. Who is that dependency's maintainer?"
+    for answer, prompts in (("Loqua Junvello", 2), ("Garzelmon", 3)):
+        client = ScriptedClient([code("print(grep('Venmirven'))"), code(f"FINAL({answer!r})"), code("FINAL('Loqua Junvello')")])
+        with Session(client, contexts=[path], limits=fast()) as s:
+            assert s.ask(question).answer == "Loqua Junvello"
+        assert len(client.prompts) == prompts, answer
+
+
 def test_a_last_turn_from_the_chain_with_no_answer_falls_back_to_the_conversation(tmp_path: Path) -> None:
     """It asks the conversation for the answer, with the chain's lines, when the short call
     gives none (an empty reply)."""
