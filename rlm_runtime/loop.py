@@ -434,6 +434,10 @@ class Run:
                 note = self.tree.setup.prompts.text("empty_grep_lines", call=call, lines=lines)
                 chain = self._chain_note(sandbox, lines)  # those lines may tie the question's name to the next one
                 return note + ("\n" + chain if chain else "")
+        # The lines of a name the question gives, and their chain: what the grep was after.
+        named = self._named_note(sandbox, "", stdout)
+        if named:
+            return named
         # Ranked chunks find a fact worded otherwise; records to count are found by their words.
         counting = harness.is_count_question(self.query) or harness.is_tally_question(self.query)
         if self.tree.search is not None and not counting:

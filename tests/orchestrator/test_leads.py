@@ -281,6 +281,15 @@ def test_the_end_of_the_chain_as_the_answer_is_taken_at_once(tmp_path: Path) -> 
         assert len(client.prompts) == prompts, answer
 
 
+def test_an_empty_grep_with_no_hint_is_shown_the_question_names_lines(tmp_path: Path) -> None:
+    """It shows, after a grep that found nothing and names no word to try (an empty tally),
+    the lines of the name the question gives and their chain, before anything else."""
+    answer, client, _ = ask(tmp_path, [code("print(grep(r'lead project (\\w+)').tally())"), code("FINAL('24472')")])
+    assert answer == "24472"
+    shown = client.prompts[1][-1]["content"]
+    assert shown.index(LEAD) < shown.index(BADGE)
+
+
 def test_a_last_turn_from_the_chain_with_no_answer_falls_back_to_the_conversation(tmp_path: Path) -> None:
     """It asks the conversation for the answer, with the chain's lines, when the short call
     gives none (an empty reply)."""
