@@ -432,7 +432,7 @@ def grep_held(held: Any, pattern: str, *, context_lines: int = 0, max_matches: i
     1), or a list of lines, such as an earlier grep's result, whose matches keep their own
     line numbers (``grep("Belpex", grep("lead"))`` narrows a search)."""
     if isinstance(held, str) and not isinstance(held, GrepMatch):
-        return grep_buffer(TextBuffer(held.encode("utf-8", "replace")), pattern, context_lines=context_lines,
+        return grep_buffer(TextBuffer(str.encode(held, "utf-8", "replace")), pattern, context_lines=context_lines,
                            max_matches=max_matches, ignore_case=ignore_case)
     items = [held] if isinstance(held, GrepMatch) else held
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
@@ -443,8 +443,9 @@ def grep_held(held: Any, pattern: str, *, context_lines: int = 0, max_matches: i
         raise ContextError("max_matches must be at least 1")
     kept = []
     for k, item in enumerate(items):
-        match = item if isinstance(item, GrepMatch) else GrepMatch(k + 1, item.rstrip("\r\n"), [], [])
-        if regex.search(match.line.encode("utf-8", "replace")) is not None:
+        # str's own methods: a str subclass of the code's own must not run its code in ours
+        match = item if type(item) is GrepMatch else GrepMatch(k + 1, str.rstrip(item, "\r\n"), [], [])
+        if regex.search(str.encode(match.line, "utf-8", "replace")) is not None:
             kept.append(match)
     return GrepResult(kept[:max_matches], pattern, len(kept) <= max_matches, lambda: len(kept), ignore_case=ignore_case)
 

@@ -54,6 +54,10 @@ def test_probe_functions_with_a_path(with_context: Attacker) -> None:
         assert r.error is None and r.stdout.strip() == f"1: {path}", r
     for held in ("print", "b'bytes'", "{'a': 1}", "[1, 2]", "context.get_full"):
         with_context.refused(f"print(grep('.', {held}))", "ContextError")
+    # a str subclass's own methods are not called by grep: it searches the text
+    r = with_context.run(f"class S(str):\n    def rstrip(self, *a):\n        return 'x' + {path!r}\n"
+                         f"    def encode(self, *a):\n        return b'x'\nprint(grep('^x', [S('y')]).count(), grep('y', [S('y')]).count())")
+    assert r.error is None and r.stdout.strip() == "0 1", r
 
 
 def test_retargeting_the_handle(with_context: Attacker) -> None:
