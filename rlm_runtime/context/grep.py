@@ -426,18 +426,24 @@ def grep_buffer(buf: TextBuffer, pattern: str, *, context_lines: int = 0, max_ma
     return GrepResult(matches, pattern, True, prober=prober, ignore_case=ignore_case)
 
 
+def not_searchable(what: Any) -> ContextError:
+    """The error for a second argument to grep that is neither a context nor text."""
+    return ContextError("grep's second argument is what to search: a context handle, a string, or a list of strings "
+                        f"(an earlier grep's result), not {type(what).__name__}")
+
+
 def grep_held(held: Any, pattern: str, *, context_lines: int = 0, max_matches: int = 100,
               ignore_case: bool = False) -> GrepResult:
     """grep over text the code holds instead of a context: a string (its lines, numbered from
     1), or a list of lines, such as an earlier grep's result, whose matches keep their own
-    line numbers (``grep("Belpex", grep("lead"))`` narrows a search)."""
+    line numbers (``grep("Belpex", grep("lead"))`` narrows a search). ``context_lines`` applies
+    to a string; a list's items keep the lines around them they already had."""
     if isinstance(held, str) and not isinstance(held, GrepMatch):
         return grep_buffer(TextBuffer(str.encode(held, "utf-8", "replace")), pattern, context_lines=context_lines,
                            max_matches=max_matches, ignore_case=ignore_case)
     items = [held] if isinstance(held, GrepMatch) else held
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
-        raise ContextError("grep's second argument is what to search: a context handle, a string, or a list of strings "
-                           f"(an earlier grep's result), not {type(held).__name__}")
+        raise not_searchable(held)
     regex = compile_pattern(pattern, ignore_case)
     if max_matches < 1:
         raise ContextError("max_matches must be at least 1")

@@ -20,7 +20,7 @@ from typing import Any
 
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.corpus import CorpusHandle, Document
-from rlm_runtime.context.grep import grep_held
+from rlm_runtime.context.grep import grep_held, not_searchable
 from rlm_runtime.context.handles import BufferHandle, FileHandle
 from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS
 from rlm_runtime.errors import ContextError
@@ -183,7 +183,7 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             return grep_held(handle, pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
         target = _target(handle)
         if not isinstance(target, (BufferHandle, CorpusHandle)):
-            grep_held(target, pattern)  # raises: says what grep can search
+            raise not_searchable(target)
         result = target.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case,
                              **_skipped(target, include_skipped))
         if not result and len(EMPTY_GREPS) < _EMPTY_KEPT:
