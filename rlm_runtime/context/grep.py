@@ -142,7 +142,7 @@ class GrepResult(list[GrepMatch]):
         regex = compile_pattern(self.pattern, self._ignore_case)
         counts: Counter[str] = Counter()
         for m in self:
-            found = regex.search(m.line.encode("utf-8"))
+            found = regex.search(str.encode(m.line, "utf-8", "replace"))
             if found is not None:
                 counts[_captured(found, regex.groups)] += 1
         return dict(counts.most_common())
@@ -213,6 +213,10 @@ def compile_pattern(pattern: str, ignore_case: bool = False) -> re2._Regexp:
         raise ContextError("grep pattern is empty")
     if len(pattern) > _MAX_PATTERN:
         raise ContextError(f"grep pattern is {len(pattern)} characters; the limit is {_MAX_PATTERN}")
+    try:
+        str.encode(pattern, "utf-8")
+    except UnicodeEncodeError as e:
+        raise ContextError(f"grep pattern {pattern!r} is not valid text (a lone surrogate at {e.start})") from e
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
@@ -447,13 +451,16 @@ def grep_held(held: Any, pattern: str, *, context_lines: int = 0, max_matches: i
     regex = compile_pattern(pattern, ignore_case)
     if max_matches < 1:
         raise ContextError("max_matches must be at least 1")
-    kept = []
+    kept: list[GrepMatch] = []
+    total = 0  # matches past max_matches are counted, not kept
     for k, item in enumerate(items):
         # str's own methods: a str subclass of the code's own must not run its code in ours
-        match = item if type(item) is GrepMatch else GrepMatch(k + 1, str.rstrip(item, "\r\n"), [], [])
-        if regex.search(str.encode(match.line, "utf-8", "replace")) is not None:
-            kept.append(match)
-    return GrepResult(kept[:max_matches], pattern, len(kept) <= max_matches, lambda: len(kept), ignore_case=ignore_case)
+        line = item.line if type(item) is GrepMatch else str.rstrip(item, "\r\n")
+        if regex.search(str.encode(str(line), "utf-8", "replace")) is not None:
+            total += 1
+            if len(kept) < max_matches:
+                kept.append(item if type(item) is GrepMatch else GrepMatch(k + 1, line, [], []))
+    return GrepResult(kept, pattern, total <= max_matches, lambda: total, ignore_case=ignore_case)
 
 
 def count_matching_lines(buf: TextBuffer, pattern: str, ignore_case: bool = False) -> int:

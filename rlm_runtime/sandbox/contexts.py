@@ -179,7 +179,10 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
         code holds to search instead: a string, or a list of lines such as an earlier result."""
         if isinstance(handle, int) and not isinstance(handle, bool):
             handle, max_matches = None, handle
-        elif isinstance(handle, (str, list, tuple)):
+        for name, value in (("max_matches", max_matches), ("context_lines", context_lines)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ContextError(f"grep's {name} must be a whole number, not {type(value).__name__}")
+        if isinstance(handle, (str, list, tuple)):
             return grep_held(handle, pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
         target = _target(handle)
         if not isinstance(target, (BufferHandle, CorpusHandle)):

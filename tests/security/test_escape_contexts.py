@@ -60,6 +60,22 @@ def test_probe_functions_with_a_path(with_context: Attacker) -> None:
     assert r.error is None and r.stdout.strip() == "0 1", r
 
 
+def test_grep_over_held_text_stays_bounded_and_says_what_is_wrong(with_context: Attacker) -> None:
+    """It keeps only max_matches matches of a held list (the rest are counted), refuses
+    arguments of the wrong type and an unencodable pattern with a ContextError, and never
+    calls the methods of a str subclass inside a forged match, tallying included (each found
+    by attacking grep's held-text argument)."""
+    r = with_context.run("big = 'a' * 2000000\nr = grep('a', [big] * 300, max_matches=1)\nprint(len(r), r.count())")
+    assert r.error is None and r.stdout.strip() == "1 300", r
+    for call in ("grep('a', ['abc'], max_matches='x')", "grep('a', ['abc'], max_matches=None)",
+                 "grep('a', ['abc', 'abd'], max_matches=1.5)", "grep('a', 'abc', 'x')", "grep('a', 'abc', context_lines=1e9)",
+                 "grep('\\udcff(', 'x')", "grep('a\\udcff', ['a'])"):
+        with_context.refused(f"print({call})", "ContextError")
+    r = with_context.run("class S(str):\n    def encode(self, *a):\n        print('ENCODE RAN')\n        return b'zzz'\n"
+                         "G = type(grep('.')[0])\nr = grep('.', [G(1, S('alpha'), [], [])])\nprint(r.tally(), len(r))")
+    assert r.error is None and "ENCODE RAN" not in r.stdout and "1" in r.stdout, r
+
+
 def test_retargeting_the_handle(with_context: Attacker) -> None:
     """It denies setting a context handle's attributes (path, name) to point it elsewhere."""
     with_context.refused(f"context.path = {with_context.secret['path']!r}", "SandboxPermissionError")
