@@ -38,6 +38,11 @@ from rlm_runtime.trajectory.events import (
 
 R = TypeVar("R", bound=Record)
 
+#: Lists and objects inside one another that a trace line may hold. The writer's events hold
+#: plain data from the sandbox (at most 32 levels, ``sandbox.protocol.PLAIN_MAX_DEPTH``) a
+#: few levels down; pydantic and the renderers recurse, so a deeper line is refused.
+MAX_NESTING = 64
+
 #: The event types schema 1 wrote; each belongs to a run.
 _V1_RUN_TYPES = {"run_start", "iteration", "sub_call", "run_end"}
 
@@ -200,14 +205,38 @@ def _lines(p: Path, data: bytes, notes: list[str]) -> Iterator[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            value: Any = json.loads(raw.decode("utf-8"))
+        except RecursionError:  # json's C parser stops cleanly at the interpreter's limit
+            value = _TOO_DEEP
+        except ValueError as e:  # not UTF-8, not JSON, or an int of more digits than Python converts
             if n == last:
                 notes.append(f"line {n} was cut short (the writer was probably killed mid-write) and is skipped")
                 return
-            reason = e.msg if isinstance(e, json.JSONDecodeError) else "not UTF-8"
+            reason = (e.msg if isinstance(e, json.JSONDecodeError) else
+                      "not UTF-8" if isinstance(e, UnicodeDecodeError) else "a number too long to read")
             raise ConfigError(f"{p}:{n}: not a trace event ({reason})") from e
+        if value is _TOO_DEEP or _too_deep(value):
+            notes.append(f"line {n} is nested more than {MAX_NESTING} levels deep and is skipped")
+            continue
         yield n, value
+
+
+_TOO_DEEP = object()
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests lists and objects more than ``MAX_NESTING`` deep (an
+    iterative walk: the value itself may be as deep as the parser allowed)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return True
+        if isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+        elif isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values())
+    return False
 
 
 def _parse(items: Iterable[tuple[int, Any]], where: Callable[[int], str]) -> tuple[list[Record], int]:
