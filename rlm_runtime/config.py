@@ -63,6 +63,22 @@ def paths_from_env(environ: dict[str, str] | None = None) -> Paths:
     return Paths(home=Path(home), models_dir=Path(models) if models else None)
 
 
+def user_path(text: str | os.PathLike[str]) -> Path:
+    """A path a person gave, with a leading ``~`` or ``~user`` expanded.
+
+    Raises:
+        ConfigError: ``~user`` names no user of this machine, or ``~`` has no home
+            (``Path.expanduser`` raises a bare ``RuntimeError`` for both).
+    """
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as e:
+        from rlm_runtime.errors import ConfigError
+
+        head = os.fspath(text).split(os.sep, 1)[0]
+        raise ConfigError(f"cannot expand {head!r} in {os.fspath(text)!r}: no such user (or no home folder)") from e
+
+
 def tiktoken_cache_dir(environ: dict[str, str] | None = None) -> str | None:
     """Where tiktoken finds its encodings offline: ``TIKTOKEN_CACHE_DIR`` if set, else the
     tokenizers folder litellm ships (found without importing litellm, which is slow)."""
@@ -102,10 +118,12 @@ def load_probe_settings(start: Path | None = None) -> tuple[dict[str, object], s
                 continue
             try:
                 data: object = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as e:
+                # RecursionError: tomllib recurses once per nested array or table.
                 from rlm_runtime.errors import ConfigError
 
-                raise ConfigError(f"cannot read {path}: {e}") from e
+                reason = "nested too deeply" if isinstance(e, RecursionError) else e
+                raise ConfigError(f"cannot read {path}: {reason}") from e
             for key in keys:
                 data = data.get(key) if isinstance(data, dict) else None
             if isinstance(data, dict):

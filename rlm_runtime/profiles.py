@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlm_runtime.budget import RunLimits
+from rlm_runtime.config import user_path
 from rlm_runtime.errors import ConfigError
 
 AnswerStyle = Literal["brief", "plain", "evidence"]
@@ -109,7 +110,7 @@ def load_profile(name: str | Path, brain_dirs: tuple[Path, ...]) -> Profile:
     """
     text = str(name)
     if text.endswith(".toml") or "/" in text:
-        path = Path(text).expanduser()
+        path = user_path(text)
         if not path.is_file():
             raise ConfigError(f"profile file not found: {path}")
         return _read(path, path.stem)
@@ -147,6 +148,8 @@ def _read(path: Path, name: str) -> Profile:
         raise ConfigError(f"cannot read profile {path}: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
+    except RecursionError as e:  # tomllib recurses once per nested array or table
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from e
     try:
         profile = Profile(name=name, source=str(path), **data)
     except ValidationError as e:

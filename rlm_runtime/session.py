@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rlm_runtime import harness, profiles
 from rlm_runtime._version import __version__ as _version
 from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
-from rlm_runtime.config import Paths, paths_from_env
+from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.context import open_context
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
 from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
@@ -449,7 +449,7 @@ def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -
 
     if isinstance(memory, MemoryStore):
         return memory
-    return MemoryStore(default_store_path(paths) if memory is True else Path(memory).expanduser())
+    return MemoryStore(default_store_path(paths) if memory is True else user_path(memory))
 
 
 def _probe_config() -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlm_runtime.config import user_path
 from rlm_runtime.errors import RLMError
 from rlm_runtime.termsafe import one_line
 
@@ -56,7 +57,7 @@ def _context(repl: Repl, arg: str) -> bool:
     if words[0] != "add" or len(words) not in (2, 3):
         repl.display.error("usage: /context add PATH [NAME] | /context list")
         return False
-    path = Path(words[1]).expanduser()
+    path = user_path(words[1])
     if not path.exists():
         repl.display.error(f"no such file or folder: {words[1]}")
         return False
@@ -201,7 +202,7 @@ def _trace(repl: Repl, arg: str) -> bool:
     if source is None:
         repl.display.error("this session writes no trajectory")
         return False
-    target = Path(arg.strip()).expanduser() if arg.strip() else Path(source).with_suffix(".html")
+    target = user_path(arg.strip()) if arg.strip() else Path(source).with_suffix(".html")
     page = render_html(read_events(source), title=f"rlm repl session {repl.session.session_id}")
     target.write_text(page, encoding="utf-8")
     repl.display.info(f"wrote {target}")
@@ -212,7 +213,7 @@ def _save(repl: Repl, arg: str) -> bool:
     if not arg.strip():
         repl.display.error("usage: /save FILE")
         return False
-    path = Path(arg.strip()).expanduser()
+    path = user_path(arg.strip())
     repl.transcript.save(path, repl.session.setup.client.model)
     repl.display.info(f"saved {len(repl.transcript.entries)} entries to {path} (replay with /load {arg.strip()})")
     return True
@@ -224,7 +225,7 @@ def _load(repl: Repl, arg: str) -> bool:
     if not arg.strip():
         repl.display.error("usage: /load FILE")
         return False
-    path = Path(arg.strip()).expanduser()
+    path = user_path(arg.strip())
     if not path.is_file():
         repl.display.error(f"no such file: {arg.strip()}")
         return False

@@ -181,6 +181,8 @@ def load_policy(name_or_path: str | Path | Policy, search: tuple[Path, ...] = ()
         raise ConfigError(f"cannot read policy file {candidate}: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{candidate}: invalid TOML: {e}") from e
+    except RecursionError as e:  # tomllib recurses once per nested array or table
+        raise ConfigError(f"{candidate}: invalid TOML: nested too deeply") from e
     return parse_policy(data, str(candidate))
 
 
