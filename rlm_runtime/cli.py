@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; /profile changes it")
     rp.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     rp.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
+    rp.add_argument("--allow-commands", action="store_true",
+                    help="piped lines are a script you wrote: run all their slash commands (without it they run questions, "
+                         "cells and read-only commands only; a /load'ed file never runs others without asking)")
     rp.set_defaults(run=_repl)
 
     trace = commands.add_parser("trace", help="read trajectories").add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -317,7 +320,7 @@ def _repl(args: argparse.Namespace) -> int:
     name, note = (args.model, None) if args.model else default_model()
     config = ReplConfig(model=name, sub_model=args.sub_model, contexts=paths, memory=memory, remember=args.remember,
                         budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
-                        profile=args.profile)
+                        profile=args.profile, allow_commands=args.allow_commands)
     return main(config, home=paths_from_env().home, notes=(f"rlm: {note}",) if note else ())
 
 

@@ -226,6 +226,16 @@ class TerminalFrontend:
 
         return prompt.prompt(pre_run=stop_if_failed)
 
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question (a replayed command that is not read-only): only y or yes is
+        yes; Enter, Ctrl-C and Ctrl-D are no."""
+        asking: PromptSession[str] = PromptSession(input=self.input, output=self.output)
+        try:
+            answer = asking.prompt(FormattedText([("class:warning", question)]), style=STYLE)
+        except (KeyboardInterrupt, EOFError):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
     # ------------------------------------------------------------------ a run
 
     def wait(self, op: Operation) -> None:

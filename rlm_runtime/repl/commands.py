@@ -258,10 +258,16 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 ALIASES = {"/quit": "/exit", "/q": "/exit", "/?": "/help", "/h": "/help"}
 
 
+def split_command(line: str) -> tuple[str, str]:
+    """A ``/command args`` line's command name (aliases resolved) and its arguments: the one
+    parse, shared by ``run_command`` and the replay rule (``replay.read_only``)."""
+    name, _, arg = line.strip().partition(" ")
+    return ALIASES.get(name, name), arg
+
+
 def run_command(repl: Repl, line: str) -> bool:
     """Run one ``/command args`` line; messages for bad input, never an exception."""
-    name, _, arg = line.strip().partition(" ")
-    name = ALIASES.get(name, name)
+    name, arg = split_command(line)
     command = COMMANDS.get(name)
     if command is None:
         repl.display.error(f"unknown command {name}{_nearest(name, [*COMMANDS, *ALIASES])}; /help lists the commands")

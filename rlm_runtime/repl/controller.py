@@ -1,7 +1,9 @@
 """The REPL's core, without a terminal: one ``Session``, and what each entered line does.
 
 ``Repl.handle`` takes one entry (a question, a ``>>>`` cell, a ``/command``) and returns
-whether it went well; it never raises for bad input or a failed run. Questions and cells
+whether it went well; it never raises for bad input or a failed run. An entry that was
+replayed (a ``/load``ed transcript, piped lines) runs a command only under the rule of
+``replay.py``. Questions and cells
 run on a thread of their own (``Operation``) so that the front end stays responsive: it
 draws the HUD and turns Ctrl-C into ``Session.cancel()`` while it waits (``Frontend.wait``).
 The front ends are in ``app.py`` (a terminal, with prompt-toolkit) and ``plain.py`` (lines
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 from rlm_runtime.repl.commands import run_command
 from rlm_runtime.repl.display import Display
 from rlm_runtime.repl.hud import Hud
+from rlm_runtime.repl.replay import question, read_only, refusal, shown
 from rlm_runtime.repl.transcript import CELL_PREFIX, Entry, Transcript, entry_lines
 from rlm_runtime.termsafe import one_line
 
@@ -42,6 +45,7 @@ class ReplConfig:
     live: bool = True
     limits: Any = None  # a RunLimits, or None for the model's defaults
     profile: str | None = None  # a profile name or TOML path
+    allow_commands: bool = False  # piped lines are the person's own script: run all their commands
     extra: dict[str, Any] = field(default_factory=dict)  # more Session keyword arguments (tests)
 
 
@@ -98,6 +102,9 @@ class Frontend(Protocol):
     def wait(self, op: Operation) -> None:
         """Return when ``op.done`` is set; meanwhile turn the person's Ctrl-C into ``op.cancel()``."""
 
+    def confirm(self, question: str) -> bool | None:
+        """Ask the person ``question``: True only for a yes; None when nobody can be asked."""
+
 
 class Repl:
     """One REPL session: the session, its display, HUD and transcript.
@@ -129,9 +136,13 @@ class Repl:
 
     # ------------------------------------------------------------------ entries
 
-    def handle(self, text: str, *, python: bool = False) -> bool:
+    def handle(self, text: str, *, python: bool = False, replayed_from: str | None = None) -> bool:
         """Run one entry: a ``/command``, a cell (``>>>``, or any line in python mode), or a
-        question. Returns False when it failed (the reason is printed)."""
+        question. Returns False when it failed (the reason is printed).
+
+        ``replayed_from`` names where a replayed entry came from (a transcript, standard
+        input): a command that is not read-only then runs only if the person says yes.
+        """
         entry = text.strip()
         if not entry:
             return True
@@ -140,6 +151,8 @@ class Repl:
             if entry.startswith("/"):
                 if self.echo:
                     self._echo(Entry("command", entry))
+                if replayed_from is not None and not self._may_run(entry, replayed_from):
+                    return False
                 ok = run_command(self, entry)
                 if ok:
                     self.transcript.add("command", entry)
@@ -207,8 +220,20 @@ class Repl:
         except Exception:  # the session is closing or the worker is gone: no names to offer
             self.names = []
 
+    def _may_run(self, command: str, source: str) -> bool:
+        """Whether a replayed command may run: a read-only one may; any other is asked about
+        (a terminal) or refused (no one to ask), and a refusal is printed naming it."""
+        if read_only(command):
+            return True
+        answer = self.frontend.confirm(question(command, source))
+        if answer:
+            return True
+        self.display.error(refusal(command, source) if answer is None else f"not run: {shown(command)}")
+        return False
+
     def replay(self, entries: list[str], *, source: str) -> bool:
-        """Run a loaded transcript's entries in order; stops at /exit or a cancelled entry."""
+        """Run a loaded transcript's entries in order, under the replay rule (``replay.py``);
+        stops at /exit or a cancelled entry."""
         if self._replay_depth >= MAX_REPLAY_DEPTH:
             self.display.error(f"/load nested more than {MAX_REPLAY_DEPTH} deep: not loading {source}")
             return False
@@ -222,7 +247,7 @@ class Repl:
                 if not self.echo:
                     self._echo(Entry("cell" if entry.startswith(CELL_PREFIX) else "question", entry.removeprefix(CELL_PREFIX).strip()
                                      if entry.startswith(CELL_PREFIX) else entry))
-                ok = self.handle(entry) and ok
+                ok = self.handle(entry, replayed_from=source) and ok
                 if self.cancelled:
                     self.display.note("replay stopped")
                     return False

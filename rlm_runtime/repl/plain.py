@@ -6,6 +6,10 @@ Answers, cell output and command results go to stdout, plain; each entry as read
 run's iterations, notes and errors go to stderr (so stdout holds only results). Ctrl-C (a
 SIGINT) cancels the running question or cell; between entries it stops the script.
 
+The lines are a replay (``replay.py``): questions, cells and read-only commands run, any
+other command is refused with a line naming it (there is no one to ask: stdin is the
+script), unless ``rlm repl --allow-commands`` says the script is the person's own.
+
 Exit status: 0 when every entry went well; 1 when any failed (a question without an
 answer, a cell that raised, a command that could not be done): all entries run anyway.
 """
@@ -16,6 +20,7 @@ from typing import TextIO
 
 from rlm_runtime.repl.controller import Operation, Repl, ReplConfig
 from rlm_runtime.repl.display import Display, PlainPrinter
+from rlm_runtime.repl.replay import STDIN
 from rlm_runtime.repl.transcript import read_entries
 
 
@@ -35,6 +40,10 @@ class PlainFrontend:
                 self.display.note("cancelling ...")
                 op.cancel()
 
+    def confirm(self, question: str) -> bool | None:
+        """Nobody can be asked: standard input is the script itself."""
+        return None
+
 
 def run_plain(config: ReplConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, notes: tuple[str, ...] = ()) -> int:
     """Run the entries of ``stdin`` in one session; returns the exit status."""
@@ -43,9 +52,10 @@ def run_plain(config: ReplConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO,
         display.note(note)
     repl = Repl(config, display, PlainFrontend(display), echo=True)
     failed = 0
+    source = None if config.allow_commands else STDIN
     try:
         for entry in read_entries(stdin):
-            if not repl.handle(entry):
+            if not repl.handle(entry, replayed_from=source):
                 failed += 1
             if repl.exiting:
                 break

@@ -82,11 +82,12 @@ def write_script(tmp_path: Path) -> Callable[..., Path]:
 def drive(tmp_path: Path, _rlm_home: Path) -> Callable[..., Driven]:
     """Run ``rlm repl`` on keys: ``drive(script, "question\\r", CTRL_D, contexts=[...])``."""
 
-    def run(script: Path | str, *keys: str | float, history: History | str | None = None, **config: Any) -> Driven:
+    def run(script: Path | str | Any, *keys: str | float, history: History | str | None = None, **config: Any) -> Driven:
         """A float among the keys waits that many seconds before sending the next ones.
-        ``history="project"``: the real per-project file history; default: in memory."""
+        ``history="project"``: the real per-project file history; default: in memory.
+        ``script`` may be a client (a ``ScriptedClient`` whose prompts the test reads)."""
         out, err = io.StringIO(), io.StringIO()
-        model = script if isinstance(script, str) else f"scripted:{script}"
+        model = f"scripted:{script}" if isinstance(script, Path) else script
         with create_pipe_input() as pipe:
             # Keys up to the first pause go now; the rest from a thread, after each pause.
             items = [*keys, CTRL_D] if not keys or keys[-1] != CTRL_D else list(keys)

@@ -101,7 +101,8 @@ def test_trace_writes_the_html_trajectory(drive, write_script, tmp_path: Path) -
 
 
 def test_save_and_load_replay_a_session(drive, write_script, tmp_path: Path) -> None:
-    """It saves questions, cells and state-changing commands, and /load replays them."""
+    """It saves questions, cells and state-changing commands, and /load replays them (a command
+    that changes something after a yes)."""
     saved = tmp_path / "session.txt"
     first = write_script(code("FINAL('one')"))
     drive(first, ">>> base = 5" + ENTER, ">>> for i in range(2):" + ENTER, "base += i" + ENTER, ENTER,
@@ -110,7 +111,7 @@ def test_save_and_load_replay_a_session(drive, write_script, tmp_path: Path) -> 
     assert ">>> base = 5\n" in text and "...     base += i" in text and "/limits max_iterations=4" in text
     assert "ask one\n#   one" in text and "/budget" not in text
     second = write_script(code("FINAL(str(base))"))
-    run = drive(second, f"/load {saved}" + ENTER, "/limits" + ENTER, "/load /no/such" + ENTER)
+    run = drive(second, f"/load {saved}" + ENTER, "y" + ENTER, "/limits" + ENTER, "/load /no/such" + ENTER)
     assert "replaying 4 entries" in run.err
     assert "6" in run.out  # the replayed cells ran, and the replayed question saw base
     assert "max_iterations = 4" in run.out
