@@ -228,12 +228,9 @@ class TerminalFrontend:
 
     def confirm(self, question: str) -> bool:
         """Ask a yes/no question (a replayed command that is not read-only): only y or yes is
-        yes; Enter, Ctrl-C and Ctrl-D are no."""
+        yes, Enter is no (raises ``KeyboardInterrupt`` on Ctrl-C, ``EOFError`` on Ctrl-D)."""
         asking: PromptSession[str] = PromptSession(input=self.input, output=self.output)
-        try:
-            answer = asking.prompt(FormattedText([("class:warning", question)]), style=STYLE)
-        except (KeyboardInterrupt, EOFError):
-            return False
+        answer = asking.prompt(FormattedText([("class:warning", question)]), style=STYLE)
         return answer.strip().lower() in ("y", "yes")
 
     # ------------------------------------------------------------------ a run

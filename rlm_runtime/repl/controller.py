@@ -103,7 +103,8 @@ class Frontend(Protocol):
         """Return when ``op.done`` is set; meanwhile turn the person's Ctrl-C into ``op.cancel()``."""
 
     def confirm(self, question: str) -> bool | None:
-        """Ask the person ``question``: True only for a yes; None when nobody can be asked."""
+        """Ask the person ``question``: True only for a yes; None when nobody can be asked.
+        May raise ``KeyboardInterrupt`` / ``EOFError`` (the person wants out of the replay)."""
 
 
 class Repl:
@@ -222,10 +223,15 @@ class Repl:
 
     def _may_run(self, command: str, source: str) -> bool:
         """Whether a replayed command may run: a read-only one may; any other is asked about
-        (a terminal) or refused (no one to ask), and a refusal is printed naming it."""
+        (a terminal) or refused (no one to ask), and a refusal is printed naming it. Ctrl-C or
+        Ctrl-D at the question also stops the replay."""
         if read_only(command):
             return True
-        answer = self.frontend.confirm(question(command, source))
+        try:
+            answer = self.frontend.confirm(question(command, source))
+        except (KeyboardInterrupt, EOFError):  # Ctrl-C / Ctrl-D at the question: no, and stop the replay
+            self.cancelled = True
+            answer = False
         if answer:
             return True
         self.display.error(refusal(command, source) if answer is None else f"not run: {shown(command)}")

@@ -8,7 +8,8 @@ SIGINT) cancels the running question or cell; between entries it stops the scrip
 
 The lines are a replay (``replay.py``): questions, cells and read-only commands run, any
 other command is refused with a line naming it (there is no one to ask: stdin is the
-script), unless ``rlm repl --allow-commands`` says the script is the person's own.
+script), unless ``rlm repl --allow-commands`` says the script is the person's own, or stdin
+is a terminal (only stdout is piped), where the person types the lines.
 
 Exit status: 0 when every entry went well; 1 when any failed (a question without an
 answer, a cell that raised, a command that could not be done): all entries run anyway.
@@ -52,7 +53,8 @@ def run_plain(config: ReplConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO,
         display.note(note)
     repl = Repl(config, display, PlainFrontend(display), echo=True)
     failed = 0
-    source = None if config.allow_commands else STDIN
+    # Lines typed at a terminal (only stdout piped) are the person's own, like the prompt's.
+    source = None if config.allow_commands or stdin.isatty() else STDIN
     try:
         for entry in read_entries(stdin):
             if not repl.handle(entry, replayed_from=source):

@@ -14,7 +14,7 @@ import pytest
 
 from rlm_runtime.llm.scripted import ScriptedClient
 
-from .conftest import ENTER, code
+from .conftest import CTRL_C, ENTER, code
 
 SECRET = "AKIA-CANARY-7f31c9e2-do-not-send"
 
@@ -114,3 +114,32 @@ def test_allow_commands_runs_a_script_the_person_wrote(write_script, _rlm_home: 
     assert "added mine as context" in done.stdout and (tmp_path / "mine.txt").is_file()
     assert f"not run: /save {tmp_path / 'written-by-inner.txt'} (from {inner}" in done.stderr
     assert not (tmp_path / "written-by-inner.txt").exists() and done.returncode == 1
+
+
+def test_ctrl_c_at_the_question_stops_the_replay(drive, write_script, planted: dict[str, Path], tmp_path: Path) -> None:
+    """It takes Ctrl-C at the question as no, and stops the replay there."""
+    shared = tmp_path / "shared.txt"
+    shared.write_text(f"/save {planted['rc']}\n/trace {planted['page']}\n>>> print('after the commands')\n")
+    run = drive(write_script("unused"), f"/load {shared}" + ENTER, CTRL_C, ">>> print('back at the prompt')" + ENTER)
+    assert f"not run: /save {planted['rc']}" in run.err and "replay stopped" in run.err
+    assert "/trace" not in run.err and "after the commands" not in run.out and "back at the prompt" in run.out
+    assert not planted["rc"].exists() and not planted["page"].exists()
+
+
+def test_lines_typed_at_a_terminal_with_stdout_piped_are_the_persons(write_script, tmp_path: Path) -> None:
+    """It runs every command of lines read from a terminal (only stdout piped): the person types them."""
+    import io
+
+    from rlm_runtime.repl.controller import ReplConfig
+    from rlm_runtime.repl.plain import run_plain
+
+    class Typed(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text("alpha\n")
+    out, err = io.StringIO(), io.StringIO()
+    status = run_plain(ReplConfig(model=f"scripted:{write_script('unused')}", trace=str(tmp_path / "t.jsonl")),
+                       Typed(f"/context add {doc} mine\n"), out, err)
+    assert status == 0 and "added mine as context" in out.getvalue()
