@@ -17,6 +17,7 @@ depth reached, trajectory, the error. A method never raises for a failed task.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -160,16 +161,27 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
 
 
 def context_text(sources: list[Any]) -> str:
-    """The whole text of a task's contexts: files as they are, folders as their files (sorted,
-    each headed ``=== path ===``), inline text as it is."""
+    """The whole text of a task's contexts: files as they are, folders as their regular files
+    (sorted, each headed ``=== path ===``; a symlink in a folder is not followed: it could
+    point out of the folder the task file was confined to), inline text as it is."""
+    from rlm_runtime.eval.confine import open_regular
+
+    def read(path: Path) -> str:
+        with open(open_regular(path), "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
+
     parts: list[str] = []
     for source in sources:
         if isinstance(source, Path):
-            if source.is_dir():
-                for f in sorted(p for p in source.rglob("*") if p.is_file()):
-                    parts.append(f"=== {f.relative_to(source).as_posix()} ===\n" + f.read_text(encoding="utf-8", errors="replace"))
+            if source.is_dir() and not source.is_symlink():
+                files = []
+                for folder, dirs, names in os.walk(source):  # never into a symlinked folder
+                    files += [Path(folder) / n for n in names if (Path(folder) / n).is_file()
+                              and not (Path(folder) / n).is_symlink()]
+                for f in sorted(files):
+                    parts.append(f"=== {f.relative_to(source).as_posix()} ===\n" + read(f))
             else:
-                parts.append(source.read_text(encoding="utf-8", errors="replace"))
+                parts.append(read(source))
         else:
             parts.append(str(source))
     return "\n\n".join(parts)

@@ -342,9 +342,10 @@ class Runner:
     def _job(self, task: Task, method: str, h: str, cancel: Cancel) -> dict[str, Any] | None:
         """Run one job in a pool thread; its record (already written), or None when it was
         cancelled or stopped by the batch budget (not written: resume runs it again)."""
-        job = Job(**self.job_spec(task, method, h), cancel=cancel)
         began = time.monotonic()
         try:
+            # job_spec checks the task's contexts again: a refused one fails this task alone.
+            job = Job(**self.job_spec(task, method, h), cancel=cancel)
             outcome = run_method(method, job, self.settings)
         except Exception as e:  # a bug or an OS error: the task fails, the batch goes on
             outcome = Outcome(None, error=f"{type(e).__name__}: {e}", error_type=type(e).__name__)
