@@ -284,6 +284,10 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     if args.json:
         cli._print_json(outer, built.to_dict())
     else:
+        for line in built.skipped[:20]:
+            cli._say(f"rlm: {folder / 'results.jsonl'}:{one_line(line)} (skipped)", err=True)
+        if len(built.skipped) > 20:
+            cli._say(f"rlm: {len(built.skipped) - 20} more bad lines skipped (--json lists them all)", err=True)
         cli._say(f"wrote {built.markdown} and {built.html}" + (f" ({len(built.plots)} plots)" if built.plots else
                                                                " (no plots: pip install 'rlm_runtime[eval]' for matplotlib)"))
     return cli.EXIT_OK

@@ -175,7 +175,7 @@ def context_text(sources: list[Any]) -> str:
         if isinstance(source, Path):
             if source.is_dir() and not source.is_symlink():
                 files = []
-                for folder, dirs, names in os.walk(source):  # never into a symlinked folder
+                for folder, _, names in os.walk(source):  # never into a symlinked folder
                     files += [Path(folder) / n for n in names if (Path(folder) / n).is_file()
                               and not (Path(folder) / n).is_symlink()]
                 for f in sorted(files):

@@ -54,7 +54,6 @@ def bundle(tmp_path: Path) -> dict[str, Path]:
     secret.write_text(f"the key is {FILE_SECRET}\n")
     (home / "secret.txt").write_text(f"the key is {FILE_SECRET}\n")
     rlm_home = tmp_path / "rlm-home"
-    env = _env(tmp_path, home, rlm_home)
     from rlm_runtime.config import paths_from_env
     from rlm_runtime.memory.store import MemoryStore, default_store_path
 
@@ -121,7 +120,7 @@ def test_a_run_refuses_contexts_outside_the_bundle_and_sends_no_secret(bundle: d
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     skipped = [line for line in r.stderr.splitlines() if line.endswith("(skipped)")]
-    assert len(skipped) == len(HOSTILE) + 0 and all("context:" in line for line in skipped), r.stderr
+    assert len(skipped) == len(HOSTILE) and all("context:" in line for line in skipped), r.stderr
     assert any("--allow-memory" in line for line in skipped) and any("--context-root" in line for line in skipped)
     summary = json.loads(r.stdout)
     assert summary["done"] == 6 and summary["invalid_lines"] == len(HOSTILE)  # ok and folder, three methods each
