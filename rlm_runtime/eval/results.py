@@ -78,10 +78,13 @@ class ResultsFile:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line and make it durable before returning."""
-        line = (json.dumps({"schema": SCHEMA, **record}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        # A model's answer may hold an unpaired surrogate: written as "?", never an exception
+        # that would stop the batch.
+        line = (json.dumps({"schema": SCHEMA, **record}, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
                 view = memoryview(line)
                 while view:

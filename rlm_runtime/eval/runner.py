@@ -204,7 +204,16 @@ class Runner:
         return data
 
     def jobs(self) -> tuple[list[tuple[Task, str, str]], int]:
-        """(jobs to run, jobs skipped as done)."""
+        """(jobs to run, jobs skipped as done).
+
+        Raises:
+            ConfigError: results already there without ``resume``, or a file the run writes
+                is a symlink (a run folder from someone else could point it anywhere).
+        """
+        for name in ("results.jsonl", "runs.jsonl", "trajectories"):
+            if (self.out / name).is_symlink():
+                raise ConfigError(f"{self.out / name} is a symlink: a run writes only inside its folder; "
+                                  "remove it or choose another --out")
         records = self.results.read()
         if records and not self.config.resume:
             raise ConfigError(f"{self.results.path} holds results already: pass --resume to continue that run, "

@@ -172,3 +172,53 @@ def test_an_infinite_length_is_one_bad_line_not_a_stopped_batch(rlm_cli, tmp_pat
                 "--window", "8192", "-q")
     assert r.code == 0 and "line 1: (line): Infinity" in r.err, r.err
     assert r.json()["done"] == 3 and r.json()["invalid_lines"] == 1
+
+
+def test_direct_reads_a_huge_context_in_bounded_memory(tmp_path: Path) -> None:
+    """It pastes what the window takes of a 256 MB context file, counting the rest without holding it."""
+    import tracemalloc
+
+    from rlm_runtime.eval.results import read_results
+    from rlm_runtime.eval.runner import EvalConfig, Runner
+    from rlm_runtime.eval.tasks import load_tasks
+
+    with (tmp_path / "big.txt").open("wb") as f:
+        f.truncate(256 << 20)  # sparse: no disk used
+    tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "big", "question": "q", "context": "big.txt", "answer": "x"}])
+    script = write_jsonl(tmp_path / "s.jsonl", [{"when": "Answer with the answer alone", "content": "x"}])
+    runner = Runner(EvalConfig(model=f"scripted:{script}", methods=("direct",), out=tmp_path / "o", window=4096),
+                    load_tasks(tasks))
+    tracemalloc.start()
+    try:
+        runner.run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    record = read_results(tmp_path / "o" / "results.jsonl")[0]
+    assert record["score"] == 1.0 and record["extra"]["context_chars"] == 256 << 20 and record["extra"]["cut"]
+    assert peak < 32 << 20  # an eighth of the file
+
+
+def test_an_answer_with_an_unpaired_surrogate_is_recorded(tmp_path: Path) -> None:
+    """It writes a record whose answer holds a lone surrogate (as '?') instead of failing the batch."""
+    from rlm_runtime.eval.results import ResultsFile, read_results
+
+    results = ResultsFile(tmp_path / "results.jsonl")
+    results.append({"task_id": "1", "method": "direct", "answer": "ok \ud800"})
+    assert read_results(results.path)[0]["answer"] == "ok ?"
+
+
+def test_a_run_does_not_write_through_a_symlink_in_its_folder(rlm_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It refuses, with a usage error, a run folder whose results, runs or trajectories entry is a symlink."""
+    tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "1", "question": "q", "context": {"text": "kiwi"}, "answer": "kiwi"}])
+    script = write_jsonl(tmp_path / "s.jsonl", [{"when": "Answer with the answer alone", "content": "kiwi"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("results.jsonl", "runs.jsonl", "trajectories"):
+        run = tmp_path / f"run-{name}"
+        run.mkdir()
+        (run / name).symlink_to(outside / name)
+        r = rlm_cli("eval", tasks, "--model", f"scripted:{script}", "--method", "direct", "--out", run, "--resume",
+                    "--window", "8192", "-q")
+        assert r.code == 2 and "is a symlink" in r.err, r.err
+    assert list(outside.iterdir()) == []
