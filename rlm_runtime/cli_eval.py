@@ -5,7 +5,7 @@ suites, check task files, build reports and compare runs. Thin over ``rlm_runtim
              [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray [--address ADDR]] [--json]
     rlm eval suites [--json]
     rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] -o tasks.jsonl
-    rlm eval check TASKS.jsonl
+    rlm eval check TASKS.jsonl [--context-root DIR] [--allow-memory]
     rlm eval report DIR
     rlm eval compare DIR_A DIR_B [--json]
 
@@ -17,6 +17,11 @@ budget, or a task file with no valid task; 2 bad usage (unknown suite or method,
 file, results already in --out without --resume, --executor ray without Ray installed, a Ray
 cluster that cannot be reached); 130 interrupted (the results written so far stay;
 ``--resume`` continues).
+
+A task file's contexts must resolve inside its own folder (``eval/confine.py``):
+``--context-root DIR`` confines them to DIR instead, ``--allow-memory`` allows ``memory:``
+contexts (the user's own store). A refused context is a bad line: ``check`` lists each one and
+exits 1; a run skips the task and says why.
 
 ``--executor ray`` runs the jobs on a Ray cluster (``eval/ray_executor.py``): a local one
 started for the run, or the one at ``--address``; ``--concurrency`` is then per node.
@@ -70,6 +75,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
                      help="where tasks run: local threads, or a Ray cluster (pip install 'rlm_runtime[ray]')")
     run.add_argument("--address", help="with --executor ray: an existing cluster (HOST:PORT, auto, ray://HOST:10001); "
                      "default: start a local one for the run")
+    _add_source_flags(run)
     run.add_argument("--lengths", default="10000,100000", help="for a suite: context lengths in characters")
     run.add_argument("--n", type=int, default=3, help="for a suite: tasks per length and family (default 3)")
     run.add_argument("--seed", type=int, default=1, help="for a suite: the seed (default 1)")
@@ -88,8 +94,10 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("-o", "--output", required=True, help="the task file to write (.jsonl)")
     p.add_argument("--json", action="store_true")
-    p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad line).")
+    p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad "
+                                                "line, a context outside the allowed folder included).")
     p.add_argument("tasks")
+    _add_source_flags(p)
     p.add_argument("--json", action="store_true")
     p = subs["report"] = argparse.ArgumentParser(prog="rlm eval report", description="(Re)build DIR/report.md and report.html.")
     p.add_argument("dir")
@@ -100,6 +108,24 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     p.add_argument("b")
     p.add_argument("--json", action="store_true")
     return run, subs
+
+
+def _add_source_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--context-root", metavar="DIR", help="contexts may resolve anywhere under DIR (default: only under "
+                   "the task file's own folder; symlinks are followed before the check)")
+    p.add_argument("--allow-memory", action="store_true", help="allow memory: contexts (your own memory store, "
+                   "or a store file under the allowed folder); refused by default")
+
+
+def _rules(args: argparse.Namespace) -> Any:
+    from rlm_runtime.eval.confine import SourceRules
+
+    root = None
+    if args.context_root:
+        root = Path(args.context_root).expanduser()
+        if not root.is_dir():
+            raise cli._Usage(f"--context-root is not a folder: {args.context_root}")
+    return SourceRules(root=root, allow_memory=args.allow_memory)
 
 
 def _main(outer: argparse.Namespace) -> int:
@@ -154,11 +180,11 @@ def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     return cli.EXIT_OK
 
 
-def _load(path: str) -> Any:
+def _load(path: str, rules: Any = None) -> Any:
     from rlm_runtime.eval.tasks import load_tasks
 
     try:
-        return load_tasks(path)
+        return load_tasks(path, rules)
     except FileNotFoundError as e:
         raise cli._Usage(f"no such task file: {path}") from e
     except IsADirectoryError as e:
@@ -168,7 +194,7 @@ def _load(path: str) -> Any:
 
 
 def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:
-    loaded = _load(args.tasks)
+    loaded = _load(args.tasks, _rules(args))
     if args.json:
         cli._print_json(outer, {"tasks": len(loaded.tasks), "errors": [{"line": e.line, "field": e.field, "message": e.message}
                                                                         for e in loaded.errors]})
@@ -201,7 +227,7 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         target = str(path)
     elif not Path(target).exists():
         raise cli._Usage(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
-    loaded = _load(target)
+    loaded = _load(target, _rules(args))
     for e in loaded.errors:
         cli._say(f"rlm: {target}:{one_line(str(e))} (skipped)", err=True)
     if not loaded.tasks:
@@ -258,6 +284,10 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     if args.json:
         cli._print_json(outer, built.to_dict())
     else:
+        for line in built.skipped[:20]:
+            cli._say(f"rlm: {folder / 'results.jsonl'}:{one_line(line)} (skipped)", err=True)
+        if len(built.skipped) > 20:
+            cli._say(f"rlm: {len(built.skipped) - 20} more bad lines skipped (--json lists them all)", err=True)
         cli._say(f"wrote {built.markdown} and {built.html}" + (f" ({len(built.plots)} plots)" if built.plots else
                                                                " (no plots: pip install 'rlm_runtime[eval]' for matplotlib)"))
     return cli.EXIT_OK

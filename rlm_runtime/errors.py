@@ -17,6 +17,11 @@ class ConfigError(RLMError):
     """A policy, limit or setting is missing or invalid (names the file or field)."""
 
 
+class SourceRefused(ConfigError):
+    """A file someone else wrote (an eval task file) names a context it may not read: a path
+    that resolves outside its folder, a memory store, a file that is not a regular file."""
+
+
 class RecoverableError(RLMError):
     """Something the model did wrong; the session goes on."""
 

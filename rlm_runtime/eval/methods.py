@@ -17,6 +17,7 @@ depth reached, trajectory, the error. A method never raises for a failed task.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,20 +160,51 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
 # ----------------------------------------------------------------------------- direct and rag
 
 
-def context_text(sources: list[Any]) -> str:
-    """The whole text of a task's contexts: files as they are, folders as their files (sorted,
-    each headed ``=== path ===``), inline text as it is."""
+def context_text(sources: list[Any], limit: int | None = None) -> tuple[str, int]:
+    """The text of a task's contexts, and its whole length in characters: files as they are,
+    folders as their regular files (sorted, each headed ``=== path ===``; a symlink in a folder
+    is not followed: it could point out of the folder the task file was confined to), inline
+    text as it is, sources joined by a blank line. Only the first ``limit`` characters are
+    kept; the rest is read in slices and counted, so a huge file costs time, not memory."""
+    import codecs
+
+    from rlm_runtime.eval.confine import open_regular
+
     parts: list[str] = []
-    for source in sources:
+    kept = total = 0
+
+    def add(text: str) -> None:
+        nonlocal kept, total
+        total += len(text)
+        room = len(text) if limit is None else max(0, limit - kept)
+        if room:
+            parts.append(text[:room])
+            kept += min(room, len(text))
+
+    def read(path: Path) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        with open(open_regular(path), "rb") as f:
+            while chunk := f.read(1 << 20):
+                add(decoder.decode(chunk))
+        add(decoder.decode(b"", final=True))
+
+    for n, source in enumerate(sources):
+        if n:
+            add("\n\n")
         if isinstance(source, Path):
-            if source.is_dir():
-                for f in sorted(p for p in source.rglob("*") if p.is_file()):
-                    parts.append(f"=== {f.relative_to(source).as_posix()} ===\n" + f.read_text(encoding="utf-8", errors="replace"))
+            if source.is_dir() and not source.is_symlink():
+                files = []
+                for folder, _, names in os.walk(source):  # never into a symlinked folder
+                    files += [Path(folder) / name for name in names if (Path(folder) / name).is_file()
+                              and not (Path(folder) / name).is_symlink()]
+                for i, f in enumerate(sorted(files)):
+                    add(("\n\n" if i else "") + f"=== {f.relative_to(source).as_posix()} ===\n")
+                    read(f)
             else:
-                parts.append(source.read_text(encoding="utf-8", errors="replace"))
+                read(source)
         else:
-            parts.append(str(source))
-    return "\n\n".join(parts)
+            add(str(source))
+    return "".join(parts), total
 
 
 def _one_call(job: Job, s: MethodSettings, prompt: str) -> tuple[Completion, Any]:
@@ -207,23 +239,22 @@ def _direct(job: Job, s: MethodSettings) -> Outcome:
     if job.memory is not None:
         raise ConfigError("the direct method has no text to paste for a memory: context")
     dirs = s.paths.brain_dirs
-    full = context_text(job.sources)
+    # The frame is measured with the longest numbers the cut note can hold.
     frame = brain.prompt("eval/direct", dirs, context="", question=job.question,
-                         cut_note=brain.prompt("eval/direct_cut", dirs, kept=len(full), total=len(full)))
+                         cut_note=brain.prompt("eval/direct_cut", dirs, kept=10**15, total=10**15))
     room = max(0, s.window - count_tokens(frame) - REPLY_TOKENS - MARGIN_TOKENS)
-    text = full
-    # Counting 10 MB of text costs seconds: cut generously by characters first (no token is
-    # longer than 16 characters in practice), then exactly by tokens.
-    if len(text) > room * 16:
-        text = text[: room * 16]
+    # Counting 10 MB of text costs seconds, and a context may not fit in memory: keep
+    # generously by characters first (no token is longer than 16 characters in practice),
+    # then cut exactly by tokens.
+    text, total = context_text(job.sources, limit=room * 16)
     if count_tokens(text) > room:
         text = cut_to_tokens(text, room)
-    cut = len(text) < len(full)
-    note = brain.prompt("eval/direct_cut", dirs, kept=len(text), total=len(full)) if cut else ""
+    cut = len(text) < total
+    note = brain.prompt("eval/direct_cut", dirs, kept=len(text), total=total) if cut else ""
     prompt = brain.prompt("eval/direct", dirs, context=text, question=job.question, cut_note=note)
     completion, client = _one_call(job, s, prompt)
     return Outcome(completion.text.strip(), usage=_usage(client.model, completion.usage), iterations=1,
-                   extra={"context_chars": len(full), "pasted_chars": len(text), "cut": cut, "window": s.window})
+                   extra={"context_chars": total, "pasted_chars": len(text), "cut": cut, "window": s.window})
 
 
 def _rag(job: Job, s: MethodSettings) -> Outcome:

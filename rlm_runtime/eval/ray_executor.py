@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime.errors import ConfigError
+from rlm_runtime.errors import ConfigError, RLMError
 from rlm_runtime.eval.methods import Cancel, Job, MethodSettings, Outcome, run_method
 
 if TYPE_CHECKING:
@@ -251,7 +251,13 @@ class RayPool:
         if i is None:
             log.warning("rlm eval: job %s/%s not run: every Ray node runner is dead; --resume runs it", task.id, method)
             return None
-        job = runner.job_spec(task, method, h)
+        try:
+            job = runner.job_spec(task, method, h)
+        except RLMError as e:  # a context refused since the file was read: this task fails alone
+            with self._free:
+                self._load[i] -= 1
+                self._free.notify_all()
+            return runner._settle(task, method, h, cancel, Outcome(None, error=str(e), error_type=type(e).__name__), 0.0)
         actor = self._actors[i]
         key = f"{h}:{id(cancel)}"
         try:

@@ -7,20 +7,31 @@ marked; tokens against accuracy; the token reduction of ``rlm`` against ``direct
 tasks both ran, and over those both answered correctly: "at equal accuracy"); one row per
 task with a link to its trajectory (rendered to HTML beside the JSONL). Everything shown
 that a model or a task file wrote is escaped (HTML) or flattened to one line (Markdown).
+
+The run folder may have been tampered with (a results file from someone else): a record's
+``trajectory`` is linked only when it resolves (symlinks followed) to a ``.jsonl`` file inside
+the folder, as a relative, percent-encoded ``./`` link (no scheme can start it); every file the
+report writes is written inside the folder, replacing (never following) a symlink there; bad
+results lines are skipped and listed (``Built.skipped``).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import json
+import io
+import os
+import stat
 import statistics
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from rlm_runtime.eval.results import latest, read_results
+from rlm_runtime.eval.jsonlines import parse_line, read_lines
+from rlm_runtime.eval.results import latest, load_results
 from rlm_runtime.termsafe import one_line
 
 #: Trajectories rendered to HTML per report, at most (the JSONL is linked beyond that).
@@ -35,9 +46,12 @@ class Built:
     markdown: Path
     html: Path
     plots: list[Path] = field(default_factory=list)
+    #: The results lines skipped as invalid (``line N: field: why``).
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"markdown": str(self.markdown), "html": str(self.html), "plots": [str(p) for p in self.plots]}
+        return {"markdown": str(self.markdown), "html": str(self.html), "plots": [str(p) for p in self.plots],
+                "skipped": self.skipped}
 
 
 @dataclass
@@ -55,10 +69,14 @@ class Row:
     errors: int
 
 
-def load(folder: Path) -> list[dict[str, Any]]:
+def load(folder: Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
     """The run's records, one per (task, method, configuration), with a ``label`` added:
-    the method, or the method and model when the folder holds several models."""
-    records = latest(read_results(folder / "results.jsonl"))
+    the method, or the method and model when the folder holds several models (bad lines
+    are appended to ``skipped``)."""
+    valid, bad = load_results(folder / "results.jsonl")
+    if skipped is not None:
+        skipped += bad
+    records = latest(valid)
     models = {r.get("model") for r in records}
     for r in records:
         r["label"] = r["method"] if len(models) <= 1 else f"{r['method']} ({r.get('model')})"
@@ -153,46 +171,100 @@ def _window(folder: Path, records: list[dict[str, Any]]) -> tuple[int | None, in
     if tokens is None:
         runs = folder / "runs.jsonl"
         if runs.exists():
-            for line in runs.read_text(encoding="utf-8").splitlines():
+            for _, line, _ in read_lines(runs):
                 try:
-                    tokens = json.loads(line).get("window") or tokens
-                except json.JSONDecodeError:
+                    value = parse_line(line or "")
+                except ValueError:
                     continue
+                window = value.get("window") if isinstance(value, dict) else None
+                if isinstance(window, int) and not isinstance(window, bool) and 0 < window <= 10**9:
+                    tokens = window
     if not tokens:
         return None, None
     cut = [int(r["extra"]["pasted_chars"]) for r in records
-           if r.get("method") == "direct" and isinstance(r.get("extra"), dict) and r["extra"].get("cut")]
+           if r.get("method") == "direct" and isinstance(r.get("extra"), dict) and r["extra"].get("cut")
+           and isinstance(r["extra"].get("pasted_chars"), int) and 0 <= r["extra"]["pasted_chars"] <= 10**15]
     chars = int(statistics.median(cut)) if cut else tokens * CHARS_PER_TOKEN
     return tokens, chars
 
 
+def write_inside(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``folder/name`` whole: a temporary file beside it, then renamed over it, so a
+    symlink planted at that name is replaced, not followed."""
+    target = folder / name
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def trajectory_inside(root: Path, rel: Any) -> Path | None:
+    """The trajectory a record names, resolved, when it is a ``.jsonl`` regular file inside
+    ``root`` (itself resolved); None for anything else (absolute, ``..`` out, a symlink
+    out, a URL, not a string)."""
+    if not isinstance(rel, str) or not rel or len(rel) > 4096 or "\x00" in rel or Path(rel).is_absolute():
+        return None
+    try:
+        src = (root / rel).resolve(strict=True)
+        regular = stat.S_ISREG(src.stat().st_mode)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if not regular or src.suffix != ".jsonl" or not src.is_relative_to(root):
+        return None
+    return src
+
+
 def _trace_pages(folder: Path, records: list[dict[str, Any]]) -> dict[str, str]:
-    """Trajectory path -> its HTML page (rendered when missing or older than the JSONL)."""
+    """Trajectory field -> the path, relative to the folder, of its HTML page (rendered when
+    missing or older than the JSONL; past ``MAX_TRACE_PAGES``, or when it cannot be rendered,
+    the JSONL). Only trajectories inside the folder (``trajectory_inside``) get an entry."""
     from rlm_runtime.trajectory import read_events, render_html
 
+    root = folder.resolve()
     pages: dict[str, str] = {}
+    rendered = 0
     for r in records:
         rel = r.get("trajectory")
-        if not rel or rel in pages or len(pages) >= MAX_TRACE_PAGES:
+        if not isinstance(rel, str) or rel in pages:
             continue
-        src = folder / rel
-        if not src.exists():
+        src = trajectory_inside(root, rel)
+        if src is None:
             continue
+        pages[rel] = src.relative_to(root).as_posix()
+        if rendered >= MAX_TRACE_PAGES:
+            continue
+        rendered += 1
         page = src.with_suffix(".html")
         try:
-            if not page.exists() or page.stat().st_mtime < src.stat().st_mtime:
-                page.write_text(render_html(read_events(src), title=f"trajectory: {r['task_id']} ({r['method']})"),
-                                encoding="utf-8")
-            pages[rel] = page.relative_to(folder).as_posix()
-        except Exception:  # a torn trajectory (a killed run): link the JSONL instead
-            pages[rel] = rel
+            current = page.lstat()
+            fresh = stat.S_ISREG(current.st_mode) and current.st_mtime >= src.stat().st_mtime
+        except OSError:
+            fresh = False
+        try:
+            if not fresh:
+                text = render_html(read_events(src), title=f"trajectory: {r['task_id']} ({r['method']})")
+                write_inside(root, page.relative_to(root).as_posix(), text.encode("utf-8"))
+            pages[rel] = page.relative_to(root).as_posix()
+        except Exception:  # a torn or hostile trajectory: link the JSONL instead
+            pass
     return pages
+
+
+def _href(rel: str) -> str:
+    """A link to a path inside the folder that no browser reads as a URL with a scheme."""
+    return "./" + quote(rel, safe="/")
 
 
 def build_report(folder: str | Path) -> Built:
     """Write ``report.md``, ``report.html`` and the plots of the run in ``folder``."""
     folder = Path(folder)
-    records = load(folder)
+    skipped: list[str] = []
+    records = load(folder, skipped)
     rows = table(records)
     series = by_length(records)
     reduction = token_reduction(records)
@@ -202,18 +274,23 @@ def build_report(folder: str | Path) -> Built:
     from rlm_runtime.eval import plots as plotting
 
     if plotting.available() and records:
-        if series:
-            plots.append(plotting.accuracy_by_length(series, folder / "accuracy_by_length.png", window_chars=window_chars,
-                                                     window_tokens=window_tokens))
         points = [(r.method, r.family, r.input_tokens + r.output_tokens, r.accuracy) for r in rows
                   if r.family != "(all)" and r.input_tokens + r.output_tokens > 0]
-        if points:
-            plots.append(plotting.tokens_vs_accuracy(points, folder / "tokens_vs_accuracy.png"))
-    md = folder / "report.md"
-    md.write_text(_markdown(folder, records, rows, reduction, window_tokens, plots, pages), encoding="utf-8")
-    page = folder / "report.html"
-    page.write_text(_html(folder, records, rows, reduction, window_tokens, plots, pages), encoding="utf-8")
-    return Built(md, page, plots)
+        drawings = [("accuracy_by_length.png", lambda out: plotting.accuracy_by_length(
+                        series, out, window_chars=window_chars, window_tokens=window_tokens)) if series else None,
+                    ("tokens_vs_accuracy.png", lambda out: plotting.tokens_vs_accuracy(points, out)) if points else None]
+        for name, draw in filter(None, drawings):
+            buffer = io.BytesIO()
+            try:
+                draw(buffer)
+            except Exception:  # a plot is a nicety: a label matplotlib cannot draw leaves it out
+                continue
+            plots.append(write_inside(folder, name, buffer.getvalue()))
+    md = write_inside(folder, "report.md",
+                      _markdown(folder, records, rows, reduction, window_tokens, plots, pages).encode("utf-8"))
+    page = write_inside(folder, "report.html",
+                        _html(folder, records, rows, reduction, window_tokens, plots, pages).encode("utf-8"))
+    return Built(md, page, plots, skipped)
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -260,7 +337,7 @@ def _task_rows(records: list[dict[str, Any]], pages: dict[str, str]) -> list[dic
                      "answer": r.get("answer") if r.get("answer") is not None else f"({r.get('error_type') or 'no answer'})",
                      "gold": r.get("gold"), "tokens": int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0),
                      "s": f"{float(r.get('wall_s') or 0):.1f}",
-                     "trace": pages.get(r.get("trajectory") or "", r.get("trajectory") or "")})
+                     "trace": pages.get(r.get("trajectory") or "", "")})
     return rows
 
 
@@ -283,7 +360,7 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
     task_rows = _task_rows(records, pages)
     out += _md_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"),
                      [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:60], str(t["gold"])[:40],
-                       f"{t['tokens']:,}", t["s"], f"[trace]({t['trace']})" if t["trace"] else ""] for t in task_rows])
+                       f"{t['tokens']:,}", t["s"], f"[trace](<{_href(t['trace'])}>)" if t["trace"] else ""] for t in task_rows])
     return "\n".join(out) + "\n"
 
 
@@ -322,7 +399,7 @@ def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reductio
     parts.append("<h2>Tasks</h2>")
     task_rows = [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:200], str(t["gold"])[:80],
                   f"{t['tokens']:,}", t["s"],
-                  f"<a href='{html.escape(t['trace'], quote=True)}'>trace</a>" if t["trace"] else ""]
+                  f"<a href='{html.escape(_href(t['trace']), quote=True)}'>trace</a>" if t["trace"] else ""]
                  for t in _task_rows(records, pages)]
     parts.append(_h_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"), task_rows,
                           raw_last=True))

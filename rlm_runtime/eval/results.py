@@ -9,6 +9,11 @@ The configuration hash covers the model, the sub-model, the method, the profile,
 (and the window for direct and rag) and the task itself (every field of its line): a task is
 done when a record with its hash exists and did not end in an error worth retrying
 (``RETRY_ERRORS``: the model server was unreachable, the run was cancelled).
+
+A results file may have been edited, or come from someone else's run: ``load_results`` reads
+each line strictly (``jsonlines.py``) and validates it as a ``Record`` (types, finite numbers in
+range, bounded names); a line that fails is skipped with a message naming its line and field,
+never an exception.
 """
 
 from __future__ import annotations
@@ -20,12 +25,40 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.eval.tasks import Task
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rlm_runtime.eval.jsonlines import parse_line, read_lines
+from rlm_runtime.eval.tasks import MAX_LENGTH, Task
 
 #: Record format version.
 SCHEMA = 1
 #: Errors that do not make a task done: --resume runs it again.
 RETRY_ERRORS = frozenset({"ModelUnavailable", "Cancelled", "KeyboardInterrupt", "WorkersBusy"})
+
+
+class Record(BaseModel):
+    """The fields of a results line that the runner and the report use, checked (other
+    fields are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    task_id: str = Field(min_length=1, max_length=200)
+    method: str = Field(min_length=1, max_length=100)
+    config_hash: str | None = Field(None, max_length=100)
+    model: str | None = Field(None, max_length=500)
+    family: str | None = Field(None, max_length=200)
+    length: int | None = Field(None, ge=0, le=MAX_LENGTH)
+    score: float = Field(0.0, ge=0, le=1)
+    correct: bool = False
+    input_tokens: int = Field(0, ge=0, le=MAX_LENGTH)
+    output_tokens: int = Field(0, ge=0, le=MAX_LENGTH)
+    cost_usd: float = Field(0.0, ge=0)
+    wall_s: float = Field(0.0, ge=0)
+    trajectory: str | None = Field(None, max_length=4096)
+    error: str | None = None
+    error_type: str | None = Field(None, max_length=200)
+    window: int | None = Field(None, ge=0, le=MAX_LENGTH)
+    extra: dict[str, Any] = Field(default_factory=dict)
 
 
 def config_hash(task: Task, method: str, config: dict[str, Any]) -> str:
@@ -45,10 +78,13 @@ class ResultsFile:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line and make it durable before returning."""
-        line = (json.dumps({"schema": SCHEMA, **record}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        # A model's answer may hold an unpaired surrogate: written as "?", never an exception
+        # that would stop the batch.
+        line = (json.dumps({"schema": SCHEMA, **record}, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
                 view = memoryview(line)
                 while view:
@@ -62,21 +98,43 @@ class ResultsFile:
         return read_results(self.path)
 
 
-def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Every whole record of a results file, in order (torn or foreign lines skipped)."""
+def load_results(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """(every valid record of a results file, in order; one message per bad line). A torn
+    last line or a blank one is skipped silently; a missing file is empty.
+
+    Raises:
+        OSError: the file exists but cannot be read.
+    """
     path = Path(path)
     if not path.exists():
-        return []
+        return [], []
     out: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict) and "task_id" in value and "method" in value:
-                out.append(value)
-    return out
+    bad: list[str] = []
+    lines = list(read_lines(path))
+    for number, line, why in lines:
+        if line is not None and not line.strip():
+            continue
+        try:
+            if line is None:
+                raise ValueError(why)
+            value = parse_line(line)
+            if not isinstance(value, dict):
+                raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+            out.append(Record.model_validate(value).model_dump())
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "(record)"
+            bad.append(f"line {number}: {field}: {first['msg']}")
+        except ValueError as e:
+            if number == len(lines) and line is not None and not line.endswith("\n"):
+                continue  # the torn last line of a killed run
+            bad.append(f"line {number}: {e}")
+    return out, bad
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Every valid record of a results file, in order (``load_results`` without the messages)."""
+    return load_results(path)[0]
 
 
 def done_hashes(records: list[dict[str, Any]]) -> set[str]:

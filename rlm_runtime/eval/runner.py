@@ -204,7 +204,16 @@ class Runner:
         return data
 
     def jobs(self) -> tuple[list[tuple[Task, str, str]], int]:
-        """(jobs to run, jobs skipped as done)."""
+        """(jobs to run, jobs skipped as done).
+
+        Raises:
+            ConfigError: results already there without ``resume``, or a file the run writes
+                is a symlink (a run folder from someone else could point it anywhere).
+        """
+        for name in ("results.jsonl", "runs.jsonl", "trajectories"):
+            if (self.out / name).is_symlink():
+                raise ConfigError(f"{self.out / name} is a symlink: a run writes only inside its folder; "
+                                  "remove it or choose another --out")
         records = self.results.read()
         if records and not self.config.resume:
             raise ConfigError(f"{self.results.path} holds results already: pass --resume to continue that run, "
@@ -342,9 +351,10 @@ class Runner:
     def _job(self, task: Task, method: str, h: str, cancel: Cancel) -> dict[str, Any] | None:
         """Run one job in a pool thread; its record (already written), or None when it was
         cancelled or stopped by the batch budget (not written: resume runs it again)."""
-        job = Job(**self.job_spec(task, method, h), cancel=cancel)
         began = time.monotonic()
         try:
+            # job_spec checks the task's contexts again: a refused one fails this task alone.
+            job = Job(**self.job_spec(task, method, h), cancel=cancel)
             outcome = run_method(method, job, self.settings)
         except Exception as e:  # a bug or an OS error: the task fails, the batch goes on
             outcome = Outcome(None, error=f"{type(e).__name__}: {e}", error_type=type(e).__name__)

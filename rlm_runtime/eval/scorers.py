@@ -12,7 +12,8 @@ score counts.
   within ``tolerance`` / ``rel_tolerance``, else ``decay ** |gold - prediction|`` (OOLONG's
   0.75; ``decay=0`` makes it exact).
 * ``f1``: token F1 (SQuAD).
-* ``regex``: an accepted answer is a pattern found in the prediction.
+* ``regex``: an accepted answer is a pattern found in the prediction (RE2: linear time in the
+  prediction, compile memory capped; see ``tasks.compile_pattern``).
 * ``set``: F1 over items (OOLONG-Pairs): items are the matches of ``item_pattern`` when given
   (taken ``group`` at a time, unordered: pairs), else a Python/JSON list, else the parts
   between commas, semicolons, new lines and "and".
@@ -25,13 +26,14 @@ A missing prediction (the method failed) scores 0.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
 from collections.abc import Callable
 from typing import Any
 
-from rlm_runtime.eval.tasks import ScorerOptions, Task
+from rlm_runtime.eval.tasks import ScorerOptions, Task, compile_pattern
 
 #: ``judge(question, reference, prediction) -> float``: a model-graded score.
 Judge = Callable[[str, str, str], float]
@@ -123,17 +125,32 @@ def f1(gold: str, prediction: str, opts: ScorerOptions | None = None) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str, ignore_case: bool) -> Any:
+    return compile_pattern(pattern, ignore_case)
+
+
+def _text(prediction: str) -> bytes:
+    # RE2 runs on UTF-8 bytes; an unpaired surrogate from a model's reply becomes U+FFFD.
+    return prediction.encode("utf-8", errors="replace")
+
+
 def regex(gold: str, prediction: str, opts: ScorerOptions | None = None) -> float:
-    flags = re.IGNORECASE if (opts is None or opts.ignore_case) else 0
-    return 1.0 if re.search(gold, prediction, flags) else 0.0
+    """1.0 when the pattern ``gold`` is found in ``prediction``.
+
+    Raises:
+        ValueError: ``gold`` is not a pattern RE2 runs.
+    """
+    pattern = _compiled(gold, opts is None or opts.ignore_case)
+    return 1.0 if pattern.search(_text(prediction)) else 0.0
 
 
 def items(text: str, opts: ScorerOptions | None = None) -> list[str]:
     """The items of a list answer, normalised (see the module docstring)."""
     opts = opts or ScorerOptions()
     if opts.item_pattern:
-        flags = re.IGNORECASE if opts.ignore_case else 0
-        found = [normalize(m.group(0)) for m in re.finditer(opts.item_pattern, text, flags)]
+        pattern = _compiled(opts.item_pattern, opts.ignore_case)
+        found = [normalize(m.group(0).decode("utf-8", errors="replace")) for m in pattern.finditer(_text(text))]
     else:
         found = [normalize(x) for x in _as_list(text)]
     found = [x for x in found if x]

@@ -9,23 +9,27 @@ Fields:
     id: unique within the file.
     question: what the model is asked.
     context: where the answer is to be found (exactly one of these forms):
-        ``"path"``: a file or a folder, relative to the task file (or absolute);
+        ``"path"``: a file or a folder, relative to the task file (or absolute); it must
+        resolve inside the task file's folder (``confine.py``: ``--context-root`` widens it);
         ``["path", ...]``: several files or folders (the model sees ``contexts``);
         ``{"text": "..."}``: inline text;
         ``"memory:"`` / ``"memory:STORE"``: the default memory store / the store file STORE
-        (relative to the task file), searched with ``search_chunks``;
+        (relative to the task file), searched with ``search_chunks``; refused unless
+        ``--allow-memory``;
         ``null``: no context.
         A string is never inline text, so a path that does not exist is an error, not a
         question about the path's name.
     answer: a string, a list of accepted strings, or a number. For the ``set`` scorer a list
         is the set of items expected (all of them), not alternatives.
     scorer: ``exact``, ``contains``, ``numeric``, ``f1``, ``regex``, ``set`` or ``judge`` (see
-        ``scorers.py``); default ``numeric`` for a number answer, else ``exact``.
+        ``scorers.py``); default ``numeric`` for a number answer, else ``exact``. The patterns
+        of ``regex`` and ``item_pattern`` are RE2 (linear time), checked when the file is read.
     options: scorer settings (``tolerance``, ``decay``, ``item_pattern``, ``group``...).
     metadata: free-form; the report groups by ``family`` and ``length`` (characters).
 
 ``load_tasks(path)`` returns the valid tasks and one ``TaskError`` per bad line (its line
-number, the field and the message), so a file with one broken line still runs.
+number, the field and the message; one per refused context path), so a file with one broken
+line still runs. Lines are read strictly (``jsonlines.py``: size, UTF-8, finite numbers, depth).
 """
 
 from __future__ import annotations
@@ -38,10 +42,45 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from rlm_runtime.errors import SourceRefused
+from rlm_runtime.eval.confine import SourceRules, confine, refuse_memory
+from rlm_runtime.eval.jsonlines import parse_line, read_lines
+
 Scorer = Literal["exact", "contains", "numeric", "f1", "regex", "set", "judge"]
 SCORERS: tuple[str, ...] = ("exact", "contains", "numeric", "f1", "regex", "set", "judge")
 #: The prefix of a memory-store context.
 MEMORY_PREFIX = "memory:"
+#: The longest regex a task may give (``regex`` answers, ``item_pattern``).
+MAX_PATTERN = 4000
+#: Memory RE2 may use to compile one pattern (a pattern that needs more is refused).
+PATTERN_MEMORY = 8 << 20
+#: A metadata ``length`` above this is no length (a report's axis, not a number to trust).
+MAX_LENGTH = 10**15
+
+
+def compile_pattern(pattern: str, ignore_case: bool = True) -> Any:
+    """``pattern`` compiled with RE2 (linear-time matching, bounded memory).
+
+    Raises:
+        ValueError: the pattern is too long, invalid, or uses what RE2 does not support
+            (backreferences, lookaround).
+    """
+    import re2
+
+    if len(pattern) > MAX_PATTERN:
+        raise ValueError(f"a pattern of {len(pattern):,} characters (at most {MAX_PATTERN:,})")
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = not ignore_case
+    options.max_mem = PATTERN_MEMORY
+    try:
+        return re2.compile(pattern.encode("utf-8"), options)
+    except UnicodeEncodeError:
+        raise ValueError(f"the pattern {pattern[:80]!r} is not valid text") from None
+    except re2.error as e:
+        detail = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise ValueError(f"{pattern[:80]!r} is not a regex RE2 runs ({detail}; backreferences and "
+                         "lookaround are not supported)") from None
 
 
 class InlineText(BaseModel):
@@ -72,6 +111,13 @@ class ScorerOptions(BaseModel):
     ignore_case: bool = True
     item_pattern: str | None = None
     group: int = Field(1, ge=1, le=8)
+
+    @field_validator("item_pattern")
+    @classmethod
+    def _pattern_runs(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            compile_pattern(value, bool(info.data.get("ignore_case", True)))
+        return value
 
 
 class Task(BaseModel):
@@ -125,13 +171,11 @@ class Task(BaseModel):
                 if _number(gold) is None:
                     raise ValueError(f"numeric needs a number answer, not {gold!r}")
         if scorer == "regex":
-            import re
-
             for gold in golds:
                 try:
-                    re.compile(str(gold))
-                except re.error as e:
-                    raise ValueError(f"the answer {gold!r} is not a valid regex: {e}") from e
+                    compile_pattern(str(gold))
+                except ValueError as e:
+                    raise ValueError(f"the answer is not a valid regex: {e}") from None
         return scorer
 
     @property
@@ -154,7 +198,9 @@ class Task(BaseModel):
     @property
     def length(self) -> int | None:
         value = self.metadata.get("length")
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_LENGTH:
+            return None  # NaN fails the range too
+        return int(value)
 
     def digest(self) -> str:
         """A hash of everything the task says (the same line gives the same digest)."""
@@ -176,11 +222,13 @@ class TaskError:
 
 @dataclass
 class TaskFile:
-    """A loaded task file: its valid tasks (in file order) and its bad lines."""
+    """A loaded task file: its valid tasks (in file order), its bad lines, and the rules its
+    contexts were checked by."""
 
     path: Path
     tasks: list[Task] = field(default_factory=list)
     errors: list[TaskError] = field(default_factory=list)
+    rules: SourceRules = field(default_factory=SourceRules)
 
     @property
     def base(self) -> Path:
@@ -188,13 +236,24 @@ class TaskFile:
         return self.path.parent
 
     def sources(self, task: Task) -> tuple[list[Any], Any]:
-        """(context sources for ``open_context``, memory store or None) of ``task``."""
-        return context_sources(task, self.base)
+        """(context sources for ``open_context``, memory store or None) of ``task``, checked
+        again (a file may have changed since it was read).
+
+        Raises:
+            SourceRefused: a context the rules refuse.
+        """
+        return context_sources(task, self.base, self.rules)
 
 
-def context_sources(task: Task, base: Path) -> tuple[list[Any], Any]:
-    """The context sources of ``task`` resolved against ``base``: a list of paths (or one
-    inline text) and the memory store (True for the default one, a path, or None)."""
+def context_sources(task: Task, base: Path, rules: SourceRules | None = None) -> tuple[list[Any], Any]:
+    """The context sources of ``task`` resolved against ``base`` and checked by ``rules``
+    (default: confined to ``base``, no memory): a list of resolved paths (or one inline text)
+    and the memory store (True for the default one, a path, or None).
+
+    Raises:
+        SourceRefused: the first context the rules refuse (``refused`` lists them all).
+    """
+    rules = rules or SourceRules()
     ctx = task.context
     if ctx is None:
         return [], None
@@ -202,71 +261,78 @@ def context_sources(task: Task, base: Path) -> tuple[list[Any], Any]:
         return [ctx.text], None
     if isinstance(ctx, str) and ctx.startswith(MEMORY_PREFIX):
         store = ctx.removeprefix(MEMORY_PREFIX)
-        return [], (_resolve(store, base) if store else True)
+        refuse_memory(store, rules)
+        return [], (confine(store, base, rules) if store else True)
     paths = [ctx] if isinstance(ctx, str) else ctx
-    return [_resolve(p, base) for p in paths], None
+    return [confine(p, base, rules) for p in paths], None
 
 
-def _resolve(path: str, base: Path) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else base / p
+def refused(task: Task, base: Path, rules: SourceRules) -> list[str]:
+    """Why each context of ``task`` is refused (empty: every one is allowed)."""
+    ctx = task.context
+    if ctx is None or isinstance(ctx, InlineText):
+        return []
+    if isinstance(ctx, str) and ctx.startswith(MEMORY_PREFIX):
+        try:
+            context_sources(task, base, rules)
+        except SourceRefused as e:
+            return [str(e)]
+        return []
+    out = []
+    for p in [ctx] if isinstance(ctx, str) else ctx:
+        try:
+            confine(p, base, rules)
+        except SourceRefused as e:
+            out.append(str(e))
+    return out
 
 
-def load_tasks(path: str | Path) -> TaskFile:
-    """Read a JSONL task file: every valid line becomes a ``Task``, every bad one a ``TaskError``.
+def load_tasks(path: str | Path, rules: SourceRules | None = None) -> TaskFile:
+    """Read a JSONL task file: every valid line becomes a ``Task``, every bad one a ``TaskError``
+    (a task whose contexts ``rules`` refuse: one per refused context).
 
     Raises:
         OSError: the file cannot be read (the caller reports it).
     """
     path = Path(path)
-    out = TaskFile(path)
+    out = TaskFile(path, rules=rules or SourceRules())
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip() or line.lstrip().startswith("//"):
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as e:
-                out.errors.append(TaskError(number, "(line)", f"not JSON: {e.msg} at column {e.colno}"))
-                continue
-            if not isinstance(data, dict):
-                out.errors.append(TaskError(number, "(line)", f"expected a JSON object, got {type(data).__name__}"))
-                continue
-            try:
-                task = Task.model_validate(data)
-            except ValidationError as e:
-                first = e.errors()[0]
-                loc = ".".join(str(part) for part in first["loc"] if not _is_union_branch(part)) or "(task)"
-                out.errors.append(TaskError(number, loc, first["msg"].removeprefix("Value error, ")))
-                continue
-            if task.id in seen:
-                out.errors.append(TaskError(number, "id", f"duplicate id {task.id!r} (first on line {seen[task.id]})"))
-                continue
-            missing = _missing_context(task, out.base)
-            if missing:
-                out.errors.append(TaskError(number, "context", missing))
-                continue
-            seen[task.id] = number
-            out.tasks.append(task)
+    for number, line, bad in read_lines(path):
+        if line is None:
+            out.errors.append(TaskError(number, "(line)", str(bad)))
+            continue
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        try:
+            data = parse_line(line)
+        except ValueError as e:
+            out.errors.append(TaskError(number, "(line)", str(e)))
+            continue
+        if not isinstance(data, dict):
+            out.errors.append(TaskError(number, "(line)", f"expected a JSON object, got {type(data).__name__}"))
+            continue
+        try:
+            task = Task.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(part) for part in first["loc"] if not _is_union_branch(part)) or "(task)"
+            out.errors.append(TaskError(number, loc, first["msg"].removeprefix("Value error, ")))
+            continue
+        if task.id in seen:
+            out.errors.append(TaskError(number, "id", f"duplicate id {task.id!r} (first on line {seen[task.id]})"))
+            continue
+        problems = refused(task, out.base, out.rules)
+        if problems:
+            out.errors += [TaskError(number, "context", p) for p in problems]
+            continue
+        seen[task.id] = number
+        out.tasks.append(task)
     return out
 
 
 def _is_union_branch(part: Any) -> bool:
     """pydantic names the union branch it tried (``str``, ``list[str]``...): not a field."""
     return isinstance(part, str) and (part in ("str", "int", "float", "InlineText", "none") or "[" in part)
-
-
-def _missing_context(task: Task, base: Path) -> str | None:
-    paths, memory = context_sources(task, base)
-    if isinstance(task.context, InlineText):
-        return None
-    for p in paths:
-        if not Path(p).exists():
-            return f"no such file or folder: {p}"
-    if isinstance(memory, Path) and not memory.exists():
-        return f"no such memory store: {memory}"
-    return None
 
 
 def _number(value: Any) -> float | None:

@@ -31,7 +31,7 @@ def test_report_tables_links_and_escaping(run_dir: Path) -> None:
     assert md.count("| 2/2 |") == 2
     page = built.html.read_text()
     assert "By family and context length" in page
-    assert "<a href='trajectories/" in page and ".html'>trace</a>" in page
+    assert "<a href='./trajectories/" in page and ".html'>trace</a>" in page
     assert "src='http" not in page and "<script src" not in page
     for link in [p for p in run_dir.glob("trajectories/*.html")]:
         assert link.stat().st_size > 0

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rlm_runtime.eval.confine import SourceRules
 from rlm_runtime.eval.tasks import InlineText, load_tasks
 
 from .conftest import write_jsonl
 
 
 def test_valid_forms_of_context(tmp_path: Path) -> None:
-    """It accepts a path, a list of paths, a folder, inline text, memory: and null, resolved against the file."""
+    """It accepts a path, a list of paths, a folder, inline text, memory: (when allowed) and null, resolved against the file."""
     (tmp_path / "a.txt").write_text("alpha")
     (tmp_path / "docs").mkdir()
     store = tmp_path / "m.db"
@@ -23,7 +24,7 @@ def test_valid_forms_of_context(tmp_path: Path) -> None:
         {"id": "5", "question": "q", "context": "memory:m.db", "answer": "x"},
         {"id": "6", "question": "q", "answer": "x", "metadata": {"family": "f", "length": 10}},
     ])
-    loaded = load_tasks(path)
+    loaded = load_tasks(path, SourceRules(allow_memory=True))
     assert loaded.errors == []
     t = {x.id: x for x in loaded.tasks}
     assert loaded.sources(t["1"]) == ([tmp_path / "a.txt"], None)

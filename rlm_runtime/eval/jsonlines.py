@@ -1,0 +1,114 @@
+"""Strict reading of the JSONL files ``rlm eval`` is given: task files, results files, runs.
+
+These files may come from someone else (a benchmark bundle, a results folder to report on),
+so every line is checked before any field is used, and a bad line is a message for that
+line, never an exception that stops the batch:
+
+* a line longer than ``MAX_LINE_BYTES`` is skipped without being held in memory whole;
+* the line must be UTF-8, and its strings encodable again (no unpaired surrogate escape:
+  it would fail later when a result or a prompt is written);
+* numbers must be finite (``NaN``, ``Infinity`` and ``1e999`` are refused) and integers at
+  most ``MAX_INT_DIGITS`` digits (Python's int parsing is quadratic in the digits);
+* arrays and objects nest at most ``MAX_DEPTH`` deep (deeper ones would hit the recursion
+  limit in a later ``json.dumps`` or hash).
+
+Each check is linear in the line's size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+#: Bytes of one line, at most (a task's inline context counts).
+MAX_LINE_BYTES = 32 << 20
+#: Nesting of arrays and objects, at most.
+MAX_DEPTH = 32
+#: Digits of an integer, at most.
+MAX_INT_DIGITS = 20
+
+
+def read_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str | None, str | None]]:
+    """(line number, text, None) for each line of ``path``, or (number, None, why) for a line
+    that is too long or not UTF-8.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    with Path(path).open("rb") as f:
+        number = 0
+        while True:
+            raw = f.readline(max_bytes + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > max_bytes:
+                while raw and not raw.endswith(b"\n"):  # the rest of the line, a slice at a time
+                    raw = f.readline(1 << 20)
+                yield number, None, f"a line over {max_bytes:,} bytes"
+                continue
+            try:
+                yield number, raw.decode("utf-8"), None
+            except UnicodeDecodeError as e:
+                yield number, None, f"not UTF-8 (byte {e.start + 1} of the line)"
+
+
+def parse_line(text: str) -> Any:
+    """The JSON value of one line, checked as the module docstring says.
+
+    Raises:
+        ValueError: the line is not JSON, or breaks a rule; the message says which.
+    """
+    try:
+        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: {e.msg} at column {e.colno}") from None
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} deep") from None
+    _check(value)
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:30]} is out of range")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text):,} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _check(value: Any) -> None:
+    """Depth and strings of a parsed value, iteratively (no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _encodable(item)
+        elif isinstance(item, (list, dict)):
+            if depth > MAX_DEPTH:
+                raise ValueError(f"nested more than {MAX_DEPTH} deep")
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    _encodable(key)
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+
+
+def _encodable(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"a string holds an unpaired surrogate (\\u{ord(text[e.start]):04x})") from None
