@@ -108,8 +108,13 @@ def secure_home(home: str | os.PathLike[str]) -> None:
         _secured.add(key)
     if not os.path.isdir(key):  # the writers make it, 0700, when they first need it
         return
-    tighten(key)
-    for root, dirs, files in os.walk(key):  # never follows links to folders
+    tighten_tree(key)
+
+
+def tighten_tree(top: str | os.PathLike[str]) -> None:
+    """``tighten`` ``top`` and everything under it (links neither followed nor changed)."""
+    tighten(top)
+    for root, dirs, files in os.walk(top):  # never follows links to folders
         for name in dirs + files:
             tighten(os.path.join(root, name))
 
