@@ -484,11 +484,13 @@ def _chunk(args: argparse.Namespace) -> int:
 
 
 def _sandbox_doctor(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
     from rlm_runtime.sandbox.doctor import diagnose, render
 
-    layers = diagnose(args.policy)
+    layers = diagnose(args.policy, home=paths_from_env().home)
     if args.json:
-        _print_json(args, [{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose} for x in layers])
+        _print_json(args, [{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose,
+                            **({"findings": list(x.findings)} if x.findings else {})} for x in layers])
     else:
         _say(render(layers))
     return EXIT_OK

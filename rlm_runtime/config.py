@@ -7,8 +7,11 @@ at ``os.environ``.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -164,6 +167,63 @@ def local_engine_choice(environ: dict[str, str] | None = None) -> str | None:
     ``llama-server`` from PATH; or the path of a llama-server binary). None when unset."""
     env = os.environ if environ is None else environ
     return env.get("RLM_LOCAL_ENGINE", "").strip() or None
+
+
+#: Names of environment variables whose values are credentials (``redact`` masks their values
+#: wherever they appear in text the host hands to sandboxed code or writes to a file).
+#: Matched against the name's words (split on ``_``): ``TIKTOKEN_CACHE_DIR`` is not a token.
+_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "CREDENTIAL",
+                           "CREDENTIALS", "AUTH", "PAT"})
+
+
+#: Words of the names of variables that may hold a URL with ``user:pass@``.
+_URL_WORDS = frozenset({"PROXY", "URL", "URI", "BASE", "ENDPOINT", "HOST", "SERVER", "DSN"})
+
+_names_lock = threading.Lock()
+_names_cache: tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...]] | None = None
+
+
+def _credential_names(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names of key-like variables, names of variables that may hold a URL), cached for
+    ``os.environ`` while its set of names is unchanged (scanning it costs ~50 µs, and the
+    redactor asks for every event and host call)."""
+    global _names_cache
+    raw = getattr(env, "_data", None) if env is os.environ else None
+    fingerprint = tuple(raw) if isinstance(raw, dict) else None
+    with _names_lock:
+        if fingerprint is not None and _names_cache is not None and _names_cache[0] == fingerprint:
+            return _names_cache[1], _names_cache[2]
+    keys, urls = [], []
+    for name in list(env):
+        words = set(name.upper().split("_"))
+        if _SECRET_WORDS & words and name.upper() != "PWD":
+            keys.append(name)
+        elif _URL_WORDS & words:
+            urls.append(name)
+    if fingerprint is not None:
+        with _names_lock:
+            _names_cache = (fingerprint, tuple(keys), tuple(urls))
+    return tuple(keys), tuple(urls)
+
+
+def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the environment's key-like variables (``*_API_KEY``, ``*_TOKEN``,
+    ``*_SECRET``, ``*_PASSWORD``...), and the credentials in URL-valued ones (a proxy or
+    ``*_API_BASE`` holding ``user:pass@``)."""
+    from urllib.parse import unquote, urlsplit
+
+    env = os.environ if environ is None else environ
+    keys, urls = _credential_names(env)
+    found = [value for name in keys if (value := env.get(name))]
+    for name in urls:
+        value = env.get(name) or ""
+        if "://" in value and "@" in value:
+            try:
+                parts = urlsplit(value)
+            except ValueError:
+                continue
+            found += [unquote(v) for v in (parts.username, parts.password) if v]
+    return found
 
 
 def debug_enabled(environ: dict[str, str] | None = None) -> bool:

@@ -7,6 +7,12 @@ context is chunked and indexed on first use into a store of its own under
 question over the same 1 GB file does not index it again. The memory store, when the
 session has one, is searched with them, and its hits count as recalls.
 
+Indexes are bounded in time (``hostwrites``): the index of a text context (a str, a
+sub-call's document) is the session's own, named with its process id, and removed when the
+session closes; one left by a process that died is removed by the next session that builds an
+index. An index of a file is reused by later sessions and removed once unused for
+``PATH_INDEX_MAX_AGE_S``. The folder is private (0700) and the databases 0600.
+
 Chunk ids given to the model are strings naming where they live: ``m12`` is chunk 12 of the
 memory store, ``c0.31`` chunk 31 of the index of ``contexts[0]``.
 """
@@ -16,10 +22,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlm_runtime import hostwrites, private
 from rlm_runtime.errors import HostCallError, RLMError
 
 if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
@@ -45,6 +54,9 @@ class ChunkSearch:
         self.memory = memory
         self.handles: list[Any] = []
         self._indexes: dict[int, MemoryStore] = {}
+        #: Index files of text contexts this object made: removed at ``close``.
+        self._own_files: list[Path] = []
+        self._swept = False
         self._lock = threading.Lock()
         #: Memory chunk ids the current run searched or read (for ``remember``).
         self.memory_ids_read: list[int] = []
@@ -53,10 +65,14 @@ class ChunkSearch:
         self.handles = list(handles)
 
     def close(self) -> None:
+        """Close the indexes; remove those of text contexts (no later session can reuse them)."""
         with self._lock:
             for store in self._indexes.values():
                 store.close()
             self._indexes.clear()
+            for path in self._own_files:
+                _remove_db(path)
+            self._own_files.clear()
 
     # ------------------------------------------------------------------ indexes
 
@@ -69,7 +85,18 @@ class ChunkSearch:
             key, paths, text = _index_key(handle)
             from rlm_runtime.memory.store import MemoryStore
 
-            store = MemoryStore(self.index_dir / f"{key}.db")
+            private.make_dir(self.index_dir)
+            if not self._swept:
+                self._swept = True
+                _sweep(self.index_dir)
+            if paths:
+                path = self.index_dir / f"{key}.db"
+                if path.exists():
+                    os.utime(path)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+            else:
+                path = self.index_dir / f"{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
+                self._own_files.append(path)
+            store = MemoryStore(path)
             try:
                 if paths:
                     store.ingest(paths)
@@ -96,6 +123,9 @@ class ChunkSearch:
             raise HostCallError("tags must be a list of str")
         if source is not None and not isinstance(source, str):
             raise HostCallError("source must be a str")
+        # Words past the first few thousand characters change no ranking worth having, and
+        # the query is kept in the memory store's recall traces.
+        query = query[: hostwrites.SEARCH_QUERY_CHARS]
         found: list[tuple[str, Hit]] = []
         try:
             for n in range(len(self.handles)):
@@ -152,6 +182,50 @@ def _render(view: ChunkView) -> str:
     first, last = parts[0], parts[-1]
     head = f"[{view.source} lines {first.start_line}-{last.end_line}]"
     return head + "\n" + "\n".join(p.text for p in parts)
+
+
+def _remove_db(path: Path) -> None:
+    for name in (path.name, path.name + "-wal", path.name + "-shm", path.name + "-journal"):
+        try:
+            os.unlink(path.with_name(name))
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists (another user's): not ours to judge
+        return True
+    return True
+
+
+def _sweep(index_dir: Path) -> None:
+    """Remove the text indexes of processes that died, and file indexes unused for long."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(index_dir))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not name.endswith(".db"):
+            continue
+        parts = name[:-3].split("-")
+        try:
+            if name.startswith("text-"):
+                # text-<hash>-<pid>-<token>.db; one without a pid predates session-owned indexes.
+                stale = len(parts) != 4 or not parts[2].isdigit() or not _alive(int(parts[2]))
+            elif name.startswith("path-"):
+                stale = now - entry.stat(follow_symlinks=False).st_mtime > hostwrites.PATH_INDEX_MAX_AGE_S
+            else:
+                continue
+        except OSError:
+            continue
+        if stale:
+            _remove_db(Path(entry.path))
 
 
 def _index_key(handle: Any) -> tuple[str, list[str], str | None]:

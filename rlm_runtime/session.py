@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime import harness, profiles
+from rlm_runtime import harness, private, profiles
 from rlm_runtime._version import __version__ as _version
 from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
 from rlm_runtime.config import Paths, paths_from_env, user_path
@@ -86,6 +86,8 @@ class Session:
                  memory: bool | str | Path | MemoryStore | None = None, remember: bool = False,
                  profile: str | Path | Profile | None = None) -> None:
         self.paths = paths or paths_from_env()
+        # Contexts' text is copied under $RLM_HOME (traces, indexes, memory): private to the user.
+        private.secure_home(self.paths.home)
         #: Clients the session made from names (it closes them); a client passed in is the caller's.
         self._made: list[LLMClient] = []
         self.profile = _load_profile(profile, self.paths)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from rlm_runtime import hostwrites, redact
 from rlm_runtime.context import CorpusHandle, open_context
 from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError, WorkersBusy
 from rlm_runtime.llm.base import Usage
@@ -45,9 +46,9 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             try:
                 return sub_call(run, "llm_query", p)
             except BudgetExceeded as e:
-                return f"[ERROR] budget: {e}"
-            except Exception as e:
-                return f"[ERROR] {type(e).__name__}: {e}"
+                return hostwrites.host_error(f"[ERROR] budget: {e}")
+            except Exception as e:  # a failed prompt's error goes into the worker: redacted and short
+                return hostwrites.host_error(f"[ERROR] {type(e).__name__}: {e}")
 
         with ThreadPoolExecutor(max_workers=min(run.tree.slots.size, len(prompts))) as pool:
             return list(pool.map(one, prompts))
@@ -68,7 +69,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         if child.answer is None:
             if child.error_type == "BudgetExceeded":
                 run.budget_error = BudgetExceeded(child.error or "budget exhausted", limit="child", partial=run.partial)
-            raise HostCallError(f"rlm_query found no answer: {child.error}")
+            raise HostCallError(hostwrites.host_error(f"rlm_query found no answer: {child.error}"))
         return child.answer
 
     def search_chunks(query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
@@ -133,11 +134,12 @@ def sub_call(run: Run, kind: str, prompt: str) -> str:
         return text
     except BudgetExceeded as e:
         run.budget_error = run.budget_error or e
-        error = str(e)
-        raise HostCallError(f"budget exhausted: {e}") from e
+        error = hostwrites.host_error(str(e))
+        raise HostCallError(f"budget exhausted: {error}") from e
     except LLMError as e:
-        error = str(e)
-        raise HostCallError(f"{kind} failed: {e}") from e
+        # A provider's message can quote the api_base's user:password@ or echo the key.
+        error = hostwrites.host_error(str(e))
+        raise HostCallError(f"{kind} failed: {error}") from e
     finally:
         tree.emit({"type": "sub_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth, "kind": kind,
                    "model": client.model, "prompt": prompt[:EVENT_TEXT_CHARS],
@@ -162,14 +164,15 @@ def user_tool(run: Run, tool: Tool) -> Callable[..., Any]:
             return result
         except BudgetExceeded as e:
             run.budget_error = run.budget_error or e
-            error = str(e)
-            raise HostCallError(f"budget exhausted: {e}") from e
+            error = hostwrites.host_error(str(e))
+            raise HostCallError(f"budget exhausted: {error}") from e
         except RLMError as e:
-            error = f"{type(e).__name__}: {e}"
-            raise HostCallError(f"{tool.name}() failed: {e}") from e
+            # A tool's error text is the program's, of any size: redacted and cut (``hostwrites``).
+            error = hostwrites.host_error(f"{type(e).__name__}: {e}")
+            raise HostCallError(f"{tool.name}() failed: {hostwrites.host_error(str(e))}") from e
         except Exception as e:
-            error = f"{type(e).__name__}: {e}"
-            raise
+            error = hostwrites.host_error(f"{type(e).__name__}: {e}")
+            raise  # the sandbox's dispatcher redacts and cuts what reaches the cell
         finally:
             run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
                            "name": tool.name, "args": _short_repr((args, kwargs)), "result": _short_repr(result),
@@ -183,7 +186,7 @@ def _short_repr(value: Any, limit: int = 300) -> str:
         text = repr(value)
     except Exception as e:  # a program's object may have a broken __repr__
         text = f"<repr failed: {type(e).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return redact.redact_clipped(text, limit - 3, "...") if len(text) > limit else redact.redact(text)
 
 
 def _as_text(context: Any) -> str:

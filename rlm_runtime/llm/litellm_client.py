@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from rlm_runtime import redact
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
 from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
@@ -126,6 +127,10 @@ class LiteLLMClient:
         self.backoff_s = backoff_s
         self.extra = dict(extra or {})
         self._checked = False
+        # Whatever the provider or the HTTP library puts in an error may quote these: every
+        # message that leaves this client, or reaches sandboxed code, is redacted of them.
+        redact.add_secret(api_key)
+        redact.add_url_secrets(api_base)
 
     def check(self) -> None:
         """Fail early, with an actionable message, on an unknown model or a missing key."""
@@ -197,7 +202,7 @@ class LiteLLMClient:
         limit = min(1, self.retries) if connection else self.retries
         if isinstance(e, retryable) and attempt < limit:
             return self.backoff_s * (2 ** attempt) * (0.5 + random.random())
-        where = f" at {self.api_base}" if self.api_base else ""
+        where = f" at {redact.redact_url(self.api_base)}" if self.api_base else ""
         if isinstance(e, ex.AuthenticationError):
             raise MissingAPIKey(f"{self.model}: the provider refused the credentials: {_short(e)}") from e
         if isinstance(e, ex.NotFoundError):
@@ -277,5 +282,8 @@ def _close_stream(stream: Any) -> None:
 
 
 def _short(e: Exception) -> str:
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return text[:300]
+    """The first line of ``e``'s message, short, without the credentials it may quote (a
+    provider's body echoing the key, a URL with ``user:pass@``)."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    return redact.redact_clipped(first, 300)

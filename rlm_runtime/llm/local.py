@@ -36,6 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
+from rlm_runtime import private
 from rlm_runtime.config import local_engine_choice, paths_from_env
 from rlm_runtime.errors import ConfigError, ModelUnavailable
 from rlm_runtime.llm.base import Completion, Message
@@ -92,7 +93,7 @@ def open_log(path: Path) -> IO[bytes]:
     instead of writing through it.
     """
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private.make_dir(path.parent)  # its parents 0700 too (mkdir -p would make them 0755)
         try:
             os.unlink(path)
         except FileNotFoundError:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlm_runtime import private
 from rlm_runtime.errors import ConfigError, RLMError
 
 _HERE = Path(__file__).with_name("models")
@@ -130,7 +131,7 @@ def _download(line: str, dest: Path) -> Path:
 def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
     """Install (or re-verify) a local model; returns the GGUF path."""
     s = spec(name)
-    models_dir.mkdir(parents=True, exist_ok=True)
+    private.make_dir(models_dir)
     target = models_dir / s.filename
     if target.is_file():
         progress(f"{name} is installed; verifying {target} ...")
@@ -142,7 +143,7 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
     if free < 2.2 * s.size:
         raise ModelError(f"not enough disk space in {models_dir}: {free >> 20} MB free, about {int(2.2 * s.size) >> 20} MB needed")
     parts_dir = models_dir / ".parts" / name
-    parts_dir.mkdir(parents=True, exist_ok=True)
+    private.make_dir(parts_dir)
     lines = sorted(_requirements(s), key=_part_number)
     wheels = []
     for k, line in enumerate(lines, 1):

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime import hostwrites, private
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.memory import chunks as _chunks
 from rlm_runtime.memory import ingest as _ingest
@@ -44,6 +45,30 @@ from rlm_runtime.memory.writer import SourceWriter
 
 #: Chunk ids one remembered answer links ``derived_from`` at most.
 MAX_DERIVED = 64
+
+
+def _private_file(path: Path) -> None:
+    """Create a new store's file 0600 in a 0700 folder before SQLite does (it would use 0644
+    less the umask; its ``-wal`` and ``-shm`` files take the database's mode)."""
+    if os.fspath(path) in ("", ":memory:") or os.fspath(path).startswith("file:"):
+        return
+    try:
+        private.make_dir(path.parent)
+        private.create_file(path)
+    except OSError:  # the Database says why it cannot open the file
+        pass
+
+
+def _clip_cells(cells: Sequence[str]) -> list[str]:
+    """The cells of a run, in order, until ``REMEMBERED_CELLS_CHARS`` are used."""
+    kept: list[str] = []
+    left = hostwrites.REMEMBERED_CELLS_CHARS
+    for cell in cells:
+        if left <= 0:
+            break
+        kept.append(hostwrites.clip(cell, left))
+        left -= len(cell)
+    return kept
 
 
 def default_store_path(paths: Paths | None = None) -> Path:
@@ -72,6 +97,8 @@ class MemoryStore:
         self.path = Path(path) if path is not None else default_store_path()
         self.settings = settings or MemorySettings()
         self.clock = clock
+        if not readonly:
+            _private_file(self.path)
         self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
         try:
             if readonly:
@@ -179,6 +206,10 @@ class MemoryStore:
         now = self.clock()
         meta = {"run_id": run_id, "trajectory": os.fspath(trajectory) if trajectory is not None else None,
                 "read_chunk_ids": list(read_chunk_ids)}
+        # What a run stores is bounded (``hostwrites``): the answer is whatever sandboxed code passed to FINAL.
+        question = hostwrites.clip(question, hostwrites.REMEMBERED_QUESTION_CHARS)
+        answer = hostwrites.clip(answer, hostwrites.REMEMBERED_ANSWER_CHARS)
+        cells = _clip_cells(cells)
         answer_pieces = self._pieces(f"Question: {question}\nAnswer: {answer}", "answer")  # one paragraph: one chunk when it fits
         cell_pieces = self._pieces("\n\n".join(cells), "code") if any(c.strip() for c in cells) else []
         with self._sql_errors(), self.db.write() as conn:
@@ -285,7 +316,9 @@ class MemoryStore:
             return False
         try:
             with self.db.write() as conn:
-                lifecycle.record(conn, hits, op=op, query=query, run_id=run_id, now=now, cfg=self.settings.recall,
+                # A query is whatever sandboxed code passed to search_chunks: kept short (``hostwrites``).
+                kept = None if query is None else hostwrites.clip(query, hostwrites.STORED_QUERY_CHARS)
+                lifecycle.record(conn, hits, op=op, query=kept, run_id=run_id, now=now, cfg=self.settings.recall,
                                  link_cfg=self.settings.links)
         except StoreError:
             return False

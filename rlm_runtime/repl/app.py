@@ -37,6 +37,7 @@ from prompt_toolkit.lexers import DynamicLexer, Lexer, PygmentsLexer
 from prompt_toolkit.styles import Style
 from pygments.lexers.python import PythonLexer
 
+from rlm_runtime import private
 from rlm_runtime.repl.completion import ReplCompleter
 from rlm_runtime.repl.controller import Operation, Repl, ReplConfig, cell_code
 from rlm_runtime.repl.display import Display, Printer, TerminalPrinter
@@ -327,7 +328,8 @@ def run_terminal(config: ReplConfig, *, home: Path, notes: tuple[str, ...] = (),
     """
     if history is None:
         path = history_file(home, Path.cwd())
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private.make_dir(path.parent)
+        private.create_file(path)  # every line typed, questions and pasted text: 0600
         history = FileHistory(str(path))
     frontend = TerminalFrontend(input=input, output=output, history=history)
     if printer is None:

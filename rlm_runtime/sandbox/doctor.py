@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from rlm_runtime import private
 from rlm_runtime.sandbox.supervisor import Sandbox
 
 #: Layers in the order a reader should meet them, with what each protects against.
@@ -43,6 +44,7 @@ LAYER_HELP = {
     "no_new_privs": "the worker cannot gain privileges through exec",
     "seccomp": "only the system calls a worker needs; calls that take a pid (kill, prlimit, setpriority, ...) work only on itself",
     "macos_sandbox_exec": "the zygote and its workers run under a deny-by-default sandbox-exec profile",
+    "private_home": "$RLM_HOME and everything in it (traces, indexes, memory, history) is private to the user: 0700 folders, 0600 files",
 }
 
 
@@ -52,14 +54,17 @@ class Layer:
     active: bool
     detail: str
     applies: bool = True
+    #: What was found wrong (the paths of ``private_home`` others may read), one per line.
+    findings: tuple[str, ...] = ()
 
     @property
     def purpose(self) -> str:
         return LAYER_HELP.get(self.name, "")
 
 
-def diagnose(policy: str = "default") -> list[Layer]:
-    """Start a worker under ``policy`` and report every layer."""
+def diagnose(policy: str = "default", home: str | os.PathLike[str] | None = None) -> list[Layer]:
+    """Start a worker under ``policy`` and report every layer; with ``home`` (``$RLM_HOME``),
+    whether anything in it is readable by other users (``private_home``)."""
     with Sandbox(policy) as sandbox:
         worker_layers: dict[str, dict[str, Any]] = sandbox.layers
         host = sandbox.host_layers
@@ -80,8 +85,22 @@ def diagnose(policy: str = "default") -> list[Layer]:
     else:
         found["macos_sandbox_exec"] = Layer("macos_sandbox_exec", False, "not macOS (Linux uses Landlock and seccomp instead)",
                                             applies=False)
+    if home is not None:
+        found["private_home"] = home_layer(home)
     order = list(LAYER_HELP)
     return sorted(found.values(), key=lambda layer: order.index(layer.name) if layer.name in order else len(order))
+
+
+def home_layer(home: str | os.PathLike[str], limit: int = 50) -> Layer:
+    """``private_home``: on when no path under ``home`` gives group or others any permission."""
+    exposed = private.exposed(home, limit=limit + 1)
+    if not exposed:
+        there = os.path.isdir(home)
+        return Layer("private_home", True, f"{home}: 0700 folders, 0600 files" if there else f"{home} does not exist yet")
+    more = " (and more)" if len(exposed) > limit else ""
+    detail = (f"{len(exposed[:limit])}{more} path(s) under {home} readable by other users: "
+              f"run `chmod -R go-rwx {home}` (rlm tightens what it owns when a session starts)")
+    return Layer("private_home", False, detail, findings=tuple(str(e) for e in exposed[:limit]))
 
 
 def _applies(name: str) -> bool:
@@ -100,6 +119,7 @@ def render(layers: list[Layer]) -> str:
     for layer in layers:
         mark = "on " if layer.active else "off" if layer.applies else " - "
         rows.append(f"  [{mark}] {layer.name.ljust(width)}  {layer.detail}")
+        rows += [f"        {line}" for line in layer.findings]
     off = [layer.name for layer in layers if not layer.active and layer.applies]
     rows.append("")
     rows.append("All layers active." if not off else f"Inactive: {', '.join(off)}.")

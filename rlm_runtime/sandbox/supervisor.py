@@ -27,8 +27,10 @@ from typing import Any
 
 import psutil
 
+from rlm_runtime import hostwrites
 from rlm_runtime.config import tiktoken_cache_dir
 from rlm_runtime.errors import ContextError, HostCallError, ProtocolError, SandboxError
+from rlm_runtime.redact import Redactor
 from rlm_runtime.sandbox import cleanup, contexts, frames, protocol
 from rlm_runtime.sandbox.limits import CellLimits
 from rlm_runtime.sandbox.oslayers import worker_uid
@@ -717,13 +719,15 @@ class Sandbox:
         fn = self._functions.get(name)
         if fn is None:
             return {"op": "error", "message": f"no host function named {name!r}"}
+        # Everything that crosses into the worker is redacted (``redact``): an error may quote a
+        # URL's password or a provider's echo of the key; a value, a key the host knows.
         try:
             value = protocol.check_plain(fn(*msg["args"], **msg["kwargs"]), f"value returned by {name}()")
         except HostCallError as e:
-            return {"op": "error", "message": str(e)}
+            return {"op": "error", "message": hostwrites.host_error(str(e))}
         except Exception as e:  # a host function's own failure is shown to user code, briefly
-            return {"op": "error", "message": f"{name}() failed: {type(e).__name__}: {e}"}
-        return {"op": "return", "value": value}
+            return {"op": "error", "message": hostwrites.host_error(f"{name}() failed: {type(e).__name__}: {e}")}
+        return {"op": "return", "value": Redactor().value(value)}
 
     # ------------------------------------------------------------- worker control
 

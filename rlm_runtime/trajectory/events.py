@@ -257,7 +257,8 @@ class WorkerWait(Record):
 
 class RunEnd(RunRecord):
     """``usage``: the whole tree's so far, by model; ``run_usage``: this run's own calls
-    (None in schema 1, which did not record it)."""
+    (None in schema 1, which did not record it). ``dropped_events`` / ``dropped_bytes``:
+    the run's events the writer did not write, past the caps of ``hostwrites``."""
 
     type: Literal["run_end"] = "run_end"
     answer: str | None = None
@@ -267,6 +268,8 @@ class RunEnd(RunRecord):
     usage: dict[str, Usage] = Field(default_factory=dict)
     run_usage: dict[str, Usage] | None = None
     duration_s: float | None = None
+    dropped_events: int = 0
+    dropped_bytes: int = 0
 
 
 class Models(Record):

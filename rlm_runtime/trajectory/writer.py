@@ -22,7 +22,9 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from rlm_runtime.trajectory.events import EVENT_TYPES, InvalidEvent, Record, RunStart, TraceStart, UnknownEvent
+from rlm_runtime import hostwrites, private
+from rlm_runtime.redact import Redactor
+from rlm_runtime.trajectory.events import EVENT_TYPES, InvalidEvent, Record, RunEnd, RunStart, TraceStart, UnknownEvent
 
 #: What json.dumps(ensure_ascii=False) leaves raw but a trace must not hold: DEL and C1
 #: controls and bidi overrides act on a terminal that cats the file; U+2028, U+2029 and NEL
@@ -107,6 +109,12 @@ class TraceWriter:
             says (model and sub-model default to those of the first ``run_start``).
         strict: raise on an invalid event instead of recording it (see ``to_record``).
 
+    What is written is bounded (``hostwrites``) and redacted (``redact``): every string cut
+    to ``FIELD_CHARS``; every line without the secrets the runtime knows or credential
+    shapes; a run's events past its byte caps dropped, and counted in its ``run_end``
+    (``dropped_events``, ``dropped_bytes``). The file is created 0600 (its folder 0700 when
+    the writer makes it).
+
     Lifecycle: ``emit`` any number of times, then ``close`` (also on exit of ``with``);
     events emitted after ``close`` are not written.
     """
@@ -121,9 +129,11 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._started = False
         self._file: IO[str] | None = None
+        self._budgets = hostwrites.RunBudgets()
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            # Private whatever the umask: a trajectory holds the contexts' text.
+            private.make_dir(self.path.parent)
+            self._file = private.open_append(self.path)
 
     def emit(self, event: Record | Mapping[str, Any]) -> dict[str, Any]:
         """Write ``event`` (a record, or a dict validated against its type) as one line.
@@ -131,13 +141,27 @@ class TraceWriter:
         Returns the JSON-ready dict written, ``t`` included.
         """
         record = to_record(event, strict=self.strict)
+        # Sandboxed code decides much of what an event holds (a tool's error, a sub-call's
+        # reply): redacted, and cut to the caps of ``hostwrites``, before anyone sees it.
+        redactor = Redactor()
         data = _stamped(record)
+        line = _json_line(data)
+        if len(line) > hostwrites.FIELD_CHARS:  # else no string in it can be longer
+            data = hostwrites.capped_event(data, redactor)
+            line = _json_line(data)
         if self._file is None:
             return data
-        line = _json_line(data)
+        line = redactor.json_line(line)
         with self._lock:
             if self._file is None:  # closed meanwhile
                 return data
+            if not self._budgets.admit(data, len(line)):
+                return data
+            if isinstance(record, RunEnd):
+                dropped, dropped_bytes = self._budgets.end(record.run_id)
+                if dropped:
+                    data.update(dropped_events=dropped, dropped_bytes=dropped_bytes)
+                    line = redactor.json_line(_json_line(data))
             if not self._started:
                 self._started = True
                 if not isinstance(record, TraceStart):
