@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rlm_runtime import private
 from rlm_runtime.eval.jsonlines import parse_line, read_lines
 from rlm_runtime.eval.tasks import MAX_LENGTH, Task
 
@@ -82,9 +83,10 @@ class ResultsFile:
         # that would stop the batch.
         line = (json.dumps({"schema": SCHEMA, **record}, ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private.make_dir(self.path.parent)
+            # Answers quote the contexts, which may be private: the file is the user's alone.
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                         | getattr(os, "O_NOFOLLOW", 0), private.FILE_MODE)
             try:
                 view = memoryview(line)
                 while view:

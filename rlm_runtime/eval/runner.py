@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rlm_runtime import private
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.errors import ConfigError
@@ -239,9 +240,9 @@ class Runner:
         from rlm_runtime._version import __version__
 
         info["version"] = __version__
-        self.out.mkdir(parents=True, exist_ok=True)
+        private.make_dir(self.out)
         runs = self.out / "runs.jsonl"
-        with runs.open("a", encoding="utf-8") as f:
+        with private.open_append(runs) as f:
             f.write(json.dumps(info) + "\n")
 
     # ------------------------------------------------------------------ running

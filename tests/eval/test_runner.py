@@ -208,3 +208,20 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(six_tasks: Path, script: Path,
     assert 1 <= len(done) < 6 and all(r["error"] is None for r in done)
     _, rest = _run(six_tasks, out, _fast_slow(script), methods=("direct",), resume=True)
     assert rest.done + len(done) == 6  # type: ignore[attr-defined]
+
+
+def test_a_run_folder_is_private_whatever_the_umask(needle_tasks: Path, script: Path, tmp_path: Path) -> None:
+    """It writes the run folder 0700 and its results, runs and trajectories 0600 under umask 022 (answers quote contexts)."""
+    out = tmp_path / "run"
+    old = os.umask(0o022)
+    try:
+        _run(needle_tasks, out, f"scripted:{script}", methods=("rlm",))
+    finally:
+        os.umask(old)
+    wrong = {}
+    for path in [out, *out.rglob("*")]:
+        mode = os.lstat(path).st_mode & 0o777
+        if mode != (0o700 if path.is_dir() else 0o600):
+            wrong[str(path)] = oct(mode)
+    assert (out / "results.jsonl").exists() and (out / "runs.jsonl").exists()
+    assert not wrong, wrong
