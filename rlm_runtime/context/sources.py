@@ -11,12 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime.config import user_path
 from rlm_runtime.context.corpus import CorpusHandle
 from rlm_runtime.context.handles import FileHandle, LazyHandle, TextHandle
 from rlm_runtime.context.probe import FileProbe, FolderProbe, probe_corpus
 from rlm_runtime.context.protocol import ContextHandle
 from rlm_runtime.context.settings import ProbeConfig
-from rlm_runtime.errors import ContextError
+from rlm_runtime.errors import ConfigError, ContextError
 
 
 def open_context(source: Any, *, name: str | None = None, as_text: bool = False) -> ContextHandle:
@@ -37,13 +38,16 @@ def open_context(source: Any, *, name: str | None = None, as_text: bool = False)
     if isinstance(source, bytes):
         raise ContextError("bytes are not a context: decode them to str first, or pass a file path")
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not as_text and _path_like(source)):
-        path = Path(source).expanduser()
+        try:
+            path = user_path(source)
+        except ConfigError as e:
+            raise ContextError(str(e)) from e
         if path.is_dir():
             return CorpusHandle.from_folder(path)
         if path.is_file():
             return FileHandle(path, name=name)
         if isinstance(source, str) and any(c in source for c in "*?["):
-            return CorpusHandle.from_glob(str(Path(source).expanduser()))
+            return CorpusHandle.from_glob(str(path))
         raise ContextError(f"context path not found: {source}")
     if isinstance(source, str):
         return TextHandle(source, name=name or "text")

@@ -116,3 +116,9 @@ def test_tilde_path_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (tmp_path / "notes.txt").write_text("home notes\n")
     h = open_context("~/notes.txt")
     assert isinstance(h, FileHandle) and h[:4] == "home"
+
+
+def test_an_unknown_users_home_is_a_context_error() -> None:
+    """It refuses ~nosuchuser/... with a ContextError naming it (pathlib raised a bare RuntimeError)."""
+    with pytest.raises(ContextError, match="nosuchuser"):
+        open_context("~nosuchuser-rlm-test/notes.txt")
