@@ -120,9 +120,7 @@ def prose_final_expression(text: str) -> str | None:
     found = prose_final_arg(text)
     if found is None or not found[0] or found[1]:
         return None
-    try:
-        compile(found[0], "<prose>", "eval")
-    except SyntaxError:
+    if parsed(found[0], "eval") is None:
         return None
     return found[0]
 
@@ -149,11 +147,7 @@ def prose_block(code: str) -> str | None:
     said = code.strip()
     if not said or len(said) > INSISTED_CHARS or not any(ch.isalpha() for ch in said):
         return None
-    try:
-        ast.parse(said)
-    except (SyntaxError, ValueError):
-        return said
-    return None
+    return said if parsed(said) is None else None
 
 
 _SHORT_ANSWER_CHARS = 200
@@ -177,11 +171,7 @@ def unparsable_final(code: str) -> str | None:
     """The answer of a block that is not Python because its FINAL(...) holds bare words
     (``FINAL(Loyar Cailo)``, as small models write it): read as a FINAL written in prose.
     None when the block parses (it runs as it is) or has no such FINAL."""
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return prose_final(code)
-    return None
+    return prose_final(code) if parsed(code) is None else None
 
 
 _FINAL_SPELLINGS = frozenset({"Final", "final"})
@@ -194,9 +184,8 @@ def final_spelled(code: str) -> str:
     "(" change (not strings, not attributes such as ``x.final(``)."""
     if not any(name in code for name in _FINAL_SPELLINGS):
         return code
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = parsed(code)
+    if tree is None:
         return code
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -522,11 +511,18 @@ def without_echo(code: str, shown: str) -> str:
 
 
 def _parses(code: str) -> bool:
+    return parsed(code) is not None
+
+
+def parsed(code: str, mode: str = "exec") -> ast.AST | None:
+    """``code`` parsed by Python's own parser, or None when it is not Python. A model's text
+    is hostile input: a short expression nested thousands deep (``-`` * 10**5, ``a.b.b.b...``)
+    makes the parser raise RecursionError or MemoryError, which are "not Python" here too
+    (the policy check refuses the same code the same way before it could run)."""
     try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+        return ast.parse(code, "<reply>", mode)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def only_comments(code: str) -> bool:

@@ -26,7 +26,7 @@ from rlm_runtime import harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.grep import re2_escape
-from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, TooManyErrors
+from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
@@ -245,19 +245,27 @@ class Run:
     # ----------------------------------------------------------------- a whole run
 
     def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "") -> RunResult:
-        """Run to an answer or a failure; every ``RLMError`` ends as a failed ``RunResult``."""
+        """Run to an answer or a failure. Every exception ends as a failed ``RunResult`` with
+        the partial output and a ``run_end`` event: an ``RLMError`` as itself, any other (a
+        host-side step that hostile text reached unguarded) as ``RunCrashed`` from it."""
         setup = self.tree.setup
         self.tree.budget.note_depth(self.depth)
         began = time.monotonic()
-        briefs = _describe(sandbox.contexts, self.query, setup)
-        self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
-                   "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
-                   "contexts": [b.to_dict() for b in briefs]})
-        table.current = self.functions()
-        stats_before = _context_stats(sandbox)
         result: RunResult
+        stats_before: list[dict[str, Any]] = []
+        briefs: list[Any] = []
         self.tree.sandboxes.add(sandbox)
         try:
+            # Describing reads the contexts (it parses a JSON document): inside, so that what it
+            # raises fails this run, not the session; run_start first whatever it did.
+            try:
+                briefs = _describe(sandbox.contexts, self.query, setup)
+            finally:
+                self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
+                           "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
+                           "contexts": [b.to_dict() for b in briefs]})
+            table.current = self.functions()
+            stats_before = _context_stats(sandbox)
             sandbox.start()
             self.tree.check_cancelled()
             result = self._turns(sandbox, briefs, history, variables)
@@ -265,6 +273,10 @@ class Run:
             if isinstance(e, (BudgetExceeded, Cancelled)):
                 e.partial = e.partial or self.partial
             result = RunResult.failed(e, iterations=self.iterations, partial=self.partial)
+        except Exception as e:  # not KeyboardInterrupt / SystemExit: those stop the program, as they should
+            crash = RunCrashed(f"the run stopped on an unexpected {type(e).__name__}: {str(e)[:200]}", partial=self.partial)
+            crash.__cause__ = e
+            result = RunResult.failed(crash, iterations=self.iterations, partial=self.partial)
         finally:
             table.current = {}
             self.tree.sandboxes.discard(sandbox)
