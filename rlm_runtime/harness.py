@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,12 @@ _FENCE = re.compile(r"^[ \t]*```+[ \t]*([\w+-]*)")
 _CODE_TAGS = {"", "python", "py", "python3", "repl"}
 _PROSE_FINAL = re.compile(r"\bFINAL\(", re.IGNORECASE)  # small models write Final( or final( too
 _PROSE_FINAL_VAR = re.compile(r"FINAL_VAR\(\s*['\"]?([A-Za-z_]\w*)['\"]?\s*\)")
+
+_BRACKETS_OR_QUOTES = re.compile(r"[()'\"]")
+_QUOTE_ENDS = {"'": re.compile(r"[\\']"), '"': re.compile(r'[\\"]')}
+#: A FINAL(...) in prose longer than this is text, not an expression to evaluate (a name, a
+#: short call): parsing a megabyte of it took seconds, and the policy refuses such a cell.
+_EXPRESSION_CHARS = 4000
 
 #: A reply without code, written twice in a row after a re-prompt, is taken as the answer up to this size.
 INSISTED_CHARS = 500
@@ -72,18 +79,23 @@ def prose_final_arg(text: str) -> tuple[str, bool] | None:
         return None
     start = starts[-1]
     depth, quote, i = 1, "", start
-    while i < len(text):
-        ch = text[i]
+    # From one character that matters to the next (a regex search each), not a Python step per character.
+    while True:
+        found = (_QUOTE_ENDS[quote] if quote else _BRACKETS_OR_QUOTES).search(text, i)
+        if found is None:
+            i = len(text)
+            break
+        ch, i = found.group(), found.start()
         if quote:
             if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
+                i += 2  # the escaped character
+                continue
+            quote = ""
         elif ch in "'\"":
             quote = ch
         elif ch == "(":
             depth += 1
-        elif ch == ")":
+        else:
             depth -= 1
             if depth == 0:
                 break
@@ -118,7 +130,7 @@ def prose_final_expression(text: str) -> str | None:
     """An unquoted FINAL(...) argument that parses as a Python expression (``FINAL(room)``,
     ``FINAL(hits[0])``): worth evaluating in the sandbox before taking it as literal text."""
     found = prose_final_arg(text)
-    if found is None or not found[0] or found[1]:
+    if found is None or not found[0] or found[1] or len(found[0]) > _EXPRESSION_CHARS:
         return None
     if parsed(found[0], "eval") is None:
         return None
@@ -298,15 +310,16 @@ def record_pattern(rows: Sequence[str]) -> str | None:
 def question_names(question: str) -> list[str]:
     """The names a question mentions: runs of capitalised words, less the question words
     that open a sentence (``What``, ``The``...) and a possessive's ``'s``, longest first.
-    ``"Who leads project Belpex?"`` -> ``["Belpex"]``."""
-    names: list[str] = []
+    ``"Who leads project Belpex?"`` -> ``["Belpex"]``. Linear in the text's length (it is
+    also run on answers and printed lines: a dict, not a list, says which are known)."""
+    names: dict[str, None] = {}
     for m in _NAME.finditer(question.replace("\u2019", "'")):
         words = m.group(0).split()
         while words and words[0].lower() in _LEADING:
             words = words[1:]
         name = re.sub(r"'s?$", "", " ".join(words))  # the possessive: "Venbel Mirsenpex's manager"
-        if len(name) >= 3 and name not in names:
-            names.append(name)
+        if len(name) >= 3:
+            names.setdefault(name)
     return sorted(names, key=len, reverse=True)
 
 
@@ -330,12 +343,15 @@ def names_in(row: str, names: Iterable[str]) -> bool:
 def row_openers(rows: Sequence[str]) -> set[str]:
     """The capitalised words that open two or more of ``rows``: the start of a sentence
     repeated line after line ("Remember this: ...", "Badge 123 ..."), not a name."""
-    firsts = [m.group(1) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row))]
-    return {f for f in firsts if firsts.count(f) >= 2}
+    firsts = Counter(m.group(1) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row)))
+    return {f for f, n in firsts.items() if n >= 2}
+
+
+_NOT_LETTER = re.compile(r"[\W_]+")  # \w is isalnum() or "_"
 
 
 def _letters(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    return _NOT_LETTER.sub("", text.lower())
 
 
 def seen_in(line: str, shown: str) -> bool:
@@ -353,6 +369,13 @@ def is_count_question(question: str) -> bool:
     return _COUNT_QUESTION.search(question) is not None
 
 
+#: The answer checks look at an answer's first this many characters: what they look for (a
+#: count, a code, a name, a kind) is at its start, and hostile text (an answer that is a list
+#: of a million items) must cost them no more than this.
+CHECKED_CHARS = 4000
+#: Known names past this many make "a line about another name" meaningless: no more are added.
+_MOST_KNOWN = 64
+
 _QUOTED = re.compile(r"[\"'`]([^\"'`\n]{3,60})[\"'`]")
 _CODED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}(?![\w-])")
 
@@ -362,15 +385,13 @@ def answer_tokens(answer: str, question: str = "", most: int = 3) -> list[str]:
     strings, tokens with a digit (codes, serials, numbers of 3+ characters) and the names of
     two or more words it adds to the question. Not a plain word: a label or a judgement
     the model chose (``positive``, ``casual``) need not be in the text."""
+    answer = answer[:CHECKED_CHARS]
     found = [m.group(1).strip() for m in _QUOTED.finditer(answer)]
     found += _CODED.findall(answer)
     # A name of two or more words (a person, a place); one word may be a class the model chose.
-    found += [n for n in question_names(answer) if n.lower() not in question.lower() and 2 <= len(n.split()) <= 5]
-    out: list[str] = []
-    for token in found:
-        if token and token not in out:
-            out.append(token)
-    return out[:most]
+    asked = question.lower()
+    found += [n for n in question_names(answer) if 2 <= len(n.split()) <= 5 and n.lower() not in asked]
+    return [token for token in dict.fromkeys(found) if token][:most]
 
 
 def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[str] = (), written: str | None = None) -> str | None:
@@ -387,8 +408,12 @@ def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[s
     originals = grep_rows(shown)
     rows = [r.lower() for r in originals]
     for _ in range(2):
+        # each row is tested against at most _MOST_KNOWN names: linear in what was shown
         tied = [row for row, low in zip(originals, rows, strict=True) if any(k in low for k in known)]
-        known |= {n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)}
+        for n in (n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)):
+            if len(known) >= _MOST_KNOWN:
+                break
+            known.add(n)
     for token in answer_tokens(answer, question):
         if written is not None and token not in written:
             continue
@@ -405,16 +430,18 @@ def unbacked_count(answer: str, question: str, shown: str, written: str) -> str 
     model reads a listing and answers a number it never counted."""
     if not is_count_question(question):
         return None
-    numbers = [n for n in re.findall(r"\d+", answer) if _has_number(written, n)]
+    typed = _numbers(written)
+    numbers = [n for n in re.findall(r"\d+", answer[:CHECKED_CHARS]) if n in typed]
     if not numbers:
         return None
-    text = _ROW_PREFIX.sub("", shown)
-    if any(_has_number(text, n) for n in numbers):
+    if _numbers(_ROW_PREFIX.sub("", shown)).intersection(numbers):
         return None
     return numbers[0]
 
 
 _MOST = re.compile(r"\b(?:most|least|fewest)\b", re.IGNORECASE)
+#: The kinds of an answer to "which is most common" that are looked for beside a count.
+_TALLY_WORDS = 20
 _LEAST = re.compile(r"\b(?:least|fewest)\b", re.IGNORECASE)
 _OFTEN = re.compile(r"\b(?:common\w*|often|frequent\w*|times|appears?|occurs?|popular)\b", re.IGNORECASE)
 
@@ -432,7 +459,9 @@ def untallied_answer(answer: str, question: str, shown: str, written: str) -> bo
     word, without counting."""
     if not is_tally_question(question):
         return False
-    words = [w for w in re.findall(r"[^\W\d_][\w-]{2,}", answer) if w.lower() not in question.lower()]
+    asked = question.lower()
+    words = [w for w in re.findall(r"[^\W\d_][\w-]{2,}", answer[:CHECKED_CHARS]) if w.lower() not in asked]
+    words = list(dict.fromkeys(words))[:_TALLY_WORDS]  # each is searched for in the outputs
     if any(w not in written for w in words) or (not words and answer.strip() not in written):
         return False  # computed by its code, not typed
     text = _ROW_PREFIX.sub("", shown)
@@ -461,6 +490,15 @@ def counts_disagree(answer: str, question: str, counts: Mapping[str, int]) -> tu
 
 def _has_number(text: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){number}(?!\d|\.\d)", text) is not None
+
+
+#: A whole number in text, as ``_has_number`` finds one: not a part of a longer number or a decimal.
+_WHOLE_NUMBER = re.compile(r"(?<![\d.])\d+(?!\d|\.\d)")
+
+
+def _numbers(text: str) -> set[str]:
+    """Every whole number ``text`` holds, in one pass (``_has_number`` for many numbers at once)."""
+    return set(_WHOLE_NUMBER.findall(text))
 
 
 def name_forms(name: str) -> list[str]:

@@ -58,6 +58,9 @@ _FOLLOWS = 2
 #: adds at most this many new names.
 _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
+#: New capitalised words of a link's lines tested for being plain words (a grep each): more
+#: than this and the lines name too many things to follow (a printed list full of names).
+_WORD_CHECKS = 12
 #: The last lines of the followed chain repeated in the forced last turn and when an answer
 #: was read on a line about another name.
 _FORCED_CHAIN_LINES = 8
@@ -579,8 +582,11 @@ class Run:
         for _ in range(_CHAIN_STEPS):
             linked = [r for r in rows if harness.names_in(r, known)]
             openers |= harness.row_openers(rows)
+            asked = self.query.lower()
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
-                                     if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))
+                                     if n.lower() not in known and n.lower() not in asked and n not in openers))
+            if len(new) > _WORD_CHECKS:
+                break  # a listing full of names (each would cost a grep in the sandbox): no one link
             new = [n for n in new if not self._is_word(sandbox, n)]
             if not new or len(new) > _CHAIN_NAMES:
                 break
@@ -595,7 +601,8 @@ class Run:
                 if any(not harness.names_in(row, known - {name.lower()}) for row in harness.grep_rows("\n".join(lines or []))):
                     self.middles.add(name.lower())
                 # a line in a long listing was not read: it is shown again as a link
-                seen = "\n".join([s for s in self.seen if s not in self.broad] + shown)
+                broad = set(self.broad)
+                seen = "\n".join([s for s in self.seen if s not in broad] + shown)
                 fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
                 if fresh:
                     self._shown(name, fresh, "the next link of a chain")
