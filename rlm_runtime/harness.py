@@ -34,6 +34,28 @@ INSISTED_CHARS = 500
 _PLACEHOLDERS = frozenset({"answer", "the answer", "your answer", "final answer", "result", "value", "..."})
 
 
+#: What ``str.splitlines`` ends a line at besides "\n" (a "\r" before "\n" is a CRLF line end:
+#: one break either way). grep, and so the line numbers the model reads, split at "\n" alone.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_BREAK_FORMS = {"\r": "\\r", **{c: f"\\x{ord(c):02x}" for c in "\x0b\x0c\x1c\x1d\x1e\x85"},
+                "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def lines_of(text: str) -> list[str]:
+    r"""The lines of text that grep or a document wrote: split at "\n" only, as grep splits
+    them (``str.splitlines`` would also split at a "\r" or U+2028 inside one line)."""
+    return text.split("\n")
+
+
+def newlines_only(text: str) -> str:
+    r"""``text`` with every line break but "\n" (and CRLF) shown as a visible escape
+    (``\u2028``, ``\r``...): a line of a document quoted to a model stays one line, so it
+    cannot start a line of its own that reads as the runtime's note or another grep row."""
+    if _OTHER_BREAKS.search(text) is None:  # the fast path: nearly all text
+        return text
+    return _OTHER_BREAKS.sub(lambda m: _BREAK_FORMS[m.group()], text)
+
+
 def parse_code_blocks(text: str) -> list[str]:
     """Code of every python/repl fenced block, in order (a trailing unclosed block counts).
 
@@ -541,11 +563,12 @@ def without_echo(code: str, shown: str) -> str:
     that parses is returned as it is: a suggested call copied into code is code."""
     if _parses(code):
         return code
-    said = {line.strip() for line in shown.splitlines() if len(line.strip()) >= 8}
-    kept = [line for line in code.splitlines()
+    said = {line.strip() for line in lines_of(shown) if len(line.strip()) >= 8}
+    rows = lines_of(code)
+    kept = [line for line in rows
             if not (len(line.strip()) >= 8 and (line.strip() in said or line.strip().lstrip("#").strip() in said))]
     rest = "\n".join(kept)
-    return rest if len(kept) < len(code.splitlines()) and _parses(rest) else code
+    return rest if len(kept) < len(rows) and _parses(rest) else code
 
 
 def _parses(code: str) -> bool:

@@ -149,6 +149,9 @@ class Tree:
         limits = self.setup.limits
         # Ask for no more than the tree has left, so a small total budget still allows calls.
         max_out = max(1, min(limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
+        # What a model reads breaks lines at "\n" alone: a document's U+2028 or "\r" inside a
+        # line quoted in a note or an output would start a forged line of its own.
+        messages = [{**m, "content": harness.newlines_only(m["content"])} for m in messages]
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
             with stoppable(self.budget.cancelled):
@@ -536,7 +539,7 @@ class Run:
         rows = harness.grep_rows(result.stdout or "") if result.ok else []
         if not rows or len(rows) > _LEAD_LINES:
             return None
-        return [line for line in (result.stdout or "").strip().splitlines() if line.strip()]
+        return [line for line in harness.lines_of((result.stdout or "").strip()) if line.strip()]
 
     def _shown(self, term: str, lines: list[str], why: str) -> None:
         """Trace the lines the runtime looked up and showed the model."""
