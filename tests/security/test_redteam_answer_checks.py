@@ -2,7 +2,8 @@
 it (issue 22, class 2): a model's answer that is a long list, or a cell that prints a
 listing full of names, made them quadratic (minutes for a megabyte). Each run goes in a
 subprocess with a generous timeout (linear work takes a second or two here) and must end
-with the model's answer, as an ordinary run does."""
+with the model's answer, as an ordinary run does. The answers are quoted, so that no step
+tries them as a Python expression first."""
 
 from __future__ import annotations
 
@@ -55,28 +56,45 @@ def _name(i: int) -> str:
 
 def test_an_answer_that_is_a_megabyte_of_numbers(tmp_path: Path) -> None:
     """It checks a typed count answer of 150,000 numbers in linear time and takes it."""
-    answer = ", ".join(str(i) for i in range(150_000))
-    out = _run(tmp_path, "How many sightings are in the log?", [f"FINAL({answer})"] * 2)  # questioned once, given again
-    assert str(out["answer"]).startswith("0, 1, 2, 3"), out
+    answer = " ".join(str(i) for i in range(150_000))
+    out = _run(tmp_path, "How many sightings are in the log?", [f'FINAL("{answer}")'] * 2)  # questioned once, given again
+    assert str(out["answer"]).startswith("0 1 2 3"), out
 
 
 def test_an_answer_that_is_a_long_list_of_kinds(tmp_path: Path) -> None:
-    """It checks a "most common" answer of 60,000 kinds against the outputs in linear time and takes it."""
-    answer = ", ".join(f"kind{_name(i).lower()}" for i in range(60_000))
-    out = _run(tmp_path, "Which kind is the most common in the log?", [f"FINAL({answer})"] * 2)
+    """It checks a "most common" answer of 150,000 kinds against a printed output in linear time and takes it."""
+    answer = " ".join(f"kind{_name(i).lower()}" for i in range(150_000))
+    replies = ["```python\nprint('filler words ' * 1400)\n```", f'FINAL("{answer}")', f'FINAL("{answer}")']
+    out = _run(tmp_path, "Which kind is the most common in the log?", replies)
     assert str(out["answer"]).startswith("kind"), out
 
 
 def test_an_answer_that_is_a_long_list_of_names(tmp_path: Path) -> None:
     """It checks an answer of 60,000 two-word names (codes, grounding, links) in linear time and takes it."""
     answer = ", ".join(f"{_name(i)} {_name(i + 70_000)}" for i in range(60_000))
-    out = _run(tmp_path, "Who leads project Belpex?", [f"FINAL({answer})"] * 2)
+    out = _run(tmp_path, "Who leads project Belpex?", [f'FINAL("{answer}")'] * 2)
     assert out["error"] is None and out["answer"], out
 
 
-def test_a_printed_listing_full_of_names_tied_to_the_question(tmp_path: Path) -> None:
-    """It follows no chain from a listing where the question's name ties in 3,000 new names (no grep per name) and the run ends."""
-    rows = [f"Project Belpex was reviewed by {_name(i)} on a Monday." for i in range(3_000)]
+def test_a_printed_listing_full_of_names_tied_to_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It follows no chain from a listing where the question's name ties in a thousand new names: a few greps, not one per name."""
+    from rlm_runtime import Session
+    from rlm_runtime.budget import RunLimits
+    from rlm_runtime.llm import ScriptedClient
+    from rlm_runtime.sandbox import Sandbox
+
+    rows = [f"Belpex: {_name(i)}." for i in range(1_000)]  # ~14 characters a row: the whole listing is printed
     replies = ["```python\nprint(grep('Belpex', max_matches=5000))\n```", "```python\nFINAL('nobody')\n```"]
-    out = _run(tmp_path, "Who leads project Belpex?", replies, contexts=["\n".join(rows) + "\n"])
-    assert out["answer"] == "nobody", out
+    calls = 0
+    execute = Sandbox.execute
+
+    def counted(self: Sandbox, code: str, *args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return execute(self, code, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sandbox, "execute", counted)
+    with Session(ScriptedClient(replies), contexts=["\n".join(rows) + "\n"], limits=RunLimits(max_iterations=3, max_wall_s=120),
+                 trace=False) as s:
+        assert s.ask("Who leads project Belpex?").answer == "nobody"
+    assert calls < 40
