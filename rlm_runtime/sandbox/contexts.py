@@ -9,8 +9,9 @@ A corpus travels as its document list: a readable document with a descriptor, on
 not (binary, vanished) with none, each with its skip mark, so the worker lists and searches
 the same documents as the host. Its documents held in memory (``rlm_query(p, context=[...])``
 makes a corpus of strings) travel together in one anonymous file, each a slice of it: one
-descriptor however many there are, where one each ran the host out of descriptors. The specs are plain data (str, int, None): the worker
-validates nothing in them, since only the host writes them.
+descriptor however many there are, where one each ran the host out of descriptors. The
+specs are plain data (str, int, None): the worker validates nothing in them, since only the
+host writes them.
 """
 
 from __future__ import annotations
@@ -60,13 +61,20 @@ def _temporary_fd() -> int:
         return os.dup(f.fileno())
 
 
+_NO_DESCRIPTOR = (errno.EMFILE, errno.ENFILE)
+
+
+def _out_of_descriptors(error: ContextError) -> bool:
+    return isinstance(error.__cause__, OSError) and error.__cause__.errno in _NO_DESCRIPTOR
+
+
 def _open_descriptor(opener: Callable[[], int]) -> int:
     """``opener()``, with the host out of descriptors said as a ContextError (the export is
     undone, nothing is sent) rather than a document quietly marked unreadable."""
     try:
         return opener()
     except OSError as e:
-        if e.errno in (errno.EMFILE, errno.ENFILE):
+        if e.errno in _NO_DESCRIPTOR:
             raise ContextError(f"the host has no file descriptor left to pass a context to the sandbox ({e.strerror}); "
                                f"give fewer documents, or raise the open-files limit (ulimit -n)") from e
         raise
@@ -93,6 +101,8 @@ def _document_fd(doc: Document) -> tuple[int | None, str | None]:
         try:
             return _handle_fd(doc.handle), None
         except ContextError as e:
+            if _out_of_descriptors(e):
+                raise  # the host's lack, not the document's: the export fails
             return None, f"unreadable: {e}"
     path = doc.path
     try:

@@ -69,14 +69,16 @@ def test_a_corpus_of_texts_is_exported_in_one_descriptor() -> None:
     assert len(docs) == ITEMS and docs[1234].handle.peek(20).startswith("text number 1234")
 
 
-def test_no_descriptor_left_is_a_context_error_and_nothing_leaks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["folder", "file handles"])
+def test_no_descriptor_left_is_a_context_error_and_nothing_leaks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 kind: str) -> None:
     """It says a host out of descriptors as a ContextError, closes what it opened, and marks no document unreadable in silence."""
     files = []
     for i in range(5):
         path = tmp_path / f"f{i}.txt"
         path.write_text(f"file {i}\n", encoding="utf-8")
         files.append(str(path))
-    corpus = open_context(str(tmp_path))
+    corpus = open_context(str(tmp_path)) if kind == "folder" else CorpusHandle.from_items([open_context(f) for f in files])
     real_open = os.open
     opened = 0
 
