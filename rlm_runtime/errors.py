@@ -97,6 +97,13 @@ class TooManyErrors(RunFailed):
     """The run stopped after ``max_consecutive_errors`` failing turns in a row."""
 
 
+class RunCrashed(RunFailed):
+    """The run stopped on an exception no step of the runtime expected (a host-side step that
+    hostile text reached unguarded: a bug to report). The run still ends as a failed
+    ``RunResult`` with its ``partial`` output and a ``run_end`` event; ``__cause__`` holds
+    the original exception."""
+
+
 class Cancelled(RunFailed):
     """The run was cancelled (``Session.cancel()``; Ctrl-C in ``rlm repl``). What it had
     used is settled in the budget; ``partial`` holds its last useful output."""

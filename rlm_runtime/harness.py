@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,39 @@ _CODE_TAGS = {"", "python", "py", "python3", "repl"}
 _PROSE_FINAL = re.compile(r"\bFINAL\(", re.IGNORECASE)  # small models write Final( or final( too
 _PROSE_FINAL_VAR = re.compile(r"FINAL_VAR\(\s*['\"]?([A-Za-z_]\w*)['\"]?\s*\)")
 
+_BRACKETS_OR_QUOTES = re.compile(r"[()'\"]")
+_QUOTE_ENDS = {"'": re.compile(r"[\\']"), '"': re.compile(r'[\\"]')}
+#: A FINAL(...) in prose longer than this is text, not an expression to evaluate (a name, a
+#: short call): parsing a megabyte of it took seconds, and the policy refuses such a cell.
+_EXPRESSION_CHARS = 4000
+
 #: A reply without code, written twice in a row after a re-prompt, is taken as the answer up to this size.
 INSISTED_CHARS = 500
 
 #: What small models write inside FINAL(...) when they copy an instruction instead of answering.
 _PLACEHOLDERS = frozenset({"answer", "the answer", "your answer", "final answer", "result", "value", "..."})
+
+
+#: What ``str.splitlines`` ends a line at besides "\n" (a "\r" before "\n" is a CRLF line end:
+#: one break either way). grep, and so the line numbers the model reads, split at "\n" alone.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_BREAK_FORMS = {"\r": "\\r", **{c: f"\\x{ord(c):02x}" for c in "\x0b\x0c\x1c\x1d\x1e\x85"},
+                "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def lines_of(text: str) -> list[str]:
+    r"""The lines of text that grep or a document wrote: split at "\n" only, as grep splits
+    them (``str.splitlines`` would also split at a "\r" or U+2028 inside one line)."""
+    return text.split("\n")
+
+
+def newlines_only(text: str) -> str:
+    r"""``text`` with every line break but "\n" (and CRLF) shown as a visible escape
+    (``\u2028``, ``\r``...): a line of a document quoted to a model stays one line, so it
+    cannot start a line of its own that reads as the runtime's note or another grep row."""
+    if _OTHER_BREAKS.search(text) is None:  # the fast path: nearly all text
+        return text
+    return _OTHER_BREAKS.sub(lambda m: _BREAK_FORMS[m.group()], text)
 
 
 def parse_code_blocks(text: str) -> list[str]:
@@ -72,18 +101,23 @@ def prose_final_arg(text: str) -> tuple[str, bool] | None:
         return None
     start = starts[-1]
     depth, quote, i = 1, "", start
-    while i < len(text):
-        ch = text[i]
+    # From one character that matters to the next (a regex search each), not a Python step per character.
+    while True:
+        found = (_QUOTE_ENDS[quote] if quote else _BRACKETS_OR_QUOTES).search(text, i)
+        if found is None:
+            i = len(text)
+            break
+        ch, i = found.group(), found.start()
         if quote:
             if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
+                i += 2  # the escaped character
+                continue
+            quote = ""
         elif ch in "'\"":
             quote = ch
         elif ch == "(":
             depth += 1
-        elif ch == ")":
+        else:
             depth -= 1
             if depth == 0:
                 break
@@ -118,11 +152,9 @@ def prose_final_expression(text: str) -> str | None:
     """An unquoted FINAL(...) argument that parses as a Python expression (``FINAL(room)``,
     ``FINAL(hits[0])``): worth evaluating in the sandbox before taking it as literal text."""
     found = prose_final_arg(text)
-    if found is None or not found[0] or found[1]:
+    if found is None or not found[0] or found[1] or len(found[0]) > _EXPRESSION_CHARS:
         return None
-    try:
-        compile(found[0], "<prose>", "eval")
-    except SyntaxError:
+    if parsed(found[0], "eval") is None:
         return None
     return found[0]
 
@@ -149,11 +181,7 @@ def prose_block(code: str) -> str | None:
     said = code.strip()
     if not said or len(said) > INSISTED_CHARS or not any(ch.isalpha() for ch in said):
         return None
-    try:
-        ast.parse(said)
-    except (SyntaxError, ValueError):
-        return said
-    return None
+    return said if parsed(said) is None else None
 
 
 _SHORT_ANSWER_CHARS = 200
@@ -177,11 +205,7 @@ def unparsable_final(code: str) -> str | None:
     """The answer of a block that is not Python because its FINAL(...) holds bare words
     (``FINAL(Loyar Cailo)``, as small models write it): read as a FINAL written in prose.
     None when the block parses (it runs as it is) or has no such FINAL."""
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return prose_final(code)
-    return None
+    return prose_final(code) if parsed(code) is None else None
 
 
 _FINAL_SPELLINGS = frozenset({"Final", "final"})
@@ -194,9 +218,8 @@ def final_spelled(code: str) -> str:
     "(" change (not strings, not attributes such as ``x.final(``)."""
     if not any(name in code for name in _FINAL_SPELLINGS):
         return code
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = parsed(code)
+    if tree is None:
         return code
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -309,15 +332,16 @@ def record_pattern(rows: Sequence[str]) -> str | None:
 def question_names(question: str) -> list[str]:
     """The names a question mentions: runs of capitalised words, less the question words
     that open a sentence (``What``, ``The``...) and a possessive's ``'s``, longest first.
-    ``"Who leads project Belpex?"`` -> ``["Belpex"]``."""
-    names: list[str] = []
+    ``"Who leads project Belpex?"`` -> ``["Belpex"]``. Linear in the text's length (it is
+    also run on answers and printed lines: a dict, not a list, says which are known)."""
+    names: dict[str, None] = {}
     for m in _NAME.finditer(question.replace("\u2019", "'")):
         words = m.group(0).split()
         while words and words[0].lower() in _LEADING:
             words = words[1:]
         name = re.sub(r"'s?$", "", " ".join(words))  # the possessive: "Venbel Mirsenpex's manager"
-        if len(name) >= 3 and name not in names:
-            names.append(name)
+        if len(name) >= 3:
+            names.setdefault(name)
     return sorted(names, key=len, reverse=True)
 
 
@@ -341,12 +365,15 @@ def names_in(row: str, names: Iterable[str]) -> bool:
 def row_openers(rows: Sequence[str]) -> set[str]:
     """The capitalised words that open two or more of ``rows``: the start of a sentence
     repeated line after line ("Remember this: ...", "Badge 123 ..."), not a name."""
-    firsts = [m.group(1) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row))]
-    return {f for f in firsts if firsts.count(f) >= 2}
+    firsts = Counter(m.group(1) for row in rows if (m := re.match(r"\W*([A-Z][\w'-]*)", row)))
+    return {f for f, n in firsts.items() if n >= 2}
+
+
+_NOT_LETTER = re.compile(r"[\W_]+")  # \w is isalnum() or "_"
 
 
 def _letters(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    return _NOT_LETTER.sub("", text.lower())
 
 
 def seen_in(line: str, shown: str) -> bool:
@@ -364,6 +391,13 @@ def is_count_question(question: str) -> bool:
     return _COUNT_QUESTION.search(question) is not None
 
 
+#: The answer checks look at an answer's first this many characters: what they look for (a
+#: count, a code, a name, a kind) is at its start, and hostile text (an answer that is a list
+#: of a million items) must cost them no more than this.
+CHECKED_CHARS = 4000
+#: Known names past this many make "a line about another name" meaningless: no more are added.
+_MOST_KNOWN = 64
+
 _QUOTED = re.compile(r"[\"'`]([^\"'`\n]{3,60})[\"'`]")
 _CODED = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,40}(?![\w-])")
 
@@ -373,15 +407,13 @@ def answer_tokens(answer: str, question: str = "", most: int = 3) -> list[str]:
     strings, tokens with a digit (codes, serials, numbers of 3+ characters) and the names of
     two or more words it adds to the question. Not a plain word: a label or a judgement
     the model chose (``positive``, ``casual``) need not be in the text."""
+    answer = answer[:CHECKED_CHARS]
     found = [m.group(1).strip() for m in _QUOTED.finditer(answer)]
     found += _CODED.findall(answer)
     # A name of two or more words (a person, a place); one word may be a class the model chose.
-    found += [n for n in question_names(answer) if n.lower() not in question.lower() and 2 <= len(n.split()) <= 5]
-    out: list[str] = []
-    for token in found:
-        if token and token not in out:
-            out.append(token)
-    return out[:most]
+    asked = question.lower()
+    found += [n for n in question_names(answer) if 2 <= len(n.split()) <= 5 and n.lower() not in asked]
+    return [token for token in dict.fromkeys(found) if token][:most]
 
 
 def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[str] = (), written: str | None = None) -> str | None:
@@ -398,8 +430,12 @@ def unlinked_answer(answer: str, question: str, shown: str, linked: Collection[s
     originals = grep_rows(shown)
     rows = [r.lower() for r in originals]
     for _ in range(2):
+        # each row is tested against at most _MOST_KNOWN names: linear in what was shown
         tied = [row for row, low in zip(originals, rows, strict=True) if any(k in low for k in known)]
-        known |= {n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)}
+        for n in (n.lower() for r in tied for n in question_names(r) if not any(ch.isdigit() for ch in n)):
+            if len(known) >= _MOST_KNOWN:
+                break
+            known.add(n)
     for token in answer_tokens(answer, question):
         if written is not None and token not in written:
             continue
@@ -416,16 +452,18 @@ def unbacked_count(answer: str, question: str, shown: str, written: str) -> str 
     model reads a listing and answers a number it never counted."""
     if not is_count_question(question):
         return None
-    numbers = [n for n in re.findall(r"\d+", answer) if _has_number(written, n)]
+    typed = _numbers(written)
+    numbers = [n for n in re.findall(r"\d+", answer[:CHECKED_CHARS]) if n in typed]
     if not numbers:
         return None
-    text = _ROW_PREFIX.sub("", shown)
-    if any(_has_number(text, n) for n in numbers):
+    if _numbers(_ROW_PREFIX.sub("", shown)).intersection(numbers):
         return None
     return numbers[0]
 
 
 _MOST = re.compile(r"\b(?:most|least|fewest)\b", re.IGNORECASE)
+#: The kinds of an answer to "which is most common" that are looked for beside a count.
+_TALLY_WORDS = 20
 _LEAST = re.compile(r"\b(?:least|fewest)\b", re.IGNORECASE)
 _OFTEN = re.compile(r"\b(?:common\w*|often|frequent\w*|times|appears?|occurs?|popular)\b", re.IGNORECASE)
 
@@ -443,7 +481,9 @@ def untallied_answer(answer: str, question: str, shown: str, written: str) -> bo
     word, without counting."""
     if not is_tally_question(question):
         return False
-    words = [w for w in re.findall(r"[^\W\d_][\w-]{2,}", answer) if w.lower() not in question.lower()]
+    asked = question.lower()
+    words = [w for w in re.findall(r"[^\W\d_][\w-]{2,}", answer[:CHECKED_CHARS]) if w.lower() not in asked]
+    words = list(dict.fromkeys(words))[:_TALLY_WORDS]  # each is searched for in the outputs
     if any(w not in written for w in words) or (not words and answer.strip() not in written):
         return False  # computed by its code, not typed
     text = _ROW_PREFIX.sub("", shown)
@@ -472,6 +512,15 @@ def counts_disagree(answer: str, question: str, counts: Mapping[str, int]) -> tu
 
 def _has_number(text: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){number}(?!\d|\.\d)", text) is not None
+
+
+#: A whole number in text, as ``_has_number`` finds one: not a part of a longer number or a decimal.
+_WHOLE_NUMBER = re.compile(r"(?<![\d.])\d+(?!\d|\.\d)")
+
+
+def _numbers(text: str) -> set[str]:
+    """Every whole number ``text`` holds, in one pass (``_has_number`` for many numbers at once)."""
+    return set(_WHOLE_NUMBER.findall(text))
 
 
 def name_forms(name: str) -> list[str]:
@@ -514,19 +563,27 @@ def without_echo(code: str, shown: str) -> str:
     that parses is returned as it is: a suggested call copied into code is code."""
     if _parses(code):
         return code
-    said = {line.strip() for line in shown.splitlines() if len(line.strip()) >= 8}
-    kept = [line for line in code.splitlines()
+    said = {line.strip() for line in lines_of(shown) if len(line.strip()) >= 8}
+    rows = lines_of(code)
+    kept = [line for line in rows
             if not (len(line.strip()) >= 8 and (line.strip() in said or line.strip().lstrip("#").strip() in said))]
     rest = "\n".join(kept)
-    return rest if len(kept) < len(code.splitlines()) and _parses(rest) else code
+    return rest if len(kept) < len(rows) and _parses(rest) else code
 
 
 def _parses(code: str) -> bool:
+    return parsed(code) is not None
+
+
+def parsed(code: str, mode: str = "exec") -> ast.AST | None:
+    """``code`` parsed by Python's own parser, or None when it is not Python. A model's text
+    is hostile input: a short expression nested thousands deep (``-`` * 10**5, ``a.b.b.b...``)
+    makes the parser raise RecursionError or MemoryError, which are "not Python" here too
+    (the policy check refuses the same code the same way before it could run)."""
     try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+        return ast.parse(code, "<reply>", mode)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def only_comments(code: str) -> bool:

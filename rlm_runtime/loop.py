@@ -26,7 +26,7 @@ from rlm_runtime import harness, subcalls
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.grep import re2_escape
-from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, TooManyErrors
+from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
@@ -58,6 +58,9 @@ _FOLLOWS = 2
 #: adds at most this many new names.
 _CHAIN_STEPS = 2
 _CHAIN_NAMES = 2
+#: New capitalised words of a link's lines tested for being plain words (a grep each): more
+#: than this and the lines name too many things to follow (a printed list full of names).
+_WORD_CHECKS = 12
 #: The last lines of the followed chain repeated in the forced last turn and when an answer
 #: was read on a line about another name.
 _FORCED_CHAIN_LINES = 8
@@ -146,6 +149,9 @@ class Tree:
         limits = self.setup.limits
         # Ask for no more than the tree has left, so a small total budget still allows calls.
         max_out = max(1, min(limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
+        # What a model reads breaks lines at "\n" alone: a document's U+2028 or "\r" inside a
+        # line quoted in a note or an output would start a forged line of its own.
+        messages = [{**m, "content": harness.newlines_only(m["content"])} for m in messages]
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
             with stoppable(self.budget.cancelled):
@@ -245,19 +251,27 @@ class Run:
     # ----------------------------------------------------------------- a whole run
 
     def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "") -> RunResult:
-        """Run to an answer or a failure; every ``RLMError`` ends as a failed ``RunResult``."""
+        """Run to an answer or a failure. Every exception ends as a failed ``RunResult`` with
+        the partial output and a ``run_end`` event: an ``RLMError`` as itself, any other (a
+        host-side step that hostile text reached unguarded) as ``RunCrashed`` from it."""
         setup = self.tree.setup
         self.tree.budget.note_depth(self.depth)
         began = time.monotonic()
-        briefs = _describe(sandbox.contexts, self.query, setup)
-        self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
-                   "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
-                   "contexts": [b.to_dict() for b in briefs]})
-        table.current = self.functions()
-        stats_before = _context_stats(sandbox)
         result: RunResult
+        stats_before: list[dict[str, Any]] = []
+        briefs: list[Any] = []
         self.tree.sandboxes.add(sandbox)
         try:
+            # Describing reads the contexts (it parses a JSON document): inside, so that what it
+            # raises fails this run, not the session; run_start first whatever it did.
+            try:
+                briefs = _describe(sandbox.contexts, self.query, setup)
+            finally:
+                self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
+                           "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
+                           "contexts": [b.to_dict() for b in briefs]})
+            table.current = self.functions()
+            stats_before = _context_stats(sandbox)
             sandbox.start()
             self.tree.check_cancelled()
             result = self._turns(sandbox, briefs, history, variables)
@@ -265,6 +279,10 @@ class Run:
             if isinstance(e, (BudgetExceeded, Cancelled)):
                 e.partial = e.partial or self.partial
             result = RunResult.failed(e, iterations=self.iterations, partial=self.partial)
+        except Exception as e:  # not KeyboardInterrupt / SystemExit: those stop the program, as they should
+            crash = RunCrashed(f"the run stopped on an unexpected {type(e).__name__}: {str(e)[:200]}", partial=self.partial)
+            crash.__cause__ = e
+            result = RunResult.failed(crash, iterations=self.iterations, partial=self.partial)
         finally:
             table.current = {}
             self.tree.sandboxes.discard(sandbox)
@@ -521,7 +539,7 @@ class Run:
         rows = harness.grep_rows(result.stdout or "") if result.ok else []
         if not rows or len(rows) > _LEAD_LINES:
             return None
-        return [line for line in (result.stdout or "").strip().splitlines() if line.strip()]
+        return [line for line in harness.lines_of((result.stdout or "").strip()) if line.strip()]
 
     def _shown(self, term: str, lines: list[str], why: str) -> None:
         """Trace the lines the runtime looked up and showed the model."""
@@ -567,8 +585,11 @@ class Run:
         for _ in range(_CHAIN_STEPS):
             linked = [r for r in rows if harness.names_in(r, known)]
             openers |= harness.row_openers(rows)
+            asked = self.query.lower()
             new = list(dict.fromkeys(n for r in linked for n in harness.question_names(r)
-                                     if n.lower() not in known and n.lower() not in self.query.lower() and n not in openers))
+                                     if n.lower() not in known and n.lower() not in asked and n not in openers))
+            if len(new) > _WORD_CHECKS:
+                break  # a listing full of names (each would cost a grep in the sandbox): no one link
             new = [n for n in new if not self._is_word(sandbox, n)]
             if not new or len(new) > _CHAIN_NAMES:
                 break
@@ -583,7 +604,8 @@ class Run:
                 if any(not harness.names_in(row, known - {name.lower()}) for row in harness.grep_rows("\n".join(lines or []))):
                     self.middles.add(name.lower())
                 # a line in a long listing was not read: it is shown again as a link
-                seen = "\n".join([s for s in self.seen if s not in self.broad] + shown)
+                broad = set(self.broad)
+                seen = "\n".join([s for s in self.seen if s not in broad] + shown)
                 fresh = [line for line in lines or [] if not harness.seen_in(line.split(": ", 1)[-1], seen)]
                 if fresh:
                     self._shown(name, fresh, "the next link of a chain")

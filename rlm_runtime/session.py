@@ -375,7 +375,7 @@ class Session:
         if not result.ok:
             return []
         names = []
-        for line in (result.stdout or "").splitlines():
+        for line in (result.stdout or "").split("\n"):  # a value's U+2028 or "\r" starts no line
             name, sep, _ = line.partition(": ")
             if sep and name.isidentifier():
                 names.append(name)

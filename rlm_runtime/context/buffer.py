@@ -31,11 +31,15 @@ def looks_binary(head: bytes) -> bool:
 
 
 class TextBuffer:
-    """Read-only UTF-8 text with O(log n) access by character offset and by line."""
+    """Read-only UTF-8 text with O(log n) access by character offset and by line.
 
-    def __init__(self, data: Any) -> None:
+    ``data`` is bytes or a mapping; the text may be the ``nbytes`` of it from byte ``start``
+    on (one document of several packed in one mapping), searched in place, never copied."""
+
+    def __init__(self, data: Any, start: int = 0, nbytes: int | None = None) -> None:
         self._data = data
-        self._view = memoryview(data)
+        self._start = start
+        self._view = memoryview(data)[start : None if nbytes is None else start + nbytes]
         self.nbytes = len(self._view)
         self._starts: array[int] | None = None  # byte offset of each block
         self._chars: array[int] | None = None  # characters before each block
@@ -217,10 +221,14 @@ class TextBuffer:
 
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         # bytes and mmap both search in C without copying.
-        return int(self._data.find(sub, start, self.nbytes if end is None else end))
+        at = self._start
+        found = int(self._data.find(sub, at + start, at + (self.nbytes if end is None else min(end, self.nbytes))))
+        return found - at if found >= 0 else -1
 
     def rfind(self, sub: bytes, start: int, end: int) -> int:
-        return int(self._data.rfind(sub, start, end))
+        at = self._start
+        found = int(self._data.rfind(sub, at + start, at + min(end, self.nbytes)))
+        return found - at if found >= 0 else -1
 
     def count(self, sub: bytes, start: int, end: int) -> int:
         if end <= start:

@@ -55,7 +55,7 @@ def line_number(value: Any) -> int | None:
         return int(value.strip())
     raise TypeError(f"a line number must be an int, not {type(value).__name__} {str(value)[:40]!r}")
 
-__all__ = ["BufferHandle", "FileHandle", "LazyCache", "LazyHandle", "TextHandle"]
+__all__ = ["BufferHandle", "FileHandle", "LazyCache", "LazyHandle", "SliceHandle", "TextHandle"]
 
 
 class BufferHandle(abc.ABC):
@@ -291,6 +291,20 @@ class FileHandle(BufferHandle):
         self._data.release()
         if isinstance(self._map, mmap.mmap):
             self._map.close()
+
+
+class SliceHandle(BufferHandle):
+    """Text in a slice of a read-only buffer that another object keeps open: one document of
+    a corpus whose in-memory texts crossed into the worker packed in one mapping."""
+
+    kind = "text"
+
+    def __init__(self, data: Any, name: str, start: int = 0, nbytes: int | None = None) -> None:
+        super().__init__(name)
+        self._data = TextBuffer(data, start, nbytes)
+
+    def _buffer(self) -> TextBuffer:
+        return self._data
 
 
 class LazyHandle(BufferHandle):

@@ -239,7 +239,7 @@ def _structure(buf: TextBuffer, kind: str, head: str) -> dict[str, Any]:
         try:
             obj = json.loads(first)
             out["record_keys"] = list(obj)[:30] if isinstance(obj, dict) else type(obj).__name__
-        except ValueError:
+        except (ValueError, RecursionError):
             out["record_keys"] = "first line is not JSON"
         out["records"] = buf.n_lines
     elif kind in ("csv", "tsv"):
@@ -254,6 +254,8 @@ def _json_shape(buf: TextBuffer) -> dict[str, Any]:
         obj = json.loads(buf.decode(0, buf.nbytes))
     except ValueError as e:
         return {"json": f"invalid JSON: {e}"}
+    except RecursionError:  # a document nested thousands deep: its shape is not worth the parse
+        return {"json": "nested too deeply to parse in a probe; grep for keys"}
     if isinstance(obj, dict):
         return {"json_top": "object", "keys": list(obj)[:40], "n_keys": len(obj)}
     if isinstance(obj, list):

@@ -7,21 +7,27 @@ and nothing else, and a 1 GB context costs it page cache, not heap.
 
 A corpus travels as its document list: a readable document with a descriptor, one that is
 not (binary, vanished) with none, each with its skip mark, so the worker lists and searches
-the same documents as the host. The specs are plain data (str, int, None): the worker
-validates nothing in them, since only the host writes them.
+the same documents as the host. Its documents held in memory (``rlm_query(p, context=[...])``
+makes a corpus of strings) travel together in one anonymous file, each a slice of it: one
+descriptor however many there are, where one each ran the host out of descriptors. The
+specs are plain data (str, int, None): the worker validates nothing in them, since only the
+host writes them.
 """
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.corpus import CorpusHandle, Document
 from rlm_runtime.context.grep import grep_held, not_searchable
-from rlm_runtime.context.handles import BufferHandle, FileHandle
+from rlm_runtime.context.handles import BufferHandle, FileHandle, SliceHandle
 from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS
 from rlm_runtime.errors import ContextError
 
@@ -33,30 +39,60 @@ MAX_LISTED_CHUNKS = 10_000
 # --------------------------------------------------------------------- host side
 
 
-def _anonymous_file(data: memoryview | bytes) -> int:
-    """A read-only-to-be descriptor holding ``data``, with no name on disk."""
-    if sys.platform.startswith("linux") and hasattr(os, "memfd_create"):
-        fd = os.memfd_create("rlm-context", os.MFD_CLOEXEC)
-    else:
-        f = tempfile.TemporaryFile()
-        fd = os.dup(f.fileno())
-        f.close()
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        done += os.write(fd, view[done : done + (1 << 24)])
-    os.lseek(fd, 0, os.SEEK_SET)
+def _anonymous_file(*parts: memoryview | bytes) -> int:
+    """A read-only-to-be descriptor holding ``parts`` one after another, with no name on disk."""
+    fd = _open_descriptor(lambda: os.memfd_create("rlm-context", os.MFD_CLOEXEC)
+                          if sys.platform.startswith("linux") and hasattr(os, "memfd_create") else _temporary_fd())
+    try:
+        for data in parts:
+            view = memoryview(data)
+            done = 0
+            while done < len(view):
+                done += os.write(fd, view[done : done + (1 << 24)])
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
+
+
+def _temporary_fd() -> int:
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
+
+
+_NO_DESCRIPTOR = (errno.EMFILE, errno.ENFILE)
+
+
+def _out_of_descriptors(error: ContextError) -> bool:
+    return isinstance(error.__cause__, OSError) and error.__cause__.errno in _NO_DESCRIPTOR
+
+
+def _open_descriptor(opener: Callable[[], int]) -> int:
+    """``opener()``, with the host out of descriptors said as a ContextError (the export is
+    undone, nothing is sent) rather than a document quietly marked unreadable."""
+    try:
+        return opener()
+    except OSError as e:
+        if e.errno in _NO_DESCRIPTOR:
+            raise ContextError(f"the host has no file descriptor left to pass a context to the sandbox ({e.strerror}); "
+                               f"give fewer documents, or raise the open-files limit (ulimit -n)") from e
+        raise
 
 
 def _handle_fd(handle: BufferHandle) -> int:
     path = getattr(handle, "path", None)
     if isinstance(handle, FileHandle) and path:
         try:
-            return os.open(path, os.O_RDONLY)
+            return _open_descriptor(lambda: os.open(path, os.O_RDONLY))
         except OSError as e:
             raise ContextError(f"cannot open context file {path}: {e.strerror}") from e
     return _anonymous_file(handle._buf().view)
+
+
+def _in_memory(doc: Document) -> bool:
+    """Whether the document's text is held by the host (not a file it would open)."""
+    return doc._handle is not None and not (isinstance(doc._handle, FileHandle) and doc._handle.path)
 
 
 def _document_fd(doc: Document) -> tuple[int | None, str | None]:
@@ -65,9 +101,12 @@ def _document_fd(doc: Document) -> tuple[int | None, str | None]:
         try:
             return _handle_fd(doc.handle), None
         except ContextError as e:
+            if _out_of_descriptors(e):
+                raise  # the host's lack, not the document's: the export fails
             return None, f"unreadable: {e}"
+    path = doc.path
     try:
-        fd = os.open(doc.path, os.O_RDONLY)
+        fd = _open_descriptor(lambda: os.open(path, os.O_RDONLY))
     except OSError as e:
         return None, f"unreadable: {e.strerror}"
     try:
@@ -95,14 +134,30 @@ def export(handles: list[Any]) -> tuple[list[dict[str, Any]], list[int], int]:
                 if len(handle) > MAX_DOCUMENTS:
                     raise ContextError(f"corpus {handle.name} has {len(handle)} documents; the sandbox takes {MAX_DOCUMENTS} at most")
                 docs = []
+                packed: list[tuple[dict[str, Any], memoryview]] = []  # the documents held in memory
                 for doc in handle.documents:
+                    entry: dict[str, Any] = {"name": doc.name, "fd": None, "size": doc.size, "skip": doc.skip}
+                    docs.append(entry)
+                    if _in_memory(doc):
+                        try:
+                            packed.append((entry, doc.handle._buf().view))
+                        except ContextError as e:  # a lazy document whose loader failed
+                            entry["skip"] = doc.skip or f"unreadable: {e}"
+                        continue
                     fd, unreadable = _document_fd(doc)
-                    entry: dict[str, Any] = {"name": doc.name, "fd": None, "size": doc.size, "skip": doc.skip or unreadable}
+                    entry["skip"] = doc.skip or unreadable
                     if fd is not None:
                         entry["fd"] = len(fds)
                         fds.append(fd)
                         total += os.fstat(fd).st_size
-                    docs.append(entry)
+                if packed:
+                    # one descriptor for all of them, each document a slice (start, nbytes) of it
+                    at = 0
+                    for entry, view in packed:
+                        entry.update(fd=len(fds), start=at, nbytes=len(view))
+                        at += len(view)
+                    fds.append(_anonymous_file(*(view for _, view in packed)))
+                    total += at
                 specs.append({"kind": "corpus", "name": handle.name, "docs": docs})
             elif isinstance(handle, BufferHandle):
                 fd = _handle_fd(handle)
@@ -124,13 +179,20 @@ def export(handles: list[Any]) -> tuple[list[dict[str, Any]], list[int], int]:
 def build(specs: list[dict[str, Any]], fds: list[int]) -> list[Any]:
     """Map every context (before lock-down) and close the descriptors."""
     handles: list[Any] = []
+    packs: dict[int, Any] = {}  # descriptor index -> the mapping of the documents packed in it
     try:
         for spec in specs:
             if spec["kind"] == "corpus":
                 docs = []
                 for k, d in enumerate(spec["docs"]):
                     doc = Document(k, d["name"], None, int(d.get("size") or 0), skip=d.get("skip"))
-                    if d.get("fd") is not None:
+                    if d.get("fd") is not None and "start" in d:
+                        pack = packs.get(d["fd"])
+                        if pack is None:
+                            pack = packs[d["fd"]] = _mapped(fds[d["fd"]])
+                        doc._handle = SliceHandle(pack, d["name"], d["start"], d["nbytes"])
+                        doc.size = doc._handle.n_bytes
+                    elif d.get("fd") is not None:
                         doc._handle = FileHandle(fd=fds[d["fd"]], name=d["name"])
                         doc.size = doc._handle.n_bytes
                     docs.append(doc)
@@ -144,6 +206,13 @@ def build(specs: list[dict[str, Any]], fds: list[int]) -> list[Any]:
             except OSError:
                 pass
     return handles
+
+
+def _mapped(fd: int) -> Any:
+    """The whole of ``fd`` mapped read-only (the mapping keeps its own descriptor: ``fd`` may be closed)."""
+    if os.fstat(fd).st_size == 0:
+        return b""
+    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
 
 
 #: The empty results of ``grep`` in the cell running now (the worker empties it before each

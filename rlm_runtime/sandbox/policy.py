@@ -316,7 +316,10 @@ def _check(raw: bytes, policy: Policy, filename: str, reserved: frozenset[str]) 
     except (RecursionError, MemoryError, ValueError):
         return _refuse(policy, "source is too deeply nested to parse")
 
-    _expand_item_augassign(tree)
+    try:
+        _expand_item_augassign(tree)  # a recursive visitor: a chain a.b.b.b... the parser took overflows it
+    except RecursionError:
+        return _refuse(policy, "source is too deeply nested to check")
     errors: list[Finding] = []
     warnings: list[Finding] = []
     _walk_rules(tree, policy, errors, warnings)
@@ -336,9 +339,9 @@ def _check(raw: bytes, policy: Policy, filename: str, reserved: frozenset[str]) 
     warnings += [_rp_finding(m) for m in rp_warnings if "Prints, but never reads 'printed'" not in m]
     code = None
     if not errors:
-        _strip_annotations(tree)
-        _show_last_expression(tree)
         try:
+            _strip_annotations(tree)
+            _show_last_expression(tree)
             code = compile(tree, filename, "exec", dont_inherit=True)
         except SyntaxError as e:
             errors.append(Finding(f"SyntaxError: {e.msg}", e.lineno))
