@@ -68,6 +68,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import re2
+
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.llm.tokens import count_tokens
 
@@ -376,6 +378,13 @@ def _scanner(fmt: str) -> _Scanner:
     return _Scanner()
 
 
+def _latin1_options() -> re2.Options:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.log_errors = False
+    return options
+
+
 # --- estimates and cut points ---------------------------------------------------------------
 
 
@@ -385,21 +394,40 @@ def _estimate(data: bytes, per_token: float) -> int:
     return math.ceil(size / per_token)
 
 
-# One character class first (a fast scan), then the kind of end it starts: [.!?] and closing
-# quotes, then whitespace before anything but a lower-case letter; a CJK full stop, ! or ?;
-# or a newline before a list item, a quote or a table row.
-_SENTENCE_END = re.compile(
-    rb"[.!?\xe3\xef\n](?:(?<=[.!?])[.!?]*(?:[\"')\]]|\xe2\x80[\x99\x9d])*\s+(?=[^\sa-z])"
-    rb"|(?<=\xe3)\x80\x82\s*|(?<=\xef)\xbc[\x81\x9f]\s*|(?<=\n)(?=[ \t]*(?:[-*+>|][ \t]|\d{1,3}[.)][ \t])))"
+# A sentence ends after [.!?] and closing quotes, then whitespace before anything but a
+# lower-case letter; after a CJK full stop, ! or ? (and any whitespace); or at a newline before
+# a list item, a quote or a table row. RE2 (linear time): Python's ``re`` took quadratic time
+# on a long run of one of [.!?] (each start rescanned the run), and RE2 has no look-around, so
+# the pattern takes the character after the end (or the list marker after the newline) and
+# ``_atom_ends`` steps back: the first byte of a match says which kind it is. Bytes as Latin-1
+# so that the UTF-8 sequences are matched byte by byte; ``[ \t\n\r\f\v]`` is ``re``'s ``\s``.
+_SENTENCE_END = re2.compile(
+    rb"[.!?]+(?:[\"')\]]|\xe2\x80[\x99\x9d])*[ \t\n\r\f\v]+[^ \t\n\r\f\va-z]"
+    rb"|\xe3\x80\x82[ \t\n\r\f\v]*|\xef\xbc[\x81\x9f][ \t\n\r\f\v]*"
+    rb"|\n[ \t]*(?:[-*+>|][ \t]|[0-9]{1,3}[.)][ \t])",
+    _latin1_options(),
 )
 
 
 def _atom_ends(data: bytes, mode: int) -> list[int]:
     """Where sentences (text) or lines end in a block; the last end is ``len(data)``."""
+    ends: list[int] = []
     if mode == _LINES:
-        ends = [m.end() for m in re.finditer(rb"\n", data)]
+        at = data.find(b"\n")
+        while at >= 0:
+            ends.append(at + 1)
+            at = data.find(b"\n", at + 1)
     else:
-        ends = [m.end() for m in _SENTENCE_END.finditer(data)]
+        search, pos = _SENTENCE_END.search, 0
+        while (m := search(data, pos)) is not None:
+            start, end = m.span()
+            first = data[start]
+            if first == 0x0A:  # the newline alone: what follows starts the next sentence
+                end = start + 1
+            elif first < 0x80:  # [.!?]: the match took the first character of the next one
+                end -= 1
+            ends.append(end)
+            pos = end
     if not ends or ends[-1] != len(data):
         ends.append(len(data))
     return ends
@@ -484,7 +512,7 @@ class _Chunker:
         self.block_mode = _TEXT
         self.block_heading = False
         self.block_continued = False
-        self.leading = b""  # whitespace before the first block
+        self.leading: list[bytes] = []  # whitespace before the first block (a list: a long run stays linear)
         # packing
         self.queue: deque[_Block] = deque()
         self.unit_scan = (-1, 0, 0)  # (start of the head block, blocks summed, their estimate)
@@ -561,7 +589,7 @@ class _Chunker:
                 self.lines.append(line)
                 self.block_size += len(line)
             else:
-                self.leading += line
+                self.leading.append(line)
             return
         if level == _CONT:  # the open block is at its cap, or there is none (cannot happen)
             continued = bool(self.lines)
@@ -603,9 +631,10 @@ class _Chunker:
         data = b"".join(self.lines)
         start = self.block_start
         if self.leading:
-            data = self.leading + data
-            start -= len(self.leading)
-            self.leading = b""
+            lead = b"".join(self.leading)
+            data = lead + data
+            start -= len(lead)
+            self.leading = []
         self.lines = []
         block = _Block(start, data, self.block_level, self.block_mode, self.block_heading, self.block_continued)
         block.est = _estimate(data, self.per_token)
