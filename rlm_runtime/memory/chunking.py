@@ -23,13 +23,13 @@ first ``SNIFF_BYTES``; an explicit ``kind`` that names a format sets it):
 How big (``ChunkingConfig``, 100-800 tokens by default): a section or block that fits in
 ``max_tokens`` is never cut. Units under ``min_tokens`` are merged with the units after them
 while the sum fits, and a piece still under ``min_tokens`` (before a unit that does not fit,
-or at the end) joins the piece before it when the sum fits. A unit over ``max_tokens`` is
-cut into its blocks, and a block over it is filled greedily (to 7/8 of ``max_tokens``) with
-sentences (prose, Markdown text) or lines (code, fences, rows); a sentence or line over it is
-cut at whitespace, and a run without whitespace at a character boundary. A heading never
-ends a piece. ``min_tokens`` is a target (the last piece, or one before a unit that would not
-fit with it, may be smaller); ``max_tokens`` a bound, broken only by a single character that
-costs more tokens.
+or at the end) joins the piece before it when the sum fits and less than 64 KB of whitespace
+lies between them. A unit over ``max_tokens`` is cut into its blocks, and a block over it is
+filled greedily (to 7/8 of ``max_tokens``) with sentences (prose, Markdown text) or lines
+(code, fences, rows); a sentence or line over it is cut at whitespace, and a run without
+whitespace at a character boundary. A heading never ends a piece. ``min_tokens`` is a target
+(the last piece, or one before a unit that would not fit with it, may be smaller);
+``max_tokens`` a bound, broken only by a single character that costs more tokens.
 
 Tokens: decisions use an estimate, bytes divided by the bytes a token of this text costs (a
 non-ASCII byte counts twice), which starts from the format's usual ratio and then follows the
@@ -57,6 +57,11 @@ at a line end), so a file of any size costs a few MB (200 MB: 48 MB RSS, interpr
 included); they return the same pieces as ``chunk_text`` of the whole text, whatever the
 window size (windows cut bytes, never a character of the output). ``chunk_text`` itself
 holds the input, the output, and one window of bytes.
+
+Hostile text: time is linear in the input whatever its shape (a run of one punctuation
+character, blank lines only, no whitespace at all, tiny paragraphs; tests/memory/
+test_chunking_hostile.py): sentence ends are found with RE2, whitespace before the first block
+is counted rather than kept, and whitespace after a held piece is kept as a list, up to 64 KB.
 """
 
 from __future__ import annotations
@@ -81,6 +86,8 @@ SNIFF_BYTES = 16 * 1024
 LINE_CAP = 64 * 1024
 #: Window size ``chunk_file`` reads, and ``chunk_text`` encodes, at a time.
 WINDOW_BYTES = 1 << 20
+#: A small piece joins the piece before it only across less whitespace than this (bytes).
+_GAP_CAP = LINE_CAP
 
 _BLANK, _SECTION, _BLOCK, _CONT = -1, 0, 1, 2
 _TEXT, _LINES = 0, 1
@@ -512,7 +519,7 @@ class _Chunker:
         self.block_mode = _TEXT
         self.block_heading = False
         self.block_continued = False
-        self.leading: list[bytes] = []  # whitespace before the first block (a list: a long run stays linear)
+        self.leading: list[bytes] = []  # the first block's indentation (the whitespace lines above are counted only)
         # packing
         self.queue: deque[_Block] = deque()
         self.unit_scan = (-1, 0, 0)  # (start of the head block, blocks summed, their estimate)
@@ -523,6 +530,8 @@ class _Chunker:
         # finishing
         self.line = 1  # line number where the next raw piece starts
         self.held: _Done | None = None  # start, raw, line, text, lead, tokens, end
+        self.held_tail: list[bytes] = []  # whitespace after the held piece (a list: appending stays linear)
+        self.held_tail_size = 0
         self.header = ""
         self.header_start = -1
         self.out: list[Piece] = []
@@ -588,7 +597,10 @@ class _Chunker:
             if self.lines:
                 self.lines.append(line)
                 self.block_size += len(line)
-            else:
+            elif line.endswith(b"\n"):  # whitespace before the first block: only counted (bounded memory)
+                self.line += 1
+                self.leading = []
+            else:  # the start of the first block's indentation, cut at LINE_CAP
                 self.leading.append(line)
             return
         if level == _CONT:  # the open block is at its cap, or there is none (cannot happen)
@@ -730,8 +742,11 @@ class _Chunker:
         self.line += raw.count(b"\n")
         pieces = self._finish(start, raw, line)
         if not pieces and self.held is not None:  # whitespace only: the held piece's tail
-            held = self.held
-            self.held = (held[0], held[1] + raw, *held[2:])
+            if self.held_tail_size + len(raw) <= _GAP_CAP:
+                self.held_tail.append(raw)
+                self.held_tail_size += len(raw)
+            else:  # too far for a small piece after it to join it: a merge would copy the gap
+                self._finish_held()
         for piece in pieces:
             self._hold(piece)
 
@@ -761,19 +776,22 @@ class _Chunker:
         held = self.held
         if held is not None:
             tokens = piece[5]
-            adjacent = held[0] + len(held[1]) == piece[0]
+            adjacent = held[0] + len(held[1]) + self.held_tail_size == piece[0]
             if adjacent and tokens < self.config.min_tokens and held[5] + tokens <= self.config.max_tokens:
-                merged = self._finish(held[0], held[1] + piece[1], held[2])
+                merged = self._finish(held[0], b"".join([held[1], *self.held_tail, piece[1]]), held[2])
                 if len(merged) == 1:
                     self.held = merged[0]
+                    self.held_tail, self.held_tail_size = [], 0
                     return
             self._emit(held)
         self.held = piece
+        self.held_tail, self.held_tail_size = [], 0
 
     def _finish_held(self) -> None:
         if self.held is not None:
             self._emit(self.held)
             self.held = None
+        self.held_tail, self.held_tail_size = [], 0
 
     def _emit(self, piece: _Done) -> None:
         start, raw, line, text, lead, tokens, end = piece

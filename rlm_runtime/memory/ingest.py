@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from rlm_runtime.memory.settings import MemorySettings
 
 Progress = Callable[[IngestProgress], None]
+#: Called between files and between windows of a file; raises to stop (``Budget.check_time``).
+Stop = Callable[[], None]
 _READ_BLOCK = 1024 * 1024
 
 
@@ -188,7 +190,7 @@ class Ingest:
     marked ``ingesting`` until its last batch."""
 
     def __init__(self, db: Database, settings: MemorySettings, *, tags: Sequence[str] = (), kind: str | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, stop: Stop | None = None) -> None:
         self.db = db
         self.settings = settings
         self.cfg = settings.ingest
@@ -196,6 +198,7 @@ class Ingest:
         self.tags = tuple(dict.fromkeys(tags))
         self.kind = kind
         self.progress = progress
+        self.stop = stop
         self.report = IngestReport()
         self.started = time.perf_counter()
         self.files_total = 0
@@ -210,6 +213,8 @@ class Ingest:
         files, roots = collect(paths, self.cfg.excludes, self.report)
         self.files_total = len(files)
         for done, (path, st) in enumerate(files, 1):
+            if self.stop is not None:
+                self.stop()
             self._path = path
             self._file(path, st)
             self.files_done = done
@@ -313,6 +318,8 @@ class Ingest:
         def raws() -> Iterator[bytes]:
             nonlocal invalid, size
             for raw, _, _ in windows(fh, self.cfg.window_bytes):
+                if self.stop is not None:  # a window is chunked in bounded time: the stop is reached
+                    self.stop()
                 hasher.update(raw)
                 size += len(raw)
                 if not invalid:

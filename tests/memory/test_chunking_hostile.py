@@ -29,7 +29,7 @@ SHAPES = {
     "one line of words": ("", "word ", ""),
     "list markers": ("", "\n- ", ""),
     "CJK full stops": ("", "\u3002", ""),
-    "closing quotes after a full stop": ("", '.)', " a"),
+    "closing quotes after a full stop": ("", ".)", " a"),
 }
 
 _CHILD = """
