@@ -527,7 +527,8 @@ def _input(name: str) -> Iterator[TextIO]:
         yield sys.stdin
         return
     try:
-        fh = open(name, encoding="utf-8", newline="")  # closed by the with below
+        # Undecodable bytes are read as surrogates: the import names the line that holds them.
+        fh = open(name, encoding="utf-8", newline="", errors="surrogateescape")  # closed by the with below
     except FileNotFoundError as e:
         raise cli._Usage(f"no such file: {name}") from e
     except IsADirectoryError as e:

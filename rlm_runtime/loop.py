@@ -716,7 +716,7 @@ class Run:
         prompts = self.tree.setup.prompts
         query = " ".join(self.query.split())[:_HINT_QUERY_CHARS]
         try:
-            hits = self.tree.search.search(query, _HINT_HITS, run_id=self.run_id) if query else []
+            hits = self.tree.search.search(query, _HINT_HITS, run_id=self.run_id, stop=self.tree.budget.check_time) if query else []
         except HostCallError:
             hits = []
         if not hits:

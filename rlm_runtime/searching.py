@@ -24,12 +24,12 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import hostwrites, private
-from rlm_runtime.errors import HostCallError, RLMError
+from rlm_runtime.errors import HostCallError, RLMError, RunFailed
 
 if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
     from rlm_runtime.memory.records import ChunkView, Hit
@@ -76,8 +76,10 @@ class ChunkSearch:
 
     # ------------------------------------------------------------------ indexes
 
-    def _index(self, k: int) -> MemoryStore:
-        """The index of ``contexts[k]``, built (or brought up to date) on first use."""
+    def _index(self, k: int, stop: Callable[[], None] | None = None) -> MemoryStore:
+        """The index of ``contexts[k]``, built (or brought up to date) on first use; ``stop``
+        is called between files and windows of the build (``Budget.check_time``: cancel and
+        ``max_wall_s`` reach a build of hostile or huge text)."""
         with self._lock:
             if k in self._indexes:
                 return self._indexes[k]
@@ -99,9 +101,9 @@ class ChunkSearch:
             store = MemoryStore(path)
             try:
                 if paths:
-                    store.ingest(paths)
+                    store.ingest(paths, stop=stop)
                 elif text is not None and store.stats().chunks == 0:
-                    store.add_text(text, source=handle.name, kind=None)
+                    store.add_text(text, source=handle.name, kind=None, stop=stop)  # all or nothing
             except BaseException:
                 store.close()
                 raise
@@ -111,8 +113,12 @@ class ChunkSearch:
     # ------------------------------------------------------------------ the tools
 
     def search(self, query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
-               source: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-        """The ``k`` best chunks for ``query`` over every context and the memory store."""
+               source: str | None = None, run_id: str | None = None,
+               stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+        """The ``k`` best chunks for ``query`` over every context and the memory store.
+
+        ``stop`` (``Budget.check_time``) is called while an index is built; what it raises
+        (``Cancelled``, ``BudgetExceeded``) comes out as it is."""
         if not isinstance(query, str) or not query.strip():
             raise HostCallError("search_chunks takes a non-empty query str")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
@@ -129,12 +135,14 @@ class ChunkSearch:
         found: list[tuple[str, Hit]] = []
         try:
             for n in range(len(self.handles)):
-                hits = self._index(n).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
+                hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
                 found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
             if self.memory is not None:
                 hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=True, run_id=run_id)
                 found += [(f"m{h.chunk_id}", h) for h in hits]
                 self.memory_ids_read += [h.chunk_id for h in hits]
+        except RunFailed:  # cancelled, or out of time: the run ends, not the call
+            raise
         except RLMError as e:
             raise HostCallError(f"search_chunks failed: {e}") from e
         found.sort(key=lambda pair: pair[1].score, reverse=True)

@@ -79,7 +79,11 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         if search is None:
             raise HostCallError("search_chunks is not available in this run")
         began = time.monotonic()
-        hits = search.search(query, k, kind, tags, source, run_id=run.run_id)
+        try:
+            hits = search.search(query, k, kind, tags, source, run_id=run.run_id, stop=run.tree.budget.check_time)
+        except BudgetExceeded as e:  # the time ran out while a context was indexed
+            run.budget_error = run.budget_error or e
+            raise HostCallError(f"budget exhausted: {e}") from e
         run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
                        "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
                        "error": None, "duration_s": time.monotonic() - began})

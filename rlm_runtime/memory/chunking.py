@@ -23,13 +23,13 @@ first ``SNIFF_BYTES``; an explicit ``kind`` that names a format sets it):
 How big (``ChunkingConfig``, 100-800 tokens by default): a section or block that fits in
 ``max_tokens`` is never cut. Units under ``min_tokens`` are merged with the units after them
 while the sum fits, and a piece still under ``min_tokens`` (before a unit that does not fit,
-or at the end) joins the piece before it when the sum fits. A unit over ``max_tokens`` is
-cut into its blocks, and a block over it is filled greedily (to 7/8 of ``max_tokens``) with
-sentences (prose, Markdown text) or lines (code, fences, rows); a sentence or line over it is
-cut at whitespace, and a run without whitespace at a character boundary. A heading never
-ends a piece. ``min_tokens`` is a target (the last piece, or one before a unit that would not
-fit with it, may be smaller); ``max_tokens`` a bound, broken only by a single character that
-costs more tokens.
+or at the end) joins the piece before it when the sum fits and less than 64 KB of whitespace
+lies between them. A unit over ``max_tokens`` is cut into its blocks, and a block over it is
+filled greedily (to 7/8 of ``max_tokens``) with sentences (prose, Markdown text) or lines
+(code, fences, rows); a sentence or line over it is cut at whitespace, and a run without
+whitespace at a character boundary. A heading never ends a piece. ``min_tokens`` is a target
+(the last piece, or one before a unit that would not fit with it, may be smaller);
+``max_tokens`` a bound, broken only by a single character that costs more tokens.
 
 Tokens: decisions use an estimate, bytes divided by the bytes a token of this text costs (a
 non-ASCII byte counts twice), which starts from the format's usual ratio and then follows the
@@ -57,6 +57,11 @@ at a line end), so a file of any size costs a few MB (200 MB: 48 MB RSS, interpr
 included); they return the same pieces as ``chunk_text`` of the whole text, whatever the
 window size (windows cut bytes, never a character of the output). ``chunk_text`` itself
 holds the input, the output, and one window of bytes.
+
+Hostile text: time is linear in the input whatever its shape (a run of one punctuation
+character, blank lines only, no whitespace at all, tiny paragraphs; tests/memory/
+test_chunking_hostile.py): sentence ends are found with RE2, whitespace before the first block
+is counted rather than kept, and whitespace after a held piece is kept as a list, up to 64 KB.
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import re2
 
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.llm.tokens import count_tokens
@@ -79,6 +86,8 @@ SNIFF_BYTES = 16 * 1024
 LINE_CAP = 64 * 1024
 #: Window size ``chunk_file`` reads, and ``chunk_text`` encodes, at a time.
 WINDOW_BYTES = 1 << 20
+#: A small piece joins the piece before it only across less whitespace than this (bytes).
+_GAP_CAP = LINE_CAP
 
 _BLANK, _SECTION, _BLOCK, _CONT = -1, 0, 1, 2
 _TEXT, _LINES = 0, 1
@@ -376,6 +385,13 @@ def _scanner(fmt: str) -> _Scanner:
     return _Scanner()
 
 
+def _latin1_options() -> re2.Options:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.log_errors = False
+    return options
+
+
 # --- estimates and cut points ---------------------------------------------------------------
 
 
@@ -385,21 +401,40 @@ def _estimate(data: bytes, per_token: float) -> int:
     return math.ceil(size / per_token)
 
 
-# One character class first (a fast scan), then the kind of end it starts: [.!?] and closing
-# quotes, then whitespace before anything but a lower-case letter; a CJK full stop, ! or ?;
-# or a newline before a list item, a quote or a table row.
-_SENTENCE_END = re.compile(
-    rb"[.!?\xe3\xef\n](?:(?<=[.!?])[.!?]*(?:[\"')\]]|\xe2\x80[\x99\x9d])*\s+(?=[^\sa-z])"
-    rb"|(?<=\xe3)\x80\x82\s*|(?<=\xef)\xbc[\x81\x9f]\s*|(?<=\n)(?=[ \t]*(?:[-*+>|][ \t]|\d{1,3}[.)][ \t])))"
+# A sentence ends after [.!?] and closing quotes, then whitespace before anything but a
+# lower-case letter; after a CJK full stop, ! or ? (and any whitespace); or at a newline before
+# a list item, a quote or a table row. RE2 (linear time): Python's ``re`` took quadratic time
+# on a long run of one of [.!?] (each start rescanned the run), and RE2 has no look-around, so
+# the pattern takes the character after the end (or the list marker after the newline) and
+# ``_atom_ends`` steps back: the first byte of a match says which kind it is. Bytes as Latin-1
+# so that the UTF-8 sequences are matched byte by byte; ``[ \t\n\r\f\v]`` is ``re``'s ``\s``.
+_SENTENCE_END = re2.compile(
+    rb"[.!?]+(?:[\"')\]]|\xe2\x80[\x99\x9d])*[ \t\n\r\f\v]+[^ \t\n\r\f\va-z]"
+    rb"|\xe3\x80\x82[ \t\n\r\f\v]*|\xef\xbc[\x81\x9f][ \t\n\r\f\v]*"
+    rb"|\n[ \t]*(?:[-*+>|][ \t]|[0-9]{1,3}[.)][ \t])",
+    _latin1_options(),
 )
 
 
 def _atom_ends(data: bytes, mode: int) -> list[int]:
     """Where sentences (text) or lines end in a block; the last end is ``len(data)``."""
+    ends: list[int] = []
     if mode == _LINES:
-        ends = [m.end() for m in re.finditer(rb"\n", data)]
+        at = data.find(b"\n")
+        while at >= 0:
+            ends.append(at + 1)
+            at = data.find(b"\n", at + 1)
     else:
-        ends = [m.end() for m in _SENTENCE_END.finditer(data)]
+        search, pos = _SENTENCE_END.search, 0
+        while (m := search(data, pos)) is not None:
+            start, end = m.span()
+            first = data[start]
+            if first == 0x0A:  # the newline alone: what follows starts the next sentence
+                end = start + 1
+            elif first < 0x80:  # [.!?]: the match took the first character of the next one
+                end -= 1
+            ends.append(end)
+            pos = end
     if not ends or ends[-1] != len(data):
         ends.append(len(data))
     return ends
@@ -484,7 +519,7 @@ class _Chunker:
         self.block_mode = _TEXT
         self.block_heading = False
         self.block_continued = False
-        self.leading = b""  # whitespace before the first block
+        self.leading: list[bytes] = []  # the first block's indentation (the whitespace lines above are counted only)
         # packing
         self.queue: deque[_Block] = deque()
         self.unit_scan = (-1, 0, 0)  # (start of the head block, blocks summed, their estimate)
@@ -495,6 +530,8 @@ class _Chunker:
         # finishing
         self.line = 1  # line number where the next raw piece starts
         self.held: _Done | None = None  # start, raw, line, text, lead, tokens, end
+        self.held_tail: list[bytes] = []  # whitespace after the held piece (a list: appending stays linear)
+        self.held_tail_size = 0
         self.header = ""
         self.header_start = -1
         self.out: list[Piece] = []
@@ -560,8 +597,11 @@ class _Chunker:
             if self.lines:
                 self.lines.append(line)
                 self.block_size += len(line)
-            else:
-                self.leading += line
+            elif line.endswith(b"\n"):  # whitespace before the first block: only counted (bounded memory)
+                self.line += 1
+                self.leading = []
+            else:  # the start of the first block's indentation, cut at LINE_CAP
+                self.leading.append(line)
             return
         if level == _CONT:  # the open block is at its cap, or there is none (cannot happen)
             continued = bool(self.lines)
@@ -603,9 +643,10 @@ class _Chunker:
         data = b"".join(self.lines)
         start = self.block_start
         if self.leading:
-            data = self.leading + data
-            start -= len(self.leading)
-            self.leading = b""
+            lead = b"".join(self.leading)
+            data = lead + data
+            start -= len(lead)
+            self.leading = []
         self.lines = []
         block = _Block(start, data, self.block_level, self.block_mode, self.block_heading, self.block_continued)
         block.est = _estimate(data, self.per_token)
@@ -701,8 +742,11 @@ class _Chunker:
         self.line += raw.count(b"\n")
         pieces = self._finish(start, raw, line)
         if not pieces and self.held is not None:  # whitespace only: the held piece's tail
-            held = self.held
-            self.held = (held[0], held[1] + raw, *held[2:])
+            if self.held_tail_size + len(raw) <= _GAP_CAP:
+                self.held_tail.append(raw)
+                self.held_tail_size += len(raw)
+            else:  # too far for a small piece after it to join it: a merge would copy the gap
+                self._finish_held()
         for piece in pieces:
             self._hold(piece)
 
@@ -732,19 +776,22 @@ class _Chunker:
         held = self.held
         if held is not None:
             tokens = piece[5]
-            adjacent = held[0] + len(held[1]) == piece[0]
+            adjacent = held[0] + len(held[1]) + self.held_tail_size == piece[0]
             if adjacent and tokens < self.config.min_tokens and held[5] + tokens <= self.config.max_tokens:
-                merged = self._finish(held[0], held[1] + piece[1], held[2])
+                merged = self._finish(held[0], b"".join([held[1], *self.held_tail, piece[1]]), held[2])
                 if len(merged) == 1:
                     self.held = merged[0]
+                    self.held_tail, self.held_tail_size = [], 0
                     return
             self._emit(held)
         self.held = piece
+        self.held_tail, self.held_tail_size = [], 0
 
     def _finish_held(self) -> None:
         if self.held is not None:
             self._emit(self.held)
             self.held = None
+        self.held_tail, self.held_tail_size = [], 0
 
     def _emit(self, piece: _Done) -> None:
         start, raw, line, text, lead, tokens, end = piece

@@ -10,6 +10,12 @@ loses at most the transaction in flight and never corrupts the file; a power cut
 lose the last commits before a checkpoint (``durable=True`` selects ``FULL``).
 
 One ``Database`` serves one process: its connection is shared by threads under a lock.
+
+A store file may come from elsewhere (``--memory PATH``, an eval task), so it is opened
+defensively: a file whose schema holds anything the migrations do not make (a trigger, a view,
+another table) is refused before any statement runs in it (``NotAMemoryStore``); limits bound a value's size (``MAX_VALUE_BYTES``), a statement's
+length, trigger depth, and ATTACH (none); and no single statement runs longer than
+``MAX_STATEMENT_S`` (a progress handler interrupts it: ``StoreError``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from rlm_runtime.memory.errors import NotAMemoryStore, StoreError
 
 #: The FTS5 tokenizer of the chunk index (porter stemming over unicode61, accents folded).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: Longest any one statement may run (seconds) before it is interrupted.
+MAX_STATEMENT_S = 300.0
+#: Largest string or blob a statement may make or read (bytes).
+MAX_VALUE_BYTES = 256 << 20
+#: SQLite virtual-machine steps between two looks at the statement's clock.
+_PROGRESS_STEPS = 50_000
 
 
 def now() -> float:
@@ -53,10 +65,43 @@ def fts5_features(conn: sqlite3.Connection) -> dict[str, bool]:
     return found
 
 
-def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False) -> sqlite3.Connection:
-    """A connection to the store at ``path`` with the store's pragmas, after checking FTS5.
+class _StatementClock:
+    """Interrupts a statement past ``limit_s``: SQLite calls ``started`` as each statement
+    begins (its trace hook) and ``over`` every ``_PROGRESS_STEPS`` steps (a true value aborts)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.began = time.monotonic()
+
+    def started(self, _sql: str) -> None:
+        self.began = time.monotonic()
+
+    def over(self) -> bool:
+        return time.monotonic() - self.began > self.limit_s
+
+
+def _harden(conn: sqlite3.Connection, statement_timeout_s: float) -> None:
+    """Defensive settings for a file that may come from elsewhere (see the module docstring)."""
+    # trusted_schema stays on: the store's own triggers write its FTS5 table, which SQLite
+    # allows only from a trusted schema. What makes the schema trustworthy is the check that it
+    # is exactly what the migrations make (_check_is_store), before any statement runs.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 16 << 20)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH, 8)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    clock = _StatementClock(statement_timeout_s)
+    conn.set_trace_callback(clock.started)
+    conn.set_progress_handler(clock.over, _PROGRESS_STEPS)
+
+
+def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False,
+            statement_timeout_s: float = MAX_STATEMENT_S) -> sqlite3.Connection:
+    """A connection to the store at ``path`` with the store's pragmas, after checking FTS5
+    and that the file's schema is the store's own.
 
     Raises:
+        NotAMemoryStore: the file is another program's database, or its schema holds objects
+            the migrations do not make.
         StoreError: the file cannot be opened, is not a database, or this SQLite lacks FTS5.
     """
     try:
@@ -71,6 +116,7 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
     except (sqlite3.Error, OSError) as e:
         raise StoreError(f"cannot open the memory store {path}: {e}") from e
     try:
+        _harden(conn, statement_timeout_s)
         _check_is_store(conn, path)
         features = fts5_features(conn)
         if not features["fts5"]:
@@ -111,6 +157,18 @@ def _check_is_store(conn: sqlite3.Connection, path: Path) -> None:
         shown = ", ".join(sorted(names)[:5]) + (" ..." if len(names) > 5 else "")
         raise NotAMemoryStore(f"{path} is an SQLite database of something else (tables {shown}), not a memory store; "
                               "it was left unchanged")
+    from rlm_runtime.memory.migrations import unexpected_objects  # migrations imports this module
+
+    try:
+        extra = unexpected_objects(conn)
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
+    if extra:
+        conn.close()
+        shown = ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else "")
+        raise NotAMemoryStore(f"{path} holds schema objects the memory store does not make ({shown}): refused, since "
+                              "SQLite would run them in this process; it was left unchanged")
 
 
 class Database:
@@ -118,10 +176,12 @@ class Database:
     transaction; ``snapshot()`` a read transaction (one consistent view for several queries);
     plain ``conn`` statements outside both run in autocommit."""
 
-    def __init__(self, path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False,
+                 statement_timeout_s: float = MAX_STATEMENT_S) -> None:
         self.path = path
         self.readonly = readonly
-        self.conn = connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s, durable=durable)
+        self.conn = connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s, durable=durable,
+                            statement_timeout_s=statement_timeout_s)
         self.lock = threading.RLock()
         self._depth = 0
         #: Bumped by every write of this connection (caches of counts key on it).

@@ -1,7 +1,13 @@
 """Ingest of files and folders: walk, read in bounded windows, chunk, write incrementally.
 
-* Folders are walked with symlinks followed; a folder reached twice (a symlink loop) or a
-  file reached twice (two links to it) is walked once and the repeat reported. Names in
+* Folders are walked with symlinks followed only while they stay inside the folder given (as
+  the folder context does): a symlink whose target resolves outside it is not followed, and
+  one line per folder says how many were left out (a repository's link to a credentials file
+  is never stored; a file stored through such a link by an earlier ingest is removed). A file
+  named on the command line is read wherever it is. A file is opened and checked to be the
+  one the walk found (device and inode), so a link swapped meanwhile is not read. A folder
+  reached twice (a symlink loop) or a file reached twice (two links to it) is walked once
+  and the repeat reported. Names in
   ``IngestConfig.excludes`` are not entered; files with a binary extension, files whose first
   bytes look binary, empty files, non-regular files (FIFOs, devices) and unreadable ones are
   skipped with their reason in ``IngestReport.skipped``, and the ingest goes on.
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
     from rlm_runtime.memory.settings import MemorySettings
 
 Progress = Callable[[IngestProgress], None]
+#: Called between files and between windows of a file; raises to stop (``Budget.check_time``).
+Stop = Callable[[], None]
 _READ_BLOCK = 1024 * 1024
 
 
@@ -97,14 +105,20 @@ def _excluded(name: str, excludes: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(name, ex) for ex in excludes)
 
 
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
-            report: IngestReport) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-    """The files to ingest (absolute path, stat), sorted, and the folders walked; what is
-    skipped goes into ``report``."""
+            report: IngestReport) -> tuple[list[tuple[str, os.stat_result]], list[str], set[str]]:
+    """The files to ingest (absolute path, stat), sorted, the folders walked, and the
+    symlinks in them that lead outside their folder (not followed); what is skipped goes into
+    ``report``."""
     files: dict[str, os.stat_result] = {}
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
     roots: list[str] = []
+    outside: set[str] = set()
 
     def skip(path: str, reason: str) -> None:
         report.skipped.append(Skipped(path, reason))
@@ -140,6 +154,8 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
         files[path] = st
 
     def walk(root: str) -> None:
+        real_root = os.path.realpath(root)
+        left_out: list[str] = []
         stack = [root]
         while stack:
             folder = stack.pop()
@@ -151,6 +167,9 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
                 continue
             for entry in entries:
                 if _excluded(entry.name, excludes):
+                    continue
+                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
+                    left_out.append(entry.path)
                     continue
                 st = status(entry.path)
                 if st is None:
@@ -164,6 +183,11 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
                     stack.append(entry.path)
                 else:
                     add_file(entry.path, st, explicit=False)
+        if left_out:  # one line for them all: a repository may hold thousands
+            outside.update(left_out)
+            first = os.path.relpath(min(left_out), root)
+            skip(root, f"{len(left_out)} symlink{'s' if len(left_out) > 1 else ''} leading outside the folder, not "
+                       f"followed (the first: {first})")
 
     for given in paths:
         path = os.path.abspath(os.path.expanduser(os.fspath(given)))
@@ -176,7 +200,7 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
             walk(path)
         else:
             add_file(path, st, explicit=True)
-    return sorted(files.items()), roots
+    return sorted(files.items()), roots, outside
 
 
 class Ingest:
@@ -188,7 +212,7 @@ class Ingest:
     marked ``ingesting`` until its last batch."""
 
     def __init__(self, db: Database, settings: MemorySettings, *, tags: Sequence[str] = (), kind: str | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, stop: Stop | None = None) -> None:
         self.db = db
         self.settings = settings
         self.cfg = settings.ingest
@@ -196,6 +220,7 @@ class Ingest:
         self.tags = tuple(dict.fromkeys(tags))
         self.kind = kind
         self.progress = progress
+        self.stop = stop
         self.report = IngestReport()
         self.started = time.perf_counter()
         self.files_total = 0
@@ -207,16 +232,18 @@ class Ingest:
         self._path = ""
 
     def run(self, paths: Sequence[str | os.PathLike[str]]) -> IngestReport:
-        files, roots = collect(paths, self.cfg.excludes, self.report)
+        files, roots, outside = collect(paths, self.cfg.excludes, self.report)
         self.files_total = len(files)
         for done, (path, st) in enumerate(files, 1):
+            if self.stop is not None:
+                self.stop()
             self._path = path
             self._file(path, st)
             self.files_done = done
         self._flush()
         if self.cfg.remove_missing:
             for root in roots:
-                self._remove_missing(root, {p for p, _ in files})
+                self._remove_missing(root, {p for p, _ in files}, outside)
         self.report.seconds = time.perf_counter() - self.started
         self._tell()
         return self.report
@@ -266,6 +293,10 @@ class Ingest:
             return
         with fh:
             try:
+                now_st = os.fstat(fh.fileno())
+                if (now_st.st_dev, now_st.st_ino) != (st.st_dev, st.st_ino):
+                    self._skip(path, "changed while it was read (a link swapped?): not read")
+                    return
                 if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
                     self._skip(path, "binary content" + (" (the chunks stored before are kept)" if row else ""))
                     return
@@ -313,6 +344,8 @@ class Ingest:
         def raws() -> Iterator[bytes]:
             nonlocal invalid, size
             for raw, _, _ in windows(fh, self.cfg.window_bytes):
+                if self.stop is not None:  # a window is chunked in bounded time: the stop is reached
+                    self.stop()
                 hasher.update(raw)
                 size += len(raw)
                 if not invalid:
@@ -350,13 +383,13 @@ class Ingest:
             self._skip(path, "invalid UTF-8 replaced with U+FFFD", stored=True)
         self._enqueue(finish, len(pending))
 
-    def _remove_missing(self, root: str, present: set[str]) -> None:
+    def _remove_missing(self, root: str, present: set[str], outside: set[str]) -> None:
         prefix = root.rstrip(os.sep) + os.sep
         with self.db.lock:
             rows = self.db.conn.execute("SELECT id, path FROM sources WHERE kind = 'file' AND substr(path, 1, ?) = ?",
                                         (len(prefix), prefix)).fetchall()
         for sid, path in rows:
-            if path in present or os.path.lexists(path):
+            if path in present or (os.path.lexists(path) and path not in outside):
                 continue
             self.report.chunks_removed += remove_source(self.db, int(sid))
             self.report.removed_files += 1

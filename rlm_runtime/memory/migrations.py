@@ -22,6 +22,11 @@ The tables:
 * ``chunk_stats``: recall count, last recall, strength (as of ``strength_at``), tier, pinned,
   expires_at; a separate table so that a recall does not rewrite the row holding the text.
 * ``recall_traces`` and ``trace_chunks``: each search or recall, and the chunks it returned.
+
+``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
+empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
+may carry triggers, views or tables of its own, which SQLite would run inside the host on the
+first write or search, so such a file is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from rlm_runtime.memory.db import TOKENIZER
 
@@ -177,6 +183,31 @@ def m005_recall_traces(conn: sqlite3.Connection) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX trace_chunks_chunk ON trace_chunks (chunk_id);
     """)
+
+
+@lru_cache(maxsize=1)
+def expected_schema() -> frozenset[tuple[str, str, str, str]]:
+    """(type, name, table, SQL with whitespace collapsed) of every schema object the
+    migrations make, with this SQLite's FTS5 shadow tables and ``sqlite_stat*`` tables."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        conn.execute("ANALYZE")  # PRAGMA optimize (MemoryStore.optimize) may create sqlite_stat1
+        return frozenset(_schema_rows(conn))
+    finally:
+        conn.close()
+
+
+def unexpected_objects(conn: sqlite3.Connection) -> list[str]:
+    """The schema objects of ``conn``'s main database that no migration makes (or makes with
+    other SQL), as ``"type name"``; empty for a store this code made, at any migration."""
+    expected = expected_schema()
+    return sorted(f"{row[0]} {row[1]}" for row in _schema_rows(conn) if row not in expected)
+
+
+def _schema_rows(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
+    return [(str(t), str(n), str(tb), " ".join(str(sql or "").split())) for t, n, tb, sql in rows]
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:

@@ -26,7 +26,7 @@ from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.memory import chunks as _chunks
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory import lifecycle, links, search, transfer
-from rlm_runtime.memory.chunking import ChunkingConfig, chunk_text
+from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
 from rlm_runtime.memory.migrations import applied, migrate, pending
@@ -141,7 +141,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ writing
 
     def ingest(self, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *, tags: Sequence[str] = (),
-               kind: str | None = None, progress: _ingest.Progress | None = None) -> IngestReport:
+               kind: str | None = None, progress: _ingest.Progress | None = None, stop: _ingest.Stop | None = None) -> IngestReport:
         """Chunk and store files and folders (incrementally: unchanged files are skipped,
         unchanged chunks of a changed file are kept). See ``ingest`` for what is skipped.
 
@@ -150,16 +150,25 @@ class MemoryStore:
             tags: tags of every chunk written (added to kept chunks too).
             kind: the kind of every chunk (default: detected by the chunker per file).
             progress: called with an ``IngestProgress`` after every committed batch and at the end.
+            stop: called between files and between windows of a file; what it raises ends the
+                ingest (batches committed before are kept: the next ingest redoes the file).
         """
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         with self._sql_errors():
-            return _ingest.Ingest(self.db, self.settings, tags=tags, kind=kind, progress=progress).run(paths)
+            return _ingest.Ingest(self.db, self.settings, tags=tags, kind=kind, progress=progress, stop=stop).run(paths)
 
-    def _pieces(self, text: str, kind: str | None) -> list[_chunks.NewChunk]:
+    def _pieces(self, text: str, kind: str | None, stop: _ingest.Stop | None = None) -> list[_chunks.NewChunk]:
         cfg = self.settings.ingest
-        found = chunk_text(text, kind=kind, config=ChunkingConfig(min_tokens=cfg.min_tokens, max_tokens=cfg.max_tokens,
-                                                                  exact_tokens=cfg.exact_tokens))
+
+        def windows() -> Iterator[str]:
+            for i in range(0, len(text), WINDOW_BYTES):
+                if stop is not None:  # a window is chunked in bounded time: the stop is reached
+                    stop()
+                yield text[i : i + WINDOW_BYTES]
+
+        found = chunk_stream(windows(), kind=kind, config=ChunkingConfig(min_tokens=cfg.min_tokens, max_tokens=cfg.max_tokens,
+                                                                         exact_tokens=cfg.exact_tokens))
         return [_chunks.NewChunk(p.text, p.start_byte, p.end_byte, p.start_line, p.end_line, p.tokens, kind or p.kind, p.header or None)
                 for p in found]
 
@@ -171,7 +180,7 @@ class MemoryStore:
 
     def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
                  run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
-                 ttl_s: float | None = None) -> list[int]:
+                 ttl_s: float | None = None, stop: _ingest.Stop | None = None) -> list[int]:
         """Store a text that is not a file (a note, a fact, a decision) as one or more chunks
         appended to the memory source ``source`` (``follows`` its last chunk); return the ids.
 
@@ -183,11 +192,13 @@ class MemoryStore:
             meta: provenance, kept as JSON.
             pinned: never pruned.
             ttl_s: pruned this many seconds from now (unless pinned or promoted first).
+            stop: called between windows of the text while it is chunked; what it raises ends
+                the call, with nothing stored.
 
         Raises:
             StoreError: the text is empty.
         """
-        pieces = self._pieces(text, kind)
+        pieces = self._pieces(text, kind, stop)
         if not pieces:
             raise StoreError("nothing to store: the text is empty")
         now = self.clock()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from rlm_runtime.memory import links
+from rlm_runtime.memory import import_check, links
 from rlm_runtime.memory.chunks import NewChunk, insert_chunk
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.migrations import applied
@@ -37,7 +37,8 @@ Target = str | os.PathLike[str] | IO[str]
 @contextmanager
 def _open(target: Target, mode: str) -> Iterator[IO[str]]:
     if isinstance(target, (str, os.PathLike)):
-        with open(target, mode, encoding="utf-8", newline="\n") as fh:
+        # Undecodable bytes are read as surrogates, so the check of each line names the line.
+        with open(target, mode, encoding="utf-8", newline="\n", errors="surrogateescape" if mode == "r" else "strict") as fh:
             yield fh
     else:
         yield target
@@ -169,43 +170,38 @@ def import_jsonl(db: Database, source: Target) -> dict[str, int]:
 
     Raises:
         StoreError: the file is not an export of this format, or a line is not valid (its
-            number is in the message); nothing was imported.
+            number is in the message; ``import_check`` says what a valid line is); nothing
+            was imported.
     """
     importer: _Importer | None = None
     with db.write() as outer, _open(source, "r") as fh:
         empty = outer.execute("SELECT NOT EXISTS (SELECT 1 FROM sources) AND NOT EXISTS (SELECT 1 FROM recall_traces)").fetchone()[0]
-        pending: list[tuple[int, dict[str, Any]]] = []
+        pending: list[tuple[int, str, dict[str, Any]]] = []
 
         def flush() -> None:
             if not pending or importer is None:
                 return
             with db.write() as conn:  # joins the outer transaction
                 importer.conn = conn
-                for number, rec in pending:
-                    handler = importer.handlers().get(str(rec.get("type")))
-                    if handler is None:
-                        raise StoreError(f"line {number}: unknown record type {rec.get('type')!r}; nothing was imported")
+                handlers = importer.handlers()
+                for number, kind, rec in pending:
                     try:
-                        handler(rec)
-                    except (KeyError, TypeError, ValueError) as e:
-                        raise StoreError(f"line {number}: invalid {rec.get('type')} record ({e!r}); nothing was imported") from e
+                        handlers[kind](rec)
+                    except (KeyError, TypeError, ValueError, OverflowError, sqlite3.Error) as e:
+                        raise StoreError(f"line {number}: invalid {kind} record ({e}); nothing was imported") from e
             pending.clear()
 
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise StoreError(f"line {number} is not JSON: {e}; nothing was imported") from e
+        for number, line in import_check.lines(fh):
+            rec = import_check.parse(number, line)
             if importer is None:
-                if not isinstance(rec, dict) or rec.get("type") != "header" or rec.get("format") != FORMAT:
+                if rec.get("type") != "header" or rec.get("format") != FORMAT:
                     raise StoreError("not a memory store export: the first line is not its header")
-                if int(rec.get("version", 0)) > VERSION:
-                    raise StoreError(f"the export has format version {rec.get('version')}; this version reads up to {VERSION}")
+                version = import_check.check_header(rec)
+                if version > VERSION:
+                    raise StoreError(f"the export has format version {version}; this version reads up to {VERSION}")
                 importer = _Importer(outer, keep_ids=bool(empty))
                 continue
-            pending.append((number, rec))
+            pending.append((number, import_check.check_record(number, rec), rec))
             if len(pending) >= _BATCH:
                 flush()
         flush()
