@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 
 from rlm_runtime.budget import RunLimits, SessionLimits
 from rlm_runtime.config import Paths
-from rlm_runtime.errors import ConfigError, RLMError
+from rlm_runtime.errors import BudgetExceeded, Cancelled, ConfigError, RLMError
 from rlm_runtime.llm.base import Completion, Usage
 
 METHODS = ("rlm", "rlm-nosub", "direct", "rag")
@@ -257,6 +258,21 @@ def _direct(job: Job, s: MethodSettings) -> Outcome:
                    extra={"context_chars": total, "pasted_chars": len(text), "cut": cut, "window": s.window})
 
 
+def _index_stop(job: Job, max_wall_s: float) -> Callable[[], None]:
+    """What building the rag index checks between files and 1 MB windows: Ctrl-C, and the
+    run's wall-clock limit (a task's contexts can be as large as its author likes)."""
+    deadline = time.monotonic() + max_wall_s
+
+    def stop() -> None:
+        if job.cancel.event.is_set():
+            raise Cancelled("cancelled while indexing the task's contexts")
+        if time.monotonic() > deadline:
+            raise BudgetExceeded(f"wall-clock limit of {max_wall_s:g}s reached while indexing the task's contexts",
+                                 limit="max_wall_s")
+
+    return stop
+
+
 def _rag(job: Job, s: MethodSettings) -> Outcome:
     from rlm_runtime import brain
     from rlm_runtime.context import open_context
@@ -271,7 +287,7 @@ def _rag(job: Job, s: MethodSettings) -> Outcome:
     search = ChunkSearch(s.paths.home / "index", store)
     try:
         search.set_contexts([open_context(src, as_text=not isinstance(src, Path)) for src in job.sources])
-        hits = search.search(job.question, k=s.rag_k)
+        hits = search.search(job.question, k=s.rag_k, stop=_index_stop(job, s.limits.max_wall_s))
         dirs = s.paths.brain_dirs
         room = max(0, s.window - count_tokens(brain.prompt("eval/rag", dirs, passages="", question=job.question))
                    - REPLY_TOKENS - MARGIN_TOKENS)

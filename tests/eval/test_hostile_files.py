@@ -222,3 +222,27 @@ def test_a_run_does_not_write_through_a_symlink_in_its_folder(rlm_cli, tmp_path:
                     "--window", "8192", "-q")
         assert r.code == 2 and "is a symlink" in r.err, r.err
     assert list(outside.iterdir()) == []
+
+
+def test_rag_stops_indexing_a_huge_context_at_the_wall_clock_limit(tmp_path: Path) -> None:
+    """It ends a rag task whose context takes long to index at max_wall_s, as a failed task naming the limit."""
+    import time
+
+    from rlm_runtime.eval.results import read_results
+    from rlm_runtime.eval.runner import EvalConfig, Runner
+    from rlm_runtime.eval.tasks import load_tasks
+
+    line = b"the quick brown fox jumps over the lazy dog near the river bank today\n"
+    with (tmp_path / "big.txt").open("wb") as f:
+        f.write(line * ((48 << 20) // len(line)))
+    tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "big", "question": "where is the fox?", "context": "big.txt",
+                                                "answer": "x"}])
+    script = write_jsonl(tmp_path / "s.jsonl", [{"when": "fox", "content": "x"}])
+    runner = Runner(EvalConfig(model=f"scripted:{script}", methods=("rag",), out=tmp_path / "o", window=4096,
+                               limits={"max_wall_s": 1.0}), load_tasks(tasks))
+    began = time.monotonic()
+    runner.run()
+    wall = time.monotonic() - began
+    record = read_results(tmp_path / "o" / "results.jsonl")[0]
+    assert record["error_type"] == "BudgetExceeded" and "wall-clock limit" in record["error"]
+    assert wall < 30  # the whole 48 MB index takes far longer here
