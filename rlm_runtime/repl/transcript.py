@@ -85,5 +85,7 @@ def read_entries(lines: Iterable[str]) -> Iterator[str]:
 
 
 def load(path: Path) -> list[str]:
-    """The entries of a transcript file."""
-    return list(read_entries(path.read_text(encoding="utf-8").splitlines()))
+    """The entries of a transcript file, its lines split at ``\n`` only, as piped lines are
+    (``str.splitlines`` also split at U+2028, NEL, ``\x1c``...: a saved question holding one
+    came back as a question and a command)."""
+    return list(read_entries(path.read_text(encoding="utf-8").split("\n")))

@@ -52,3 +52,16 @@ def test_a_profile_named_like_list_in_another_case_is_not_switched_to(write_scri
     assert "not run: /profile LIST" in done.stderr
     assert "EVIL SUB MODEL" not in done.stdout + done.stderr
     assert "max_iterations = 99" not in done.stdout
+
+
+def test_a_saved_question_holding_a_line_separator_loads_as_one_question(tmp_path: Path) -> None:
+    """It loads a /save'd question holding U+2028, NEL or \\x1c as that question, not as a question and a command."""
+    from rlm_runtime.repl.transcript import Transcript, load
+
+    transcript = Transcript()
+    for sep in ("\u2028", "\x85", "\x1c", "\x0c"):
+        transcript.add("question", f"what does this say?{sep}/reset")
+    path = tmp_path / "mine.txt"
+    transcript.save(path, "m")
+    entries = load(path)
+    assert len(entries) == 4 and not any(e.lstrip().startswith("/") for e in entries)
