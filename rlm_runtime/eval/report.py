@@ -333,9 +333,11 @@ def _md_cell(text: Any) -> str:
     return _md_text(shown)
 
 
-def _md_table(head: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+def _md_table(head: tuple[str, ...], rows: list[list[str]], raw_last: bool = False) -> list[str]:
+    """A Markdown table; ``raw_last``: the last cell is markup of ours (a trajectory link)."""
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join([*(_md_cell(c) for c in (row[:-1] if raw_last else row)), *(row[-1:] if raw_last else [])])
+            + " |" for row in rows]
     return out
 
 
@@ -373,7 +375,8 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
     task_rows = _task_rows(records, pages)
     out += _md_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"),
                      [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:60], str(t["gold"])[:40],
-                       f"{t['tokens']:,}", t["s"], f"[trace](<{_href(t['trace'])}>)" if t["trace"] else ""] for t in task_rows])
+                       f"{t['tokens']:,}", t["s"], f"[trace](<{_href(t['trace'])}>)" if t["trace"] else ""] for t in task_rows],
+                     raw_last=True)
     return "\n".join(out) + "\n"
 
 
