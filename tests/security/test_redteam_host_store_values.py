@@ -68,3 +68,29 @@ def test_a_store_this_version_wrote_opens(store_file: Path) -> None:
     """It opens a store written by this version, meta and links included, and finds its text."""
     with MemoryStore(store_file) as store:
         assert store.search("access code")
+
+
+def test_an_import_cannot_store_a_meta_the_next_open_would_refuse(store_file: Path, tmp_path: Path) -> None:
+    """It refuses an export line whose meta nests past MAX_JSON_DEPTH, so no import leaves a store that no longer opens."""
+    import json
+
+    from rlm_runtime.memory.errors import StoreError
+    from rlm_runtime.memory.value_check import MAX_JSON_DEPTH
+
+    export = tmp_path / "export.jsonl"
+    with MemoryStore(store_file) as store:
+        store.export_jsonl(export)
+    lines = [json.loads(line) for line in export.read_text().splitlines()]
+    deep: object = 1
+    for _ in range(MAX_JSON_DEPTH + 5):
+        deep = [deep]
+    for rec in lines:
+        if rec.get("type") == "chunk":
+            rec["meta"] = {"a": deep}
+    export.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    target = tmp_path / "fresh.db"
+    with pytest.raises(StoreError, match="meta"):
+        with MemoryStore(target) as store:
+            store.import_jsonl(export)
+    with MemoryStore(target) as store:
+        assert not store.search("access code")
