@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlm_runtime import private
 from rlm_runtime.termsafe import printable
 
 CELL_PREFIX = ">>>"
@@ -52,7 +53,7 @@ class Transcript:
         return "\n".join(lines) + "\n"
 
     def save(self, path: Path, model: str) -> None:
-        path.write_text(self.render(model), encoding="utf-8")
+        private.write_text(path, self.render(model))  # questions and answers quote the contexts
 
 
 def entry_lines(entry: Entry) -> list[str]:
