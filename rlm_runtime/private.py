@@ -9,6 +9,7 @@ and folder: files written by an older version, or by hand); ``exposed`` lists wh
 readable by others, for ``rlm sandbox doctor``.
 
 Symbolic links are never followed or changed: a link under ``$RLM_HOME`` may point anywhere.
+``$RLM_HOME`` itself may be a link: the folder it names is the one made private and checked.
 """
 
 from __future__ import annotations
@@ -120,7 +121,9 @@ def secure_home(home: str | os.PathLike[str]) -> None:
     ``home`` itself 0700 first: from then on nothing under it is reachable by others, even a
     file another writer creates 0644 before this walk gets to it.
     """
-    key = os.path.abspath(home)
+    # $RLM_HOME itself may be a link (to another disk): the folder it names is the one to
+    # tighten (tighten leaves a link alone, so the real folder stayed 0755 and listable).
+    key = os.path.realpath(home)
     with _secured_lock:
         if key in _secured:
             return
@@ -155,7 +158,7 @@ def exposed(home: str | os.PathLike[str], limit: int = 1000) -> list[Exposed]:
     """Paths under ``home`` (``home`` included) with any group or other permission bit,
     at most ``limit`` of them. Links are not reported (their own mode means nothing)."""
     found: list[Exposed] = []
-    top = os.path.abspath(home)
+    top = os.path.realpath(home)  # a linked $RLM_HOME: its folder's own mode counts (see secure_home)
     if not os.path.lexists(top):
         return found
 

@@ -79,3 +79,18 @@ def test_the_model_notices_are_private(tmp_path: Path, umask_022: None) -> None:
     models._write_notice(folder)
     assert sorted(p.name for p in folder.iterdir()) and all(_mode(p) == 0o600 for p in folder.iterdir())
     assert private.exposed(tmp_path / "home") == []
+
+
+def test_a_linked_rlm_home_makes_its_folder_private_and_doctor_sees_it(tmp_path: Path) -> None:
+    """It tightens the folder a symlinked RLM_HOME names (it stayed 0755, listable) and doctor reports it while it is open."""
+    from rlm_runtime import private
+
+    real = tmp_path / "disk" / "rlm"
+    real.mkdir(parents=True, mode=0o755)
+    real.chmod(0o755)
+    home = tmp_path / "home-link"
+    home.symlink_to(real, target_is_directory=True)
+    assert [e.path for e in private.exposed(home)] == [str(real)]
+    private.secure_home(home)
+    assert _mode(real) == 0o700 and private.exposed(home) == []
+    assert home.is_symlink()
