@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime import private
 from rlm_runtime.errors import ConfigError, ContextError, MissingAPIKey, ModelUnavailable, RLMError, SandboxError, UnknownModel
 from rlm_runtime.termsafe import one_line, printable
 
@@ -419,7 +420,7 @@ def _trace_html(args: argparse.Namespace) -> int:
 
     page = render_html(read_events(args.file), title=f"rlm trajectory: {Path(args.file).name}")
     try:
-        Path(args.output).write_text(page, encoding="utf-8")
+        private.write_text(args.output, page)  # the trajectory's text, 0600 like it
     except OSError as e:
         raise _Usage(f"cannot write {args.output}: {e.strerror or e}") from e
     _say(f"wrote {args.output}")

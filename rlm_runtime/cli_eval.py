@@ -208,7 +208,7 @@ def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     from rlm_runtime.config import default_model
     from rlm_runtime.eval.progress import Display, Quiet
-    from rlm_runtime.eval.runner import EvalConfig, Runner
+    from rlm_runtime.eval.runner import EvalConfig, Runner, check_run_folder
     from rlm_runtime.eval.suites import suite_names, write_suite
 
     name = args.model
@@ -220,6 +220,7 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     is_suite = target in suite_names() and not Path(target).exists()
     out = Path(args.out) if args.out else Path("eval-runs") / (target if is_suite else Path(target).stem)
     if is_suite:
+        check_run_folder(out, "tasks")  # the suite's task file and contexts are written there first
         lengths = _lengths(args.lengths)
         path = out / "tasks" / f"{target}-s{args.seed}.jsonl"
         if not (args.resume and path.exists()):

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlm_runtime import cli
+from rlm_runtime import cli, private
 from rlm_runtime.termsafe import one_line
 
 if TYPE_CHECKING:
@@ -509,7 +509,7 @@ def _export(args: argparse.Namespace) -> int:
         # Written beside the target and renamed at the end: a failed export leaves no half file.
         partial = target.with_name(f"{target.name}.partial")
         try:
-            with open(partial, "w", encoding="utf-8", newline="\n") as fh:
+            with private.open_write(partial) as fh:  # the store's text, 0600 like it
                 n = store.export_jsonl(fh)
             os.replace(partial, target)
         except OSError as e:

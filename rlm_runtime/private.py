@@ -2,13 +2,14 @@
 
 A context can be a 0600 file; its text ends up in trajectories, context indexes, the memory
 store and the REPL's history. Each writer makes its folder with ``make_dir`` and its file
-with ``open_append`` / ``create_file`` (a SQLite database created 0600 gets its ``-wal`` and
+with ``open_append`` / ``open_write`` / ``create_file`` (a SQLite database created 0600 gets its ``-wal`` and
 ``-shm`` files with the same mode: SQLite copies the database's). ``secure_home`` takes group
 and other permissions off ``$RLM_HOME`` and everything in it the user owns (once per process
 and folder: files written by an older version, or by hand); ``exposed`` lists what is still
 readable by others, for ``rlm sandbox doctor``.
 
 Symbolic links are never followed or changed: a link under ``$RLM_HOME`` may point anywhere.
+``$RLM_HOME`` itself may be a link: the folder it names is the one made private and checked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -77,6 +78,25 @@ def open_append(path: str | os.PathLike[str]) -> IO[str]:
         raise
 
 
+def open_write(path: str | os.PathLike[str], *, binary: bool = False) -> IO[Any]:
+    """``path`` opened to write from its start (text in UTF-8, or ``binary``), created 0600;
+    an existing file of the user's is emptied and loses its group and other bits. For whole
+    files copied from private ones: a trajectory's HTML page, a transcript, an export, a model."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        _fix_fd(fd)
+        return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """``path`` holding ``text`` (UTF-8), 0600 (see ``open_write``)."""
+    with open_write(path) as f:
+        f.write(text)
+
+
 def create_file(path: str | os.PathLike[str]) -> None:
     """Make ``path`` exist as a 0600 file (empty if it was missing; kept, tightened, if not).
 
@@ -101,7 +121,9 @@ def secure_home(home: str | os.PathLike[str]) -> None:
     ``home`` itself 0700 first: from then on nothing under it is reachable by others, even a
     file another writer creates 0644 before this walk gets to it.
     """
-    key = os.path.abspath(home)
+    # $RLM_HOME itself may be a link (to another disk): the folder it names is the one to
+    # tighten (tighten leaves a link alone, so the real folder stayed 0755 and listable).
+    key = os.path.realpath(home)
     with _secured_lock:
         if key in _secured:
             return
@@ -136,7 +158,7 @@ def exposed(home: str | os.PathLike[str], limit: int = 1000) -> list[Exposed]:
     """Paths under ``home`` (``home`` included) with any group or other permission bit,
     at most ``limit`` of them. Links are not reported (their own mode means nothing)."""
     found: list[Exposed] = []
-    top = os.path.abspath(home)
+    top = os.path.realpath(home)  # a linked $RLM_HOME: its folder's own mode counts (see secure_home)
     if not os.path.lexists(top):
         return found
 

@@ -21,6 +21,7 @@ import base64
 import html
 import io
 import os
+import re
 import stat
 import statistics
 import tempfile
@@ -316,13 +317,27 @@ _RED_HEAD = ("family", "tasks", "rlm acc", "direct acc", "rlm tokens", "direct t
              "reduction at equal accuracy")
 
 
+#: The characters that start Markdown markup: an image that loads, a link, raw HTML, an entity.
+_MD_MARKUP = re.compile(r"[\\`*_\[\]<>!&~|]")
+
+
+def _md_text(text: Any) -> str:
+    """``text`` (from a task or results file, or a model) on one line, shown as itself by a
+    Markdown viewer: ``![x](https://...)`` or ``<img src=...>`` in a results file loaded a
+    remote image (an answer's way out) when report.md was previewed."""
+    return _MD_MARKUP.sub(lambda m: "\\" + m.group(0), one_line(str(text)))
+
+
 def _md_cell(text: Any) -> str:
-    return one_line(str(text)).replace("|", "\\|")[:120]
+    shown = one_line(str(text))[:120]
+    return _md_text(shown)
 
 
-def _md_table(head: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+def _md_table(head: tuple[str, ...], rows: list[list[str]], raw_last: bool = False) -> list[str]:
+    """A Markdown table; ``raw_last``: the last cell is markup of ours (a trajectory link)."""
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join([*(_md_cell(c) for c in (row[:-1] if raw_last else row)), *(row[-1:] if raw_last else [])])
+            + " |" for row in rows]
     return out
 
 
@@ -343,8 +358,8 @@ def _task_rows(records: list[dict[str, Any]], pages: dict[str, str]) -> list[dic
 
 def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], reduction: list[dict[str, Any]],
               window: int | None, plots: list[Path], pages: dict[str, str]) -> str:
-    out = [f"# rlm eval report: {folder.name}", "",
-           f"{len(records)} results; model: {_models(records)}" + (f"; window {window:,} tokens" if window else ""), "",
+    out = [f"# rlm eval report: {_md_text(folder.name)}", "",
+           f"{len(records)} results; model: {_md_text(_models(records))}" + (f"; window {window:,} tokens" if window else ""), "",
            "## Accuracy by method and family", ""]
     out += _md_table(_HEAD, [_cells(r) for r in rows])
     lengths = length_table(records)
@@ -360,7 +375,8 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
     task_rows = _task_rows(records, pages)
     out += _md_table(("task", "method", "length", "score", "answer", "gold", "tokens", "s", "trajectory"),
                      [[t["task"], t["method"], str(t["length"]), t["score"], str(t["answer"])[:60], str(t["gold"])[:40],
-                       f"{t['tokens']:,}", t["s"], f"[trace](<{_href(t['trace'])}>)" if t["trace"] else ""] for t in task_rows])
+                       f"{t['tokens']:,}", t["s"], f"[trace](<{_href(t['trace'])}>)" if t["trace"] else ""] for t in task_rows],
+                     raw_last=True)
     return "\n".join(out) + "\n"
 
 

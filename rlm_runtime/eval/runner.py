@@ -147,6 +147,24 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:120] or "task"
 
 
+def _symlink_prone(out: Path) -> list[Path]:
+    """The parts of a run folder a planted symlink could send elsewhere: the folder itself, and
+    every part of a relative one (the default ``eval-runs/<name>`` lies in the current folder,
+    often an unpacked bundle whose ``eval-runs`` or ``eval-runs/<name>`` pointed at a served
+    or shared folder, or at the home folder, which the run then made 0700 and wrote into)."""
+    if out.is_absolute():
+        return [out]
+    return [Path(*out.parts[:n]) for n in range(1, len(out.parts) + 1)]
+
+
+def check_run_folder(out: Path, *entries: str) -> None:
+    """Raise ``ConfigError`` when the run folder ``out`` (see ``_symlink_prone``) or one of its
+    ``entries`` is a symlink: a run writes only inside its folder."""
+    for part in (*_symlink_prone(out), *(out / name for name in entries)):
+        if part.is_symlink():
+            raise ConfigError(f"{part} is a symlink: a run writes only inside its folder; remove it or choose another --out")
+
+
 class Runner:
     """Runs ``config`` over the tasks of ``task_file``; ``run()`` once."""
 
@@ -211,10 +229,7 @@ class Runner:
             ConfigError: results already there without ``resume``, or a file the run writes
                 is a symlink (a run folder from someone else could point it anywhere).
         """
-        for name in ("results.jsonl", "runs.jsonl", "trajectories"):
-            if (self.out / name).is_symlink():
-                raise ConfigError(f"{self.out / name} is a symlink: a run writes only inside its folder; "
-                                  "remove it or choose another --out")
+        check_run_folder(self.out, "results.jsonl", "runs.jsonl", "trajectories")
         records = self.results.read()
         if records and not self.config.resume:
             raise ConfigError(f"{self.results.path} holds results already: pass --resume to continue that run, "

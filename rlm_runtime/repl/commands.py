@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlm_runtime import private
 from rlm_runtime.config import user_path
 from rlm_runtime.errors import RLMError
 from rlm_runtime.termsafe import one_line
@@ -204,7 +205,7 @@ def _trace(repl: Repl, arg: str) -> bool:
         return False
     target = user_path(arg.strip()) if arg.strip() else Path(source).with_suffix(".html")
     page = render_html(read_events(source), title=f"rlm repl session {repl.session.session_id}")
-    target.write_text(page, encoding="utf-8")
+    private.write_text(target, page)  # the trajectory's text, 0600 like it
     repl.display.info(f"wrote {target}")
     return True
 

@@ -37,8 +37,11 @@ def _no_argument(arg: str) -> bool:
     return not arg.strip()
 
 
-def _one_of(*words: str) -> Callable[[str], bool]:
-    return lambda arg: arg.strip().lower() in words
+def _one_of(*words: str, fold: bool = False) -> Callable[[str], bool]:
+    """Read-only for exactly these arguments, compared as the command compares them: folded
+    to lower case only for a command that folds its argument (/profile LIST switched to a
+    profile named LIST while the rule took it for the listing)."""
+    return lambda arg: (arg.strip().lower() if fold else arg.strip()) in words
 
 
 #: The read-only commands, each with the arguments under which it only shows something.
@@ -55,7 +58,7 @@ READ_ONLY: dict[str, Callable[[str], bool]] = {
     "/sub-model": _no_argument,
     "/limits": _no_argument,
     "/profile": _one_of("", "list"),
-    "/remember": _one_of("", "off"),
+    "/remember": _one_of("", "off", fold=True),  # _remember folds its argument
 }
 
 

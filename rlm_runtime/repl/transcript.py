@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlm_runtime import private
 from rlm_runtime.termsafe import printable
 
 CELL_PREFIX = ">>>"
@@ -52,7 +53,7 @@ class Transcript:
         return "\n".join(lines) + "\n"
 
     def save(self, path: Path, model: str) -> None:
-        path.write_text(self.render(model), encoding="utf-8")
+        private.write_text(path, self.render(model))  # questions and answers quote the contexts
 
 
 def entry_lines(entry: Entry) -> list[str]:
@@ -85,5 +86,7 @@ def read_entries(lines: Iterable[str]) -> Iterator[str]:
 
 
 def load(path: Path) -> list[str]:
-    """The entries of a transcript file."""
-    return list(read_entries(path.read_text(encoding="utf-8").splitlines()))
+    """The entries of a transcript file, its lines split at ``\n`` only, as piped lines are
+    (``str.splitlines`` also split at U+2028, NEL, ``\x1c``...: a saved question holding one
+    came back as a question and a command)."""
+    return list(read_entries(path.read_text(encoding="utf-8").split("\n")))
