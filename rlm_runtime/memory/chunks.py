@@ -16,6 +16,7 @@ from typing import Any
 from rlm_runtime.memory import links
 from rlm_runtime.memory.errors import ChunkNotFound
 from rlm_runtime.memory.records import ChunkStats, ChunkView
+from rlm_runtime.memory.value_check import read_meta
 
 
 def content_hash(text: str) -> str:
@@ -150,7 +151,7 @@ _VIEW = """SELECT c.id, c.text, s.path, s.kind, c.seq, c.start_byte, c.end_byte,
 def _view(row: sqlite3.Row | tuple[Any, ...], tags: tuple[str, ...]) -> ChunkView:
     return ChunkView(chunk_id=int(row[0]), text=str(row[1]), source=str(row[2]), source_kind=str(row[3]), seq=int(row[4]),
                      start_byte=int(row[5]), end_byte=int(row[6]), start_line=int(row[7]), end_line=int(row[8]), tokens=int(row[9]),
-                     kind=str(row[10]), tags=tags, created=float(row[11]), run_id=row[12], meta=json.loads(row[13]) if row[13] else None)
+                     kind=str(row[10]), tags=tags, created=float(row[11]), run_id=row[12], meta=read_meta(row[13]))
 
 
 def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:

@@ -125,7 +125,7 @@ def _depth(v: Any) -> int:
 def _meta(v: Any) -> bool:
     if v is None:
         return True
-    # As deep as a store file's meta may be (value_check): deeper, the store would be refused at its next open.
+    # An imported meta is read back by Python on every search: keep it shallow (MAX_JSON_DEPTH).
     if not isinstance(v, dict) or _depth(v) > MAX_JSON_DEPTH:
         return False
     try:

@@ -23,6 +23,7 @@ from rlm_runtime.memory import import_check, links
 from rlm_runtime.memory.chunks import NewChunk, insert_chunk
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.migrations import applied
+from rlm_runtime.memory.value_check import read_meta
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.db import Database
@@ -60,7 +61,7 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
     for r in cur:
         yield {"type": "chunk", "id": r[0], "source_id": r[1], "seq": r[2], "text": r[3], "start_byte": r[4], "end_byte": r[5],
                "start_line": r[6], "end_line": r[7], "tokens": r[8], "kind": r[9], "hash": r[10], "run_id": r[11],
-               "meta": json.loads(r[12]) if r[12] else None, "created": r[13], "modified": r[14], "accessed": r[15],
+               "meta": read_meta(r[12]), "created": r[13], "modified": r[14], "accessed": r[15],
                "stats": {"recall_count": r[16], "last_recall": r[17], "strength": r[18], "strength_at": r[19], "tier": r[20],
                          "pinned": bool(r[21]), "expires_at": r[22]},
                "tags": json.loads(r[23]), "terms": json.loads(r[24])}

@@ -12,13 +12,18 @@ used.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Any
 
 #: The types ``typeof()`` may report for a declared column type (NULL is allowed apart).
 _ALLOWED = {"INTEGER": ("integer",), "REAL": ("real", "integer"), "TEXT": ("text",)}
 #: Columns holding JSON text, read with ``json.loads``.
 _JSON_COLUMNS = {("chunks", "meta")}
-#: The deepest JSON a ``meta`` may nest (Python's reader recurses once a level).
+#: The deepest JSON a ``meta`` may nest when imported (Python's reader recurses once a level).
+#: A store's own ``meta`` is not measured at open (``json_tree`` paths are quadratic in a
+#: hostile document's depth and key lengths): ``read_meta`` parses it, and one too deep for
+#: Python reads as no meta at all.
 MAX_JSON_DEPTH = 64
 
 
@@ -46,7 +51,7 @@ def malformed_values(conn: sqlite3.Connection) -> str | None:
             tests.append((name, f"typeof({_quote(name)}) NOT IN ({kinds})"))
             if (table, name) in _JSON_COLUMNS:
                 tests.append((name, f"({_quote(name)} IS NOT NULL AND (NOT json_valid({_quote(name)}) "
-                                    f"OR json_type({_quote(name)}) != 'object' OR {_depth(name)}))"))
+                                    f"OR json_type({_quote(name)}) != 'object'))"))
         if not tests:
             continue
         where = " OR ".join(f"({t})" for _, t in tests)
@@ -60,13 +65,6 @@ def malformed_values(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-def _depth(column: str) -> str:
-    """True when the JSON in ``column`` nests deeper than ``MAX_JSON_DEPTH`` (json_tree's paths
-    name each level, so the longest path's count of '[' and '.' steps is its depth)."""
-    return (f"EXISTS (SELECT 1 FROM json_tree({_quote(column)}) "
-            f"WHERE length(fullkey) - length(replace(replace(fullkey, '[', ''), '.', '')) > {MAX_JSON_DEPTH})")
-
-
 def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     try:
         conn.execute(f"SELECT rowid FROM main.{_quote(table)} LIMIT 0")
@@ -75,4 +73,16 @@ def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     return True
 
 
-__all__ = ["MAX_JSON_DEPTH", "malformed_values"]
+def read_meta(text: str | None) -> dict[str, Any] | None:
+    """A chunk's ``meta`` as a dict, or None: a value the open check let through (valid JSON,
+    an object) but nested too deep for Python's reader is no meta, never an internal error."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except (RecursionError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+__all__ = ["MAX_JSON_DEPTH", "malformed_values", "read_meta"]

@@ -4,7 +4,10 @@ column, instead of an internal error in search or export."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ TAMPERS = {
     "a blob as a strength": "UPDATE chunk_stats SET strength = X'01'",
     "a blob as a source path": "UPDATE sources SET path = X'2f6574632f706173737764'",
     "meta that is not JSON": "UPDATE chunks SET meta = '{not json'",
-    "meta nested 500 deep": "UPDATE chunks SET meta = '{\"a\": " + "[" * 500 + "]" * 500 + "}'",
+    "meta nested 5,000 deep": "UPDATE chunks SET meta = '{\"a\": " + "[" * 5000 + "]" * 5000 + "}'",
     "a NULL in a NOT NULL column": "NULL",
     "text as a link's strength": ("INSERT INTO links VALUES ((SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks), "
                                   "'supports', 'strong', 1, 0, 0)"),
@@ -94,3 +97,29 @@ def test_an_import_cannot_store_a_meta_the_next_open_would_refuse(store_file: Pa
             store.import_jsonl(export)
     with MemoryStore(target) as store:
         assert not store.search("access code")
+
+
+def test_a_meta_too_deep_for_python_reads_as_no_meta(store_file: Path, tmp_path: Path) -> None:
+    """It opens a store whose meta is valid JSON 1,900 deep, and search and export read that meta as none (no RecursionError)."""
+    conn = sqlite3.connect(store_file)
+    conn.execute("UPDATE chunks SET meta = ?", ('{"a": ' + "[" * 1900 + "]" * 1900 + "}",))
+    conn.commit()
+    conn.close()
+    with MemoryStore(store_file) as store:
+        assert store.search("access code")
+        store.export_jsonl(tmp_path / "out.jsonl")
+    assert '"meta": null' in (tmp_path / "out.jsonl").read_text()
+
+
+def test_opening_a_store_with_long_keyed_meta_is_linear(store_file: Path) -> None:
+    """It opens a store whose 280 KB meta nests 60 levels of 4 KB keys over 20,000 items quickly (a json_tree depth check took 34 s a row)."""
+    meta = "[" + ",".join(["0"] * 20000) + "]"
+    for _ in range(60):
+        meta = '{"' + "k" * 4000 + '": ' + meta + "}"
+    conn = sqlite3.connect(store_file)
+    conn.execute("UPDATE chunks SET meta = ?", (meta,))
+    conn.commit()
+    conn.close()
+    code = ("import sys; from rlm_runtime.memory.store import MemoryStore\n"
+            f"with MemoryStore({str(store_file)!r}) as s: s.search('access code')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=20, env={**os.environ})
