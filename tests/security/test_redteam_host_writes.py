@@ -1,0 +1,52 @@
+"""Red-team pass on the host's write caps (after issue 22): the caps were per run, so a cell
+that starts many child runs (``rlm_query`` in a loop, each child's code looping on a host
+function) multiplied them by the number of runs a question's budget allows. A question's
+call tree has its own caps (``hostwrites.TREE_CALL_EVENT_BYTES``, ``TREE_EVENT_BYTES``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlm_runtime import Session, hostwrites
+from rlm_runtime.budget import RunLimits
+from rlm_runtime.llm import ScriptedClient
+
+RUN_CAP = 20_000
+TREE_CAP = 60_000
+
+
+def code(src: str) -> str:
+    return f"```python\n{src}\n```"
+
+
+def _child_reply(messages: list[dict[str, Any]]) -> str:
+    if "Output of your code" in messages[-1]["content"]:
+        return code("FINAL('child done')")
+    return code("for i in range(400):\n    search_chunks('cats and dogs number ' + str(i))\nprint('searched')")
+
+
+def test_child_runs_do_not_multiply_the_call_event_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It keeps a question's tool_call events under one tree-wide cap, whatever the number of child runs writing them."""
+    monkeypatch.setattr(hostwrites, "RUN_CALL_EVENT_BYTES", RUN_CAP)
+    monkeypatch.setattr(hostwrites, "TREE_CALL_EVENT_BYTES", TREE_CAP, raising=False)
+    root = ScriptedClient([code("for i in range(8):\n    print(rlm_query('go', context='cats and dogs ' * 50))"),
+                           code("FINAL('done')")])
+    sub = ScriptedClient(_child_reply)
+    trace = tmp_path / "t.jsonl"
+    began = time.monotonic()
+    with Session(root, sub, contexts=["some text"], limits=RunLimits(max_iterations=3, max_wall_s=240.0, max_depth=1),
+                 trace=trace) as s:
+        result = s.ask("q")
+    assert time.monotonic() - began < 200 and result.answer == "done", result.error
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    assert len({e["run_id"] for e in events if e["type"] == "run_start"}) == 9
+    call_bytes = sum(len(line) for line, e in zip(lines, events, strict=True) if e["type"] in hostwrites.CALL_EVENTS)
+    assert call_bytes <= TREE_CAP
+    ends = [e for e in events if e["type"] == "run_end"]
+    assert sum(e.get("dropped_events", 0) for e in ends) > 0
