@@ -17,7 +17,10 @@ a large argument or error fill the disk under ``$RLM_HOME``. The caps, all here:
   whole call tree (a run and its ``rlm_query`` children, grandchildren...): without them a
   cell starting child runs in a loop multiplies a run's caps by the runs the budget allows.
 * ``STORED_QUERY_CHARS``: characters of a ``search_chunks`` query kept in the memory
-  store's recall traces; ``SEARCH_QUERY_CHARS``: characters of a query searched at all.
+  store's recall traces; ``SEARCH_QUERY_CHARS``: characters of a query searched at all;
+  ``RUN_RECORDED_SEARCHES``: searches of one run recorded as recalls (a trace row, a row per
+  hit, reinforcement, links) in the memory store, which outlives the run: a cell looping on
+  ``search_chunks`` grew it without end. Later searches answer, unrecorded.
 * ``REMEMBERED_QUESTION_CHARS``, ``REMEMBERED_ANSWER_CHARS``, ``REMEMBERED_CELLS_CHARS``:
   what ``remember`` stores of a run.
 * Indexes: an index of a text context (not a file) lives as long as the session that made
@@ -45,6 +48,7 @@ TREE_CALL_EVENT_BYTES = 16 * 1024 * 1024
 TREE_EVENT_BYTES = 64 * 1024 * 1024
 STORED_QUERY_CHARS = 1_000
 SEARCH_QUERY_CHARS = 4_000
+RUN_RECORDED_SEARCHES = 200
 REMEMBERED_QUESTION_CHARS = 8_000
 REMEMBERED_ANSWER_CHARS = 64_000
 REMEMBERED_CELLS_CHARS = 64_000

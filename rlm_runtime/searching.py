@@ -60,6 +60,8 @@ class ChunkSearch:
         self._lock = threading.Lock()
         #: Memory chunk ids the current run searched or read (for ``remember``).
         self.memory_ids_read: list[int] = []
+        self._recorded: dict[str | None, int] = {}  # searches recorded in the memory store, by run
+        self._recorded_lock = threading.Lock()
 
     def set_contexts(self, handles: Sequence[Any]) -> None:
         self.handles = list(handles)
@@ -138,7 +140,8 @@ class ChunkSearch:
                 hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
                 found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
             if self.memory is not None:
-                hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=True, run_id=run_id)
+                hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=self._may_record(run_id),
+                                          run_id=run_id)
                 found += [(f"m{h.chunk_id}", h) for h in hits]
                 self.memory_ids_read += [h.chunk_id for h in hits]
         except RunFailed:  # cancelled, or out of time: the run ends, not the call
@@ -147,6 +150,13 @@ class ChunkSearch:
             raise HostCallError(f"search_chunks failed: {e}") from e
         found.sort(key=lambda pair: pair[1].score, reverse=True)
         return [_hit(cid, h) for cid, h in found[:k]]
+
+    def _may_record(self, run_id: str | None) -> bool:
+        """Whether this search of ``run_id`` is recorded in the memory store (``hostwrites``)."""
+        with self._recorded_lock:
+            done = self._recorded.get(run_id, 0)
+            self._recorded[run_id] = done + 1
+        return done < hostwrites.RUN_RECORDED_SEARCHES
 
     def read(self, chunk_id: str, around: int = 0) -> str:
         """A chunk's text, with ``around`` neighbours each side, headed by where it is from."""

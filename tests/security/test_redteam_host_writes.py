@@ -50,3 +50,28 @@ def test_child_runs_do_not_multiply_the_call_event_cap(tmp_path: Path, monkeypat
     assert call_bytes <= TREE_CAP
     ends = [e for e in events if e["type"] == "run_end"]
     assert sum(e.get("dropped_events", 0) for e in ends) > 0
+
+
+def test_a_search_chunks_flood_records_a_bounded_number_of_recalls(_rlm_home: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """It records at most RUN_RECORDED_SEARCHES of a run's searches in the memory store, while every search still answers."""
+    import sqlite3
+
+    from rlm_runtime.memory.store import MemoryStore, default_store_path
+
+    monkeypatch.setattr(hostwrites, "RUN_RECORDED_SEARCHES", 30, raising=False)
+    store_path = default_store_path()
+    with MemoryStore(store_path) as store:
+        for i in range(60):
+            store.add_text(f"alpha beta gamma note {i}: the search finds it", source=f"notes{i}")
+    cell = ("n = 0\nfor i in range(300):\n    n += len(search_chunks('alpha note ' + str(i) + ' ' + 'x' * 900, k=50))\n"
+            "print('hits', n)")
+    root = ScriptedClient([code(cell), code("FINAL('done')")])
+    with Session(root, contexts=["some text"], limits=RunLimits(max_iterations=3, max_wall_s=240.0), memory=True) as s:
+        result = s.ask("q")
+    assert result.answer == "done", result.error
+    assert "hits 15000" in root.prompts[1][-1]["content"]
+    with sqlite3.connect(store_path) as conn:
+        (traces,) = conn.execute("SELECT count(*) FROM recall_traces").fetchone()
+        (rows,) = conn.execute("SELECT count(*) FROM trace_chunks").fetchone()
+    assert traces <= 30 and rows <= 30 * 50
