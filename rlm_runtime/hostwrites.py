@@ -22,7 +22,9 @@ a large argument or error fill the disk under ``$RLM_HOME``. The caps, all here:
   hit, reinforcement, links) in the memory store, which outlives the run: a cell looping on
   ``search_chunks`` grew it without end. Later searches answer, unrecorded.
 * ``REMEMBERED_QUESTION_CHARS``, ``REMEMBERED_ANSWER_CHARS``, ``REMEMBERED_CELLS_CHARS``:
-  what ``remember`` stores of a run.
+  what ``remember`` stores of a run; ``REMEMBERED_READ_IDS``: the distinct memory chunks a
+  run read that its remembered chunks name (in each one's ``meta``) and link to (every
+  search's hits were kept, repeats and all, in every chunk's ``meta``).
 * Indexes: an index of a text context (not a file) lives as long as the session that made
   it (removed at close; one left by a process that died is removed by the next session that
   searches); an index of a file is reused and removed after ``PATH_INDEX_MAX_AGE_S``
@@ -52,6 +54,7 @@ RUN_RECORDED_SEARCHES = 200
 REMEMBERED_QUESTION_CHARS = 8_000
 REMEMBERED_ANSWER_CHARS = 64_000
 REMEMBERED_CELLS_CHARS = 64_000
+REMEMBERED_READ_IDS = 1_000
 PATH_INDEX_MAX_AGE_S = 30 * 24 * 3600.0
 
 #: Events sandboxed code can multiply by calling host functions in a loop.

@@ -75,3 +75,25 @@ def test_a_search_chunks_flood_records_a_bounded_number_of_recalls(_rlm_home: Pa
         (traces,) = conn.execute("SELECT count(*) FROM recall_traces").fetchone()
         (rows,) = conn.execute("SELECT count(*) FROM trace_chunks").fetchone()
     assert traces <= 30 and rows <= 30 * 50
+
+
+def test_a_remembered_answer_keeps_a_bounded_list_of_the_chunks_read(_rlm_home: Path) -> None:
+    """It stores at most REMEMBERED_READ_IDS distinct chunk ids read by a run whose cell searched the memory thousands of times."""
+    import sqlite3
+
+    from rlm_runtime.memory.store import MemoryStore, default_store_path
+
+    store_path = default_store_path()
+    with MemoryStore(store_path) as store:
+        for i in range(60):
+            store.add_text(f"alpha beta gamma note {i}: the search finds it", source=f"notes{i}")
+    cell = "for i in range(2000):\n    search_chunks('alpha note', k=50)\nprint('searched')"
+    root = ScriptedClient([code(cell), code("FINAL('done')")])
+    with Session(root, contexts=["some text"], limits=RunLimits(max_iterations=3, max_wall_s=240.0), memory=True,
+                 remember=True) as s:
+        result = s.ask("q")
+    assert result.answer == "done", result.error
+    with sqlite3.connect(store_path) as conn:
+        metas = [json.loads(m) for (m,) in conn.execute("SELECT meta FROM chunks WHERE run_id IS NOT NULL AND meta IS NOT NULL")]
+    assert metas and all(len(m["read_chunk_ids"]) <= hostwrites.REMEMBERED_READ_IDS for m in metas)
+    assert all(len(m["read_chunk_ids"]) == len(set(m["read_chunk_ids"])) for m in metas)
