@@ -58,7 +58,6 @@ class ChunkSearch:
         self._own_files: list[Path] = []
         self._swept = False
         self._lock = threading.Lock()
-        #: Memory chunk ids the current run searched or read (for ``remember``).
         #: Memory chunks the current question read, distinct, in order, at most REMEMBERED_READ_IDS.
         self.memory_ids_read: dict[int, None] = {}
         self._recorded: dict[str | None, int] = {}  # searches recorded in the memory store, by run
