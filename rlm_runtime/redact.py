@@ -194,8 +194,11 @@ class Redactor:
         head = self.text(text[: limit + CLIP_MARGIN])
         return head[:limit] + note
 
-    def value(self, value: Any) -> Any:
-        """Plain data (str, list, dict...) with the known secrets masked in every string."""
+    def value(self, value: Any, *, shapes: bool = False) -> Any:
+        """Plain data (str, list, dict...) with the known secrets masked in every string
+        (and the credential shapes, with ``shapes``)."""
+        if shapes:
+            return _walk(value, self.text)
         if self._known is None:
             return value
         return _walk(value, self.known)
