@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import hostwrites, redact
-from rlm_runtime.context import CorpusHandle, open_context
+from rlm_runtime.context import CorpusHandle, TextHandle, open_context
 from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError, WorkersBusy
 from rlm_runtime.llm.base import Usage
 from rlm_runtime.tools import Tool
@@ -59,7 +59,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("rlm_query takes a prompt str")
         if run.depth + 1 > run.tree.setup.limits.max_depth:
             return _plain(run, prompt, context, "rlm_query (plain call at max depth)")
-        handles = [] if context is None else [_child_context(context)]
+        handles = [] if context is None else [_child_context(context, run.tree.budget.check_time)]
         try:
             child = run.child(prompt, handles)
         except WorkersBusy as e:
@@ -201,9 +201,22 @@ def _as_text(context: Any) -> str:
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
 
 
-def _child_context(context: Any) -> Any:
+#: Texts of an ``rlm_query`` list made into documents between two looks at the budget.
+_STOP_EVERY = 1024
+
+
+def _child_context(context: Any, stop: Callable[[], None]) -> Any:
+    """The handle of a child run's context. A list can hold a million texts, each a document
+    to make: ``stop`` (``Budget.check_time``) is called between batches, so ``cancel()`` and
+    ``max_wall_s`` reach the work (``Cancelled`` ends the run)."""
     if isinstance(context, str):
         return open_context(context, as_text=True, name="sub_context")
     if isinstance(context, list) and all(isinstance(c, str) for c in context):
-        return CorpusHandle.from_items([open_context(c, as_text=True, name=f"doc{i}") for i, c in enumerate(context)])
+        docs = []
+        for i, text in enumerate(context):
+            if i % _STOP_EVERY == 0:
+                stop()
+            docs.append(TextHandle(text, name=f"doc{i}"))  # text, never a path: what open_context(as_text) makes
+        stop()
+        return CorpusHandle.from_items(docs)
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
