@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import hostwrites, redact
 from rlm_runtime.context import CorpusHandle, TextHandle, open_context
-from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError, WorkersBusy
+from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, LLMError, RLMError, WorkersBusy
 from rlm_runtime.llm.base import Usage
 from rlm_runtime.tools import Tool
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: Characters of a prompt or reply kept in a sub_call event.
 EVENT_TEXT_CHARS = 4000
+#: Prompts of an ``llm_query_batched`` list sent between two looks at the budget.
+_BATCH_WINDOW = 256
 
 
 def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
@@ -45,13 +47,28 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         def one(p: str) -> str:
             try:
                 return sub_call(run, "llm_query", p)
+            except Cancelled:
+                raise  # the question ends: no prompt after it is sent
             except BudgetExceeded as e:
                 return hostwrites.host_error(f"[ERROR] budget: {e}")
             except Exception as e:  # a failed prompt's error goes into the worker: redacted and short
                 return hostwrites.host_error(f"[ERROR] {type(e).__name__}: {e}")
 
+        # A list can hold a million prompts: they go in windows, with a look at the budget
+        # between two, so that cancel() stops the batch, and a spent budget answers the rest
+        # at once instead of one refused call (and event) per prompt.
+        replies: list[str] = []
         with ThreadPoolExecutor(max_workers=min(run.tree.slots.size, len(prompts))) as pool:
-            return list(pool.map(one, prompts))
+            for start in range(0, len(prompts), _BATCH_WINDOW):
+                try:
+                    with run.tree.budget.reserve(0, 0):  # cancelled, out of time, or no call left?
+                        pass
+                except BudgetExceeded as e:
+                    run.budget_error = run.budget_error or e
+                    refused = hostwrites.host_error(f"[ERROR] budget: {e}")
+                    return replies + [refused] * (len(prompts) - start)
+                replies += pool.map(one, prompts[start:start + _BATCH_WINDOW])
+        return replies
 
     def rlm_query(prompt: str, context: Any = None) -> str:
         """A child RLM over ``context`` (str or list of str) at depth+1."""
