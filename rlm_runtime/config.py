@@ -171,9 +171,20 @@ def local_engine_choice(environ: dict[str, str] | None = None) -> str | None:
 
 #: Names of environment variables whose values are credentials (``redact`` masks their values
 #: wherever they appear in text the host hands to sandboxed code or writes to a file).
-#: Matched against the name's words (split on ``_``): ``TIKTOKEN_CACHE_DIR`` is not a token.
+#: Matched against the name's words (split on ``_``), a trailing S dropped (``API_KEYS``):
+#: the short words whole (``PAT`` is not ``PATH``), the long ones anywhere in a word
+#: (``PGPASSWORD``, ``MYAPIKEY``, ``SLACKTOKEN``), but for the tokenizers' own settings.
 _SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "CREDENTIAL",
                            "CREDENTIALS", "AUTH", "PAT"})
+_SECRET_PARTS = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATEKEY")
+_NOT_SECRET_WORDS = frozenset({"TIKTOKEN", "TOKENIZER", "TOKENIZERS"})
+
+
+def _secret_word(word: str) -> bool:
+    if word in _NOT_SECRET_WORDS:
+        return False
+    bare = word[:-1] if word.endswith("S") and len(word) > 3 else word
+    return word in _SECRET_WORDS or bare in _SECRET_WORDS or any(part in word for part in _SECRET_PARTS)
 
 
 #: Words of the names of variables that may hold a URL with ``user:pass@``.
@@ -196,7 +207,7 @@ def _credential_names(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[st
     keys, urls = [], []
     for name in list(env):
         words = set(name.upper().split("_"))
-        if _SECRET_WORDS & words and name.upper() != "PWD":
+        if any(_secret_word(w) for w in words) and name.upper() != "PWD":
             keys.append(name)
         elif _URL_WORDS & words:
             urls.append(name)

@@ -8,24 +8,29 @@ trajectory must never store them. ``redact`` replaces, with ``[REDACTED]``:
 * every secret the runtime knows: the ``api_key`` and URL credentials of every model client
   made in this process (``add_secret``), and the values of the environment's key-like
   variables (``config.secret_env_values``: ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``...);
+  each also in the forms a message quotes it in (``_forms``: JSON-escaped, percent-encoded,
+  base64 at any alignment, hex), and cut by line breaks (a provider's body wrapped at 76
+  columns, a ``\n`` escape between two of its characters);
 * the userinfo of any URL (``scheme://user:pass@host`` -> ``scheme://[REDACTED]@host``);
 * ``Authorization:`` / ``Proxy-Authorization:`` values, ``Bearer``/``Basic`` credentials,
   ``api_key=...`` / ``"token": "..."`` pairs;
 * token shapes of the common providers (``sk-...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``,
   ``AIza...``, ``hf_...``).
 
-Linear in the text (RE2, and ``str.replace`` per known secret). ``redact_clipped`` bounds
+Linear in the text (RE2: the known secrets are one pattern, the shapes another). ``redact_clipped`` bounds
 the work too: only ``limit`` characters (and a margin, so a secret cut by the limit is still
 found whole) are looked at.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 import re2
 
@@ -54,6 +59,14 @@ _PATTERN = re2.compile(
     br"|\bgithub_pat_[A-Za-z0-9_]{20,}|\bxox[abposr]-[A-Za-z0-9\-]{10,}|\bAKIA[0-9A-Z]{16}\b"
     br"|\bAIza[0-9A-Za-z_\-]{30,}|\bhf_[A-Za-z0-9]{20,}"
 )
+
+#: What a line wrap can put between two characters of a known secret: whitespace, or the
+#: escape of a line break (a JSON body, a ``repr``). Nothing else: a secret is not found in
+#: ordinary text by accident.
+_GAP = rb"(?:[\t\n\r\x0b\x0c ]|\\[nrt])*"
+
+#: Memory RE2 may use for the pattern of the known secrets (hundreds of keys, each in ~15 forms).
+_KNOWN_MAX_MEM = 64 << 20
 
 _lock = threading.Lock()
 _known: set[str] = set()
@@ -98,18 +111,56 @@ def _secrets() -> list[str]:
         return found
 
 
+def _forms(secret: str) -> set[str]:
+    """The ways a message can quote ``secret``: as is, JSON-escaped (``ensure_ascii`` or not),
+    percent-encoded (upper or lower hex, ``+`` for a space), hex, and base64 (both alphabets):
+    for base64, the characters that depend on the secret alone, at each of the three
+    alignments it can start at in a longer encoded text."""
+    raw = secret.encode("utf-8", "surrogatepass")
+    forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1], raw.hex(), raw.hex().upper()}
+    for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
+        forms.add(encoded)
+        forms.add(re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded))
+    for start in range(3):
+        whole = raw[start:][: (len(raw) - start) // 3 * 3]
+        if len(whole) >= 6:
+            forms.add(base64.b64encode(whole).decode())
+            forms.add(base64.urlsafe_b64encode(whole).decode())
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+_patterns: dict[tuple[str, ...], Any] = {}
+
+
+def _known_pattern(secrets: tuple[str, ...]) -> Any:
+    """One RE2 pattern matching every form of every secret, a line wrap allowed between
+    two characters (compiled once per set of secrets)."""
+    with _lock:
+        found = _patterns.get(secrets)
+    if found is not None:
+        return found
+    forms = sorted({f for s in secrets for f in _forms(s)}, key=len, reverse=True)  # longest first: a key holding another goes whole
+    alternatives = [_GAP.join(re2.escape(c.encode("utf-8", "surrogatepass")) for c in form) for form in forms]
+    options = re2.Options()
+    options.max_mem = _KNOWN_MAX_MEM
+    pattern = re2.compile(b"|".join(alternatives), options)
+    with _lock:
+        if len(_patterns) > 16:  # sets of secrets change rarely: keep the last few
+            _patterns.clear()
+        _patterns[secrets] = pattern
+    return pattern
+
+
 class Redactor:
     """The secrets known when it was made, applied to many texts (one event's fields, say)."""
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
         self.secrets: list[str] = list(secrets) if secrets is not None else _secrets()
+        self._known = _known_pattern(tuple(self.secrets)) if self.secrets else None
 
     def text(self, text: str) -> str:
         """``text`` with every secret and credential shape masked."""
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return self._shapes(text)
+        return self._shapes(self.known(text))
 
     @staticmethod
     def _shapes(text: str) -> str:
@@ -121,19 +172,17 @@ class Redactor:
     def json_line(self, line: str) -> str:
         """A JSON text with every secret masked, inside its strings (a known secret is
         looked for as JSON writes it too; no credential shape matches across a quote)."""
-        for secret in self.secrets:
-            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-            for form in {secret, escaped}:
-                if form in line:
-                    line = line.replace(form, MASK)
-        return self._shapes(line)
+        return self.text(line)
 
     def known(self, text: str) -> str:
-        """``text`` with the known secrets masked (the shapes left: for data, not messages)."""
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
+        """``text`` with the known secrets masked, in any of their forms (the shapes left:
+        for data, not messages)."""
+        if self._known is None:
+            return text
+        raw = text.encode("utf-8", "surrogatepass")
+        if self._known.search(raw) is None:
+            return text
+        return bytes(self._known.sub(_BMASK, raw)).decode("utf-8", "surrogatepass")
 
     def clipped(self, text: str, limit: int, note: str = "") -> str:
         """``text`` redacted and cut to at most ``limit`` characters (plus ``note`` when cut).
@@ -145,9 +194,12 @@ class Redactor:
         head = self.text(text[: limit + CLIP_MARGIN])
         return head[:limit] + note
 
-    def value(self, value: Any) -> Any:
-        """Plain data (str, list, dict...) with the known secrets masked in every string."""
-        if not self.secrets:
+    def value(self, value: Any, *, shapes: bool = False) -> Any:
+        """Plain data (str, list, dict...) with the known secrets masked in every string
+        (and the credential shapes, with ``shapes``)."""
+        if shapes:
+            return _walk(value, self.text)
+        if self._known is None:
             return value
         return _walk(value, self.known)
 

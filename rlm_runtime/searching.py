@@ -24,7 +24,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +58,10 @@ class ChunkSearch:
         self._own_files: list[Path] = []
         self._swept = False
         self._lock = threading.Lock()
-        #: Memory chunk ids the current run searched or read (for ``remember``).
-        self.memory_ids_read: list[int] = []
+        #: Memory chunks the current question read, distinct, in order, at most REMEMBERED_READ_IDS.
+        self.memory_ids_read: dict[int, None] = {}
+        self._recorded: dict[str | None, int] = {}  # searches recorded in the memory store, by run
+        self._recorded_lock = threading.Lock()
 
     def set_contexts(self, handles: Sequence[Any]) -> None:
         self.handles = list(handles)
@@ -138,15 +140,29 @@ class ChunkSearch:
                 hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
                 found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
             if self.memory is not None:
-                hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=True, run_id=run_id)
+                hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=self._may_record(run_id),
+                                          run_id=run_id)
                 found += [(f"m{h.chunk_id}", h) for h in hits]
-                self.memory_ids_read += [h.chunk_id for h in hits]
+                self._note_read(h.chunk_id for h in hits)
         except RunFailed:  # cancelled, or out of time: the run ends, not the call
             raise
         except RLMError as e:
             raise HostCallError(f"search_chunks failed: {e}") from e
         found.sort(key=lambda pair: pair[1].score, reverse=True)
         return [_hit(cid, h) for cid, h in found[:k]]
+
+    def _note_read(self, ids: Iterable[int]) -> None:
+        for i in ids:
+            if len(self.memory_ids_read) >= hostwrites.REMEMBERED_READ_IDS:
+                return
+            self.memory_ids_read.setdefault(i)
+
+    def _may_record(self, run_id: str | None) -> bool:
+        """Whether this search of ``run_id`` is recorded in the memory store (``hostwrites``)."""
+        with self._recorded_lock:
+            done = self._recorded.get(run_id, 0)
+            self._recorded[run_id] = done + 1
+        return done < hostwrites.RUN_RECORDED_SEARCHES
 
     def read(self, chunk_id: str, around: int = 0) -> str:
         """A chunk's text, with ``around`` neighbours each side, headed by where it is from."""
@@ -160,7 +176,7 @@ class ChunkSearch:
         except RLMError as e:
             raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
         if store is self.memory:
-            self.memory_ids_read.append(number)
+            self._note_read([number])
         return _render(view)
 
     def _locate(self, chunk_id: Any) -> tuple[MemoryStore, int]:

@@ -184,7 +184,7 @@ class Session:
             variables = self._variables() if turn > 0 or self._cells > 0 else ""
             tree = Tree(setup, Budget(setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
                         search=self.search)
-            self.search.memory_ids_read = []
+            self.search.memory_ids_read = {}
             began = time.monotonic()
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
             with self._running(tree):
@@ -203,7 +203,7 @@ class Session:
             raise ConfigError("remember needs a memory store: Session(memory=True) or a store path")
         try:
             ids = self.memory.remember(question, result.answer or "", run_id=run.run_id, trajectory=self._trace_path,
-                                       cells=run.cells, read_chunk_ids=self.search.memory_ids_read)
+                                       cells=run.cells, read_chunk_ids=list(self.search.memory_ids_read))
         except RLMError as e:  # the answer stands; say why nothing was stored
             self._emit({"type": "tool_call", "run_id": run.run_id, "parent_id": None, "depth": 0, "name": "remember",
                         "args": "", "result": "", "error": str(e), "duration_s": 0.0})

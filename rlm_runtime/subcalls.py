@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import hostwrites, redact
-from rlm_runtime.context import CorpusHandle, open_context
-from rlm_runtime.errors import BudgetExceeded, HostCallError, LLMError, RLMError, WorkersBusy
+from rlm_runtime.context import CorpusHandle, TextHandle, open_context
+from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, LLMError, RLMError, WorkersBusy
 from rlm_runtime.llm.base import Usage
 from rlm_runtime.tools import Tool
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: Characters of a prompt or reply kept in a sub_call event.
 EVENT_TEXT_CHARS = 4000
+#: Prompts of an ``llm_query_batched`` list sent between two looks at the budget.
+_BATCH_WINDOW = 256
 
 
 def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
@@ -45,13 +47,28 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         def one(p: str) -> str:
             try:
                 return sub_call(run, "llm_query", p)
+            except Cancelled:
+                raise  # the question ends: no prompt after it is sent
             except BudgetExceeded as e:
                 return hostwrites.host_error(f"[ERROR] budget: {e}")
             except Exception as e:  # a failed prompt's error goes into the worker: redacted and short
                 return hostwrites.host_error(f"[ERROR] {type(e).__name__}: {e}")
 
+        # A list can hold a million prompts: they go in windows, with a look at the budget
+        # between two, so that cancel() stops the batch, and a spent budget answers the rest
+        # at once instead of one refused call (and event) per prompt.
+        replies: list[str] = []
         with ThreadPoolExecutor(max_workers=min(run.tree.slots.size, len(prompts))) as pool:
-            return list(pool.map(one, prompts))
+            for start in range(0, len(prompts), _BATCH_WINDOW):
+                try:
+                    with run.tree.budget.reserve(0, 0):  # cancelled, out of time, or no call left?
+                        pass
+                except BudgetExceeded as e:
+                    run.budget_error = run.budget_error or e
+                    refused = hostwrites.host_error(f"[ERROR] budget: {e}")
+                    return replies + [refused] * (len(prompts) - start)
+                replies += pool.map(one, prompts[start:start + _BATCH_WINDOW])
+        return replies
 
     def rlm_query(prompt: str, context: Any = None) -> str:
         """A child RLM over ``context`` (str or list of str) at depth+1."""
@@ -59,7 +76,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("rlm_query takes a prompt str")
         if run.depth + 1 > run.tree.setup.limits.max_depth:
             return _plain(run, prompt, context, "rlm_query (plain call at max depth)")
-        handles = [] if context is None else [_child_context(context)]
+        handles = [] if context is None else [_child_context(context, run.tree.budget.check_time)]
         try:
             child = run.child(prompt, handles)
         except WorkersBusy as e:
@@ -201,9 +218,22 @@ def _as_text(context: Any) -> str:
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
 
 
-def _child_context(context: Any) -> Any:
+#: Texts of an ``rlm_query`` list made into documents between two looks at the budget.
+_STOP_EVERY = 1024
+
+
+def _child_context(context: Any, stop: Callable[[], None]) -> Any:
+    """The handle of a child run's context. A list can hold a million texts, each a document
+    to make: ``stop`` (``Budget.check_time``) is called between batches, so ``cancel()`` and
+    ``max_wall_s`` reach the work (``Cancelled`` ends the run)."""
     if isinstance(context, str):
         return open_context(context, as_text=True, name="sub_context")
     if isinstance(context, list) and all(isinstance(c, str) for c in context):
-        return CorpusHandle.from_items([open_context(c, as_text=True, name=f"doc{i}") for i, c in enumerate(context)])
+        docs = []
+        for i, text in enumerate(context):
+            if i % _STOP_EVERY == 0:
+                stop()
+            docs.append(TextHandle(text, name=f"doc{i}"))  # text, never a path: what open_context(as_text) makes
+        stop()
+        return CorpusHandle.from_items(docs)
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")

@@ -215,8 +215,10 @@ class MemoryStore:
         chunks the run read (which are linked ``co_recalled``: read together for one answer)
         and ``context_of`` the run's other chunks. Returns the ids, the answer's first."""
         now = self.clock()
+        # Each search a cell made added its hits: distinct ones, and a bounded number (``hostwrites``).
+        read = list(dict.fromkeys(read_chunk_ids))[: hostwrites.REMEMBERED_READ_IDS]
         meta = {"run_id": run_id, "trajectory": os.fspath(trajectory) if trajectory is not None else None,
-                "read_chunk_ids": list(read_chunk_ids)}
+                "read_chunk_ids": read}
         # What a run stores is bounded (``hostwrites``): the answer is whatever sandboxed code passed to FINAL.
         question = hostwrites.clip(question, hostwrites.REMEMBERED_QUESTION_CHARS)
         answer = hostwrites.clip(answer, hostwrites.REMEMBERED_ANSWER_CHARS)
@@ -227,7 +229,7 @@ class MemoryStore:
             writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta)
             answer_ids = writer.write(conn, answer_pieces, now)
             cell_ids = writer.write(conn, cell_pieces, now)
-            used = [i for i in dict.fromkeys(read_chunk_ids) if conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone()]
+            used = [i for i in read if conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone()]
             for a in answer_ids:
                 for b in used[:MAX_DERIVED]:
                     links.upsert(conn, a, b, "derived_from", 1.0, now)

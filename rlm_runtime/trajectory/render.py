@@ -5,7 +5,8 @@ Both take a ``Trace`` (``read_trace``), or event dicts (``read_events``, or even
 from ``on_event``), which they read through the same reader. Both show model and cell text
 with its control characters escaped (``termsafe``): a trace replays what a model wrote, so
 it must not drive the terminal, forge lines of the tree, or hide or reorder text on the
-page. Events of types this version does not know are skipped, and the views say so.
+page. Events of types this version does not know are skipped, and the views say so. What they
+show is redacted like what the writer writes: the file may be older than that.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from rlm_runtime.redact import Redactor
 from rlm_runtime.termsafe import printable
 from rlm_runtime.trajectory.events import (
     Cell,
@@ -41,10 +43,15 @@ _MAX_NESTING = 100
 
 
 def _as_trace(events: Trace | Iterable[dict[str, Any]]) -> Trace:
-    if isinstance(events, Trace):
-        return events
-    trace = getattr(events, "trace", None)  # read_events' list carries the Trace it read
-    return trace if isinstance(trace, Trace) else Trace.from_dicts(list(events))
+    """The trace to show, redacted (``redact``): a file written before the writer redacted
+    its lines, or by another program, can hold keys, and a view is printed or shared."""
+    if not isinstance(events, Trace):
+        found = getattr(events, "trace", None)  # read_events' list carries the Trace it read
+        events = found if isinstance(found, Trace) else Trace.from_dicts(list(events))
+    redactor = Redactor()
+    clean = Trace.from_dicts([redactor.value(e, shapes=True) for e in events.to_dicts()], events.path)
+    clean.notes = list(events.notes)
+    return clean
 
 
 def _clip(text: Any, n: int) -> str:
