@@ -235,7 +235,11 @@ def test_ctrl_c_at_random_points_leaves_nothing_after_close(zygote: Zygote) -> N
     thread = threading.Thread(target=interrupter, daemon=True)
     try:
         thread.start()
-        for _round in range(3):
+        rounds = 0
+        # Three rounds, and more (up to eight) until 20 interrupts have landed in execute():
+        # on a loaded machine fewer land per round (the count, not the behaviour, varies).
+        while rounds < 3 or (landed[0] < 20 and rounds < 8):
+            rounds += 1
             sb = Sandbox("default", FAST, zygote=zygote, host_functions=functions)
             box[:] = [sb]
             deadline = time.monotonic() + 2.5
