@@ -12,16 +12,16 @@ line, never an exception that stops the batch:
 * arrays and objects nest at most ``MAX_DEPTH`` deep (deeper ones would hit the recursion
   limit in a later ``json.dumps`` or hash).
 
-Each check is linear in the line's size.
+Each check is linear in the line's size (``strictjson``, shared with memory imports).
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from rlm_runtime import strictjson
 
 #: Bytes of one line, at most (a task's inline context counts).
 MAX_LINE_BYTES = 32 << 20
@@ -62,53 +62,4 @@ def parse_line(text: str) -> Any:
     Raises:
         ValueError: the line is not JSON, or breaks a rule; the message says which.
     """
-    try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: {e.msg} at column {e.colno}") from None
-    except RecursionError:
-        raise ValueError(f"nested more than {MAX_DEPTH} deep") from None
-    _check(value)
-    return value
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:30]} is out of range")
-    return value
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text):,} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def _check(value: Any) -> None:
-    """Depth and strings of a parsed value, iteratively (no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            _encodable(item)
-        elif isinstance(item, (list, dict)):
-            if depth > MAX_DEPTH:
-                raise ValueError(f"nested more than {MAX_DEPTH} deep")
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    _encodable(key)
-                    stack.append((child, depth + 1))
-            else:
-                stack.extend((child, depth + 1) for child in item)
-
-
-def _encodable(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"a string holds an unpaired surrogate (\\u{ord(text[e.start]):04x})") from None
+    return strictjson.loads(text, max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS)

@@ -16,12 +16,16 @@ import math
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from rlm_runtime import strictjson
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.value_check import MAX_JSON_DEPTH
 
 #: Longest line read (characters): a chunk's text is a few KB; an export line holds one record.
 MAX_LINE_CHARS = 16 << 20
 _INT_DIGITS = 19  # SQLite integers are 64-bit
+#: Nesting of a whole line: a record is shallow but for its meta (at most MAX_JSON_DEPTH, checked with
+#: the field, so its error names it); anything deeper is refused as the line is parsed.
+_LINE_DEPTH = 4 * MAX_JSON_DEPTH
 _INT64 = 2**63
 
 
@@ -49,36 +53,14 @@ def parse(number: int, line: str) -> dict[str, Any]:
     except UnicodeEncodeError as e:  # undecodable bytes, kept as surrogates by the reader
         raise StoreError(f"line {number} is not UTF-8 text; nothing was imported") from e
     try:
-        value = json.loads(line, parse_int=_int, parse_float=_float, parse_constant=_constant)
-    except json.JSONDecodeError as e:
-        raise StoreError(f"line {number} is not JSON: {e}; nothing was imported") from e
+        # Strings are checked field by field below (a lone surrogate names its field).
+        value = strictjson.loads(line, max_depth=_LINE_DEPTH, max_int_digits=_INT_DIGITS, strings=False)
     except ValueError as e:
-        raise StoreError(f"line {number}: {e}; nothing was imported") from e
-    except RecursionError as e:
-        raise StoreError(f"line {number} is JSON nested too deeply; nothing was imported") from e
+        said = f" is {e}" if str(e).startswith("not JSON") else f": {e}"
+        raise StoreError(f"line {number}{said}; nothing was imported") from e
     if not isinstance(value, dict):
         raise StoreError(f"line {number} is a JSON {type(value).__name__}, not a record (an object); nothing was imported")
     return value
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > _INT_DIGITS:
-        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (at most {_INT_DIGITS})")
-    return int(text)
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number an export holds")
-
-
-# --- the fields of each record type ---------------------------------------------------------
 
 
 def _is_int(v: Any) -> bool:
@@ -111,22 +93,11 @@ def _texts(v: Any) -> bool:
     return isinstance(v, list) and all(_is_text(t) for t in v)
 
 
-def _depth(v: Any) -> int:
-    """How deep ``v`` nests (a scalar 0), without recursion."""
-    deepest, todo = 0, [(v, 0)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level + 1)
-            todo += [(x, level + 1) for x in (item.values() if isinstance(item, dict) else item)]
-    return deepest
-
-
 def _meta(v: Any) -> bool:
     if v is None:
         return True
     # An imported meta is read back by Python on every search: keep it shallow (MAX_JSON_DEPTH).
-    if not isinstance(v, dict) or _depth(v) > MAX_JSON_DEPTH:
+    if not isinstance(v, dict) or strictjson.nests_deeper(v, MAX_JSON_DEPTH):
         return False
     try:
         json.dumps(v, ensure_ascii=False).encode("utf-8")

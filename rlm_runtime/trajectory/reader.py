@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from rlm_runtime import strictjson
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.trajectory.events import (
     SCHEMA_VERSION,
@@ -215,28 +216,13 @@ def _lines(p: Path, data: bytes, notes: list[str]) -> Iterator[tuple[int, Any]]:
             reason = (e.msg if isinstance(e, json.JSONDecodeError) else
                       "not UTF-8" if isinstance(e, UnicodeDecodeError) else "a number too long to read")
             raise ConfigError(f"{p}:{n}: not a trace event ({reason})") from e
-        if value is _TOO_DEEP or _too_deep(value):
+        if value is _TOO_DEEP or strictjson.nests_deeper(value, MAX_NESTING):
             notes.append(f"line {n} is nested more than {MAX_NESTING} levels deep and is skipped")
             continue
         yield n, value
 
 
 _TOO_DEEP = object()
-
-
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests lists and objects more than ``MAX_NESTING`` deep (an
-    iterative walk: the value itself may be as deep as the parser allowed)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > MAX_NESTING:
-            return True
-        if isinstance(v, list):
-            stack.extend((x, depth + 1) for x in v)
-        elif isinstance(v, dict):
-            stack.extend((x, depth + 1) for x in v.values())
-    return False
 
 
 def _parse(items: Iterable[tuple[int, Any]], where: Callable[[int], str]) -> tuple[list[Record], int]:
