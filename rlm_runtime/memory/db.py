@@ -147,39 +147,32 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
 def _check_is_store(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not a memory store, before any statement could change it (WAL
     mode alone rewrites the header): a new or empty file is a new store; a database with
-    tables is one only if it has the store's ``_migrations`` table."""
-    try:
-        names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    except sqlite3.DatabaseError as e:
-        conn.close()
-        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
-    if names and "_migrations" not in names:
-        conn.close()
-        shown = ", ".join(sorted(names)[:5]) + (" ..." if len(names) > 5 else "")
-        raise NotAMemoryStore(f"{path} is an SQLite database of something else (tables {shown}), not a memory store; "
-                              "it was left unchanged")
+    tables is one only if it has the store's ``_migrations`` table, holds no schema object
+    our migrations do not make (SQLite would run a trigger or a view in this process), and
+    no value of another type than its column declares. The file is left unchanged."""
     from rlm_runtime.memory.migrations import unexpected_objects  # migrations imports this module
-
-    try:
-        extra = unexpected_objects(conn)
-    except sqlite3.DatabaseError as e:
-        conn.close()
-        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
-    if extra:
-        conn.close()
-        shown = ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else "")
-        raise NotAMemoryStore(f"{path} holds schema objects the memory store does not make ({shown}): refused, since "
-                              "SQLite would run them in this process; it was left unchanged")
     from rlm_runtime.memory.value_check import malformed_values
 
-    try:
-        bad = malformed_values(conn)
-    except sqlite3.DatabaseError as e:
-        conn.close()
-        raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
-    if bad:
-        conn.close()
-        raise NotAMemoryStore(f"{path} is not a memory store this version wrote: {bad}; it was left unchanged")
+    refusals = ((_foreign_tables, "is an SQLite database of something else (tables {}), not a memory store"),
+                (unexpected_objects, "holds schema objects the memory store does not make ({}): refused, since "
+                                     "SQLite would run them in this process"),
+                (malformed_values, "is not a memory store this version wrote: {}"))
+    for check, refusal in refusals:
+        try:
+            found = check(conn)
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise NotAMemoryStore(f"{path} is not a memory store: {e}") from e
+        if found:
+            conn.close()
+            shown = found if isinstance(found, str) else ", ".join(found[:5]) + (" ..." if len(found) > 5 else "")
+            raise NotAMemoryStore(f"{path} {refusal.format(shown)}; it was left unchanged")
+
+
+def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
+    """The tables and views of a database that is not a store (no ``_migrations``), else []."""
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    return sorted(names) if names and "_migrations" not in names else []
 
 
 class Database:
