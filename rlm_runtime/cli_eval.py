@@ -4,7 +4,7 @@ suites, check task files, build reports and compare runs. Thin over ``rlm_runtim
     rlm eval TASKS.jsonl|SUITE --model M [--sub-model M] [--method rlm,direct] [--profile P]
              [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray [--address ADDR]] [--json]
     rlm eval suites [--json]
-    rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] -o tasks.jsonl
+    rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] [--split dev|heldout] -o tasks.jsonl
     rlm eval check TASKS.jsonl [--context-root DIR] [--allow-memory]
     rlm eval report DIR
     rlm eval compare DIR_A DIR_B [--json]
@@ -92,6 +92,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     p.add_argument("--lengths", default="10000,100000", help="context lengths in characters, comma-separated")
     p.add_argument("--n", type=int, default=5, help="tasks per length and family (default 5)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split", choices=("dev", "heldout"), help="for core, needle, aggregation, multi-hop: the same "
+                   "families over several text shapes and question wordings, the dev or the held-out part (no shape and "
+                   "template pair in both; rlm eval suites lists them); default: the suites as they always were")
     p.add_argument("-o", "--output", required=True, help="the task file to write (.jsonl)")
     p.add_argument("--json", action="store_true")
     p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad "
@@ -155,23 +158,29 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 
 def _suites(args: argparse.Namespace, outer: argparse.Namespace) -> int:
-    from rlm_runtime.eval.suites import list_suites
+    from rlm_runtime.eval.suites import list_suites, shaped
 
     rows = list_suites()
     if args.json:
         cli._print_json(outer, {"suites": [{"name": s.name, "families": list(s.families), "description": s.description,
-                                            "source": s.source} for s in rows]})
+                                            "source": s.source} for s in rows],
+                                "splits": {name: {"suites": list(shaped.FAMILIES), "shapes": list(p.shapes),
+                                                  "templates": list(p.templates)} for name, p in shaped.SPLITS.items()}})
         return cli.EXIT_OK
     for s in rows:
         cli._say(f"{s.name:13} {s.description}")
         cli._say(f"{'':13} text: {s.source}")
+    cli._say(f"\n--split (make {', '.join(shaped.FAMILIES)} or core over text shapes; no shape and template pair in both):")
+    for line in shaped.describe():
+        cli._say(f"  {line}")
     return cli.EXIT_OK
 
 
 def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     from rlm_runtime.eval.suites import write_suite
 
-    tasks = write_suite(args.suite, args.output, lengths=_lengths(args.lengths), n=args.n, seed=args.seed)
+    tasks = write_suite(args.suite, args.output, lengths=_lengths(args.lengths), n=args.n, seed=args.seed,
+                        split=args.split)
     folder = Path(args.output).parent / f"{Path(args.output).stem}_contexts"
     if args.json:
         cli._print_json(outer, {"tasks": len(tasks), "file": args.output, "contexts": str(folder)})
