@@ -66,6 +66,11 @@ def test_suite_name_runs_the_suite(rlm_cli, script: Path, tmp_path: Path) -> Non
                 "--no-report")
     assert r.code == 0, r.err
     assert r.json()["done"] == 2 and (out / "tasks" / "needle-s1.jsonl").exists()
+    out = tmp_path / "held"
+    r = rlm_cli("eval", "core", "--split", "heldout", "--lengths", "3000", "--n", "1", "--model", f"scripted:{script}",
+                "--out", out, "--json", "--no-report")
+    assert r.code == 0, r.err
+    assert r.json()["done"] == 3 and (out / "tasks" / "core-heldout-s1.jsonl").exists()
 
 
 def test_check_and_bad_lines(rlm_cli, tmp_path: Path, script: Path) -> None:  # type: ignore[no-untyped-def]

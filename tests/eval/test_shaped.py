@@ -38,6 +38,7 @@ def _gold(gen: Generated) -> str | int:
         return top
     bridge = by_key[meta["start"]][domain.ref]
     assert [bridge] == meta["bridges"] and bridge != meta["start"]
+    assert by_key[meta["start"]][meta["field"]] != by_key[bridge][meta["field"]]  # one hop is not enough
     return by_key[bridge][meta["field"]]
 
 

@@ -6,10 +6,11 @@ records (``records.py``), a naming style for its keys, a text shape (``shapes.py
 question template, and fills the context with records up to the length asked for. Gold
 answers are exact and follow from the records:
 
-* needle (lookup): one field of one record ("What is the status of db-07?"); contains;
+* needle (lookup): a value of one record ("What is the rack of db-07?"); contains;
 * aggregation: how many records carry a label (numeric), or the most common label (contains);
 * multi-hop: a value of the record that a record's reference names, two hops from the
-  question's key ("What is the office of Ada Kamir's manager?"); contains.
+  question's key ("What is the office of Ada Kamir's manager?"), never the same as the
+  start's own value of that field when another start allows it; contains.
 
 The split is by shape and by template, so no (shape, template) pair is in both parts:
 
@@ -99,7 +100,8 @@ def _ask(template: str, **fields: str) -> str:
 def lookup(split: str, rng: random.Random, length: int) -> Generated:
     domain, records, context, ti, meta = _setup(rng, split, length)
     record = rng.choice(records)
-    field = rng.choice([domain.label, *(name for name, _ in domain.values)])
+    # A plain value, not the label: a label of five or six is too often right by chance.
+    field = rng.choice([name for name, _ in domain.values])
     key = record[domain.noun]
     q = _ask(LOOKUP[ti], field=field, key=key, noun=domain.noun)
     return Generated(q, record[field], "contains", context,
@@ -121,8 +123,10 @@ def aggregation(split: str, rng: random.Random, length: int) -> Generated:
 def multihop(split: str, rng: random.Random, length: int) -> Generated:
     domain, records, context, ti, meta = _setup(rng, split, length)
     by_key = {r[domain.noun]: r for r in records}
-    start = rng.choice(records)
     field = rng.choice([name for name, _ in domain.values])
+    # A start whose own value differs from the answer, so stopping after one hop scores 0.
+    starts = [r for r in records if r[field] != by_key[r[domain.ref]][field]]
+    start = rng.choice(starts or records)
     bridge = start[domain.ref]
     q = _ask(HOPS[ti], field=field, ref=domain.ref, key=start[domain.noun], noun=domain.noun)
     return Generated(q, by_key[bridge][field], "contains", context,
