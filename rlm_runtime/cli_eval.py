@@ -1,10 +1,10 @@
 """The ``rlm eval`` commands: run a task file or a built-in suite under several methods, make
 suites, check task files, build reports and compare runs. Thin over ``rlm_runtime.eval``.
 
-    rlm eval TASKS.jsonl|SUITE --model M [--sub-model M] [--method rlm,direct] [--profile P]
+    rlm eval TASKS.jsonl|SUITE [--split dev|heldout] --model M [--sub-model M] [--method rlm,direct] [--profile P]
              [--concurrency N] [--out DIR] [--resume] [--budget-usd X] [--executor local|ray [--address ADDR]] [--json]
     rlm eval suites [--json]
-    rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] -o tasks.jsonl
+    rlm eval make SUITE [--lengths 10000,100000] [--n 5] [--seed 1] [--split dev|heldout] -o tasks.jsonl
     rlm eval check TASKS.jsonl [--context-root DIR] [--allow-memory]
     rlm eval report DIR
     rlm eval compare DIR_A DIR_B [--json]
@@ -78,6 +78,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     _add_source_flags(run)
     run.add_argument("--lengths", default="10000,100000", help="for a suite: context lengths in characters")
     run.add_argument("--n", type=int, default=3, help="for a suite: tasks per length and family (default 3)")
+    run.add_argument("--split", choices=("dev", "heldout"), help="for core, needle, aggregation, multi-hop: the dev "
+                     "or held-out part over text shapes (as rlm eval make --split)")
     run.add_argument("--seed", type=int, default=1, help="for a suite: the seed (default 1)")
     run.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     run.add_argument("--json", action="store_true", help="print one JSON object with the summary")
@@ -92,6 +94,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     p.add_argument("--lengths", default="10000,100000", help="context lengths in characters, comma-separated")
     p.add_argument("--n", type=int, default=5, help="tasks per length and family (default 5)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split", choices=("dev", "heldout"), help="for core, needle, aggregation, multi-hop: the same "
+                   "families over several text shapes and question wordings, the dev or the held-out part (no shape and "
+                   "template pair in both; rlm eval suites lists them); default: the suites as they always were")
     p.add_argument("-o", "--output", required=True, help="the task file to write (.jsonl)")
     p.add_argument("--json", action="store_true")
     p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad "
@@ -155,23 +160,29 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 
 def _suites(args: argparse.Namespace, outer: argparse.Namespace) -> int:
-    from rlm_runtime.eval.suites import list_suites
+    from rlm_runtime.eval.suites import list_suites, shaped
 
     rows = list_suites()
     if args.json:
         cli._print_json(outer, {"suites": [{"name": s.name, "families": list(s.families), "description": s.description,
-                                            "source": s.source} for s in rows]})
+                                            "source": s.source} for s in rows],
+                                "splits": {name: {"suites": list(shaped.FAMILIES), "shapes": list(p.shapes),
+                                                  "templates": list(p.templates)} for name, p in shaped.SPLITS.items()}})
         return cli.EXIT_OK
     for s in rows:
         cli._say(f"{s.name:13} {s.description}")
         cli._say(f"{'':13} text: {s.source}")
+    cli._say(f"\n--split (make {', '.join(shaped.FAMILIES)} or core over text shapes; no shape and template pair in both):")
+    for line in shaped.describe():
+        cli._say(f"  {line}")
     return cli.EXIT_OK
 
 
 def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     from rlm_runtime.eval.suites import write_suite
 
-    tasks = write_suite(args.suite, args.output, lengths=_lengths(args.lengths), n=args.n, seed=args.seed)
+    tasks = write_suite(args.suite, args.output, lengths=_lengths(args.lengths), n=args.n, seed=args.seed,
+                        split=args.split)
     folder = Path(args.output).parent / f"{Path(args.output).stem}_contexts"
     if args.json:
         cli._print_json(outer, {"tasks": len(tasks), "file": args.output, "contexts": str(folder)})
@@ -218,13 +229,16 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
             cli._say(f"rlm: {note}", err=True)
     target = args.tasks
     is_suite = target in suite_names() and not Path(target).exists()
-    out = Path(args.out) if args.out else Path("eval-runs") / (target if is_suite else Path(target).stem)
+    if args.split and not is_suite:
+        raise cli._Usage("--split is for a suite name, not a task file")
+    made = f"{target}-{args.split}" if args.split else target
+    out = Path(args.out) if args.out else Path("eval-runs") / (made if is_suite else Path(target).stem)
     if is_suite:
         check_run_folder(out, "tasks")  # the suite's task file and contexts are written there first
         lengths = _lengths(args.lengths)
-        path = out / "tasks" / f"{target}-s{args.seed}.jsonl"
+        path = out / "tasks" / f"{made}-s{args.seed}.jsonl"
         if not (args.resume and path.exists()):
-            write_suite(target, path, lengths=lengths, n=args.n, seed=args.seed)
+            write_suite(target, path, lengths=lengths, n=args.n, seed=args.seed, split=args.split)
         target = str(path)
     elif not Path(target).exists():
         raise cli._Usage(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")

@@ -20,6 +20,28 @@ def test_suites_and_make(rlm_cli, tmp_path: Path) -> None:  # type: ignore[no-un
     assert rlm_cli("eval", "make", "nope", "-o", out).code == 2
 
 
+def test_make_with_a_split(rlm_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It writes core's dev and held-out parts over text shapes, lists the splits, and refuses a split elsewhere."""
+    r = rlm_cli("eval", "suites")
+    assert r.code == 0 and "heldout: shapes block, tsv, jsonl, prose" in r.out
+    splits = rlm_cli("eval", "suites", "--json").json()["splits"]
+    assert not set(splits["dev"]["shapes"]) & set(splits["heldout"]["shapes"])
+    shapes = {}
+    for split in ("dev", "heldout"):
+        out = tmp_path / f"{split}.jsonl"
+        r = rlm_cli("eval", "make", "core", "--lengths", "3000", "--n", "2", "--split", split, "-o", out)
+        assert r.code == 0 and "wrote 6 tasks" in r.out
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert all(row["metadata"]["split"] == split and f"-{split}-3000-" in row["id"] for row in rows)
+        shapes[split] = {row["metadata"]["shape"] for row in rows}
+    assert shapes["dev"] <= set(splits["dev"]["shapes"]) and shapes["heldout"] <= set(splits["heldout"]["shapes"])
+    r = rlm_cli("eval", "make", "core", "--lengths", "3000", "--n", "1", "-o", tmp_path / "plain.jsonl")
+    assert r.code == 0 and '"needle-3000-s1-0"' in (tmp_path / "plain.jsonl").read_text()
+    r = rlm_cli("eval", "make", "pairs", "--split", "dev", "-o", tmp_path / "p.jsonl")
+    assert r.code == 2 and "--split" in r.err
+    assert rlm_cli("eval", "make", "core", "--split", "test", "-o", tmp_path / "p.jsonl").code == 2
+
+
 def test_run_report_compare_json(rlm_cli, needle_tasks: Path, script: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """It runs a task file, prints one JSON summary, writes the report; report and compare rebuild and diff."""
     out = tmp_path / "run"
@@ -44,6 +66,11 @@ def test_suite_name_runs_the_suite(rlm_cli, script: Path, tmp_path: Path) -> Non
                 "--no-report")
     assert r.code == 0, r.err
     assert r.json()["done"] == 2 and (out / "tasks" / "needle-s1.jsonl").exists()
+    out = tmp_path / "held"
+    r = rlm_cli("eval", "core", "--split", "heldout", "--lengths", "3000", "--n", "1", "--model", f"scripted:{script}",
+                "--out", out, "--json", "--no-report")
+    assert r.code == 0, r.err
+    assert r.json()["done"] == 3 and (out / "tasks" / "core-heldout-s1.jsonl").exists()
 
 
 def test_check_and_bad_lines(rlm_cli, tmp_path: Path, script: Path) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,11 @@ each exporting ``SUITES``; ``core`` (needle, aggregation, multi-hop: the familie
 small-model goal) and ``all`` combine them. Every task is generated from its own seed
 (suite, seed, length, index), so a suite is reproducible and one task can be regenerated
 alone; ``text.py`` says which text each uses and its licence.
+
+With a split (``write_suite(..., split="dev" | "heldout")``, ``rlm eval make core --split``)
+the core families are generated over several text shapes and question wordings instead
+(``shaped.py`` says which shapes and templates each part has); without one, every suite
+writes what it always wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.errors import ConfigError
-from rlm_runtime.eval.suites import aggregation, codeqa, multihop, needle, pairs
+from rlm_runtime.eval.suites import aggregation, codeqa, multihop, needle, pairs, shaped
 from rlm_runtime.eval.suites.base import Generated, Suite, task_rng
 from rlm_runtime.eval.tasks import Task, dump_task
 
@@ -59,20 +64,44 @@ def members(name: str) -> tuple[str, ...]:
     raise ConfigError(f"unknown suite {name!r}; suites: {', '.join(suite_names())}")
 
 
-def generate_task(suite: str, seed: int, length: int, index: int) -> Generated:
-    """One task of ``suite`` (a built-in one), as generated before anything is written."""
-    return SUITES[suite].generate(task_rng(suite, seed, length, index), length)
+def split_names() -> list[str]:
+    return list(shaped.SPLITS)
+
+
+def _suite(suite: str, split: str | None) -> Suite:
+    """The built-in suite ``suite``, or its shaped counterpart for ``split``."""
+    if split is None:
+        return SUITES[suite]
+    if split not in shaped.SPLITS:
+        raise ConfigError(f"unknown split {split!r}; splits: {', '.join(shaped.SPLITS)}")
+    if suite not in shaped.FAMILIES:
+        raise ConfigError(f"--split applies to {', '.join(shaped.FAMILIES)} and core, not {suite!r}")
+    return shaped.shaped_suite(suite, split)
+
+
+def generate_task(suite: str, seed: int, length: int, index: int, split: str | None = None) -> Generated:
+    """One task of ``suite`` (a built-in one; its shaped counterpart with a ``split``), as generated before
+    anything is written."""
+    return _suite(suite, split).generate(task_rng(suite if split is None else f"{suite}@{split}", seed, length, index),
+                                         length)
 
 
 def write_suite(name: str, out: str | Path, *, lengths: tuple[int, ...] = DEFAULT_LENGTHS, n: int = 5, seed: int = 1,
-                progress: Any = None) -> list[Task]:
+                progress: Any = None, split: str | None = None) -> list[Task]:
     """Generate ``n`` tasks per length of suite ``name`` and write them to the task file
     ``out`` (JSONL), their contexts under ``<out stem>_contexts/`` beside it.
 
+    Args:
+        split: ``"dev"`` or ``"heldout"``: the core families over text shapes (``shaped.py``);
+            None: the suites as they always were.
+
     Raises:
-        ConfigError: an unknown suite, a length out of range, n < 1.
+        ConfigError: an unknown suite or split, a split for a suite that has none, a length
+            out of range, n < 1.
     """
     parts = members(name)
+    for suite in parts:
+        _suite(suite, split)
     if n < 1:
         raise ConfigError("--n must be at least 1")
     for length in lengths:
@@ -86,8 +115,8 @@ def write_suite(name: str, out: str | Path, *, lengths: tuple[int, ...] = DEFAUL
     for suite in parts:
         for length in lengths:
             for i in range(n):
-                gen = generate_task(suite, seed, length, i)
-                task_id = f"{suite}-{length}-s{seed}-{i}"
+                gen = generate_task(suite, seed, length, i, split)
+                task_id = f"{suite}-{length}-s{seed}-{i}" if split is None else f"{suite}-{split}-{length}-s{seed}-{i}"
                 context = _write_context(contexts, task_id, gen.context)
                 chars = len(gen.context) if isinstance(gen.context, str) else sum(len(t) for t in gen.context.values())
                 meta = {"family": SUITES[suite].family, "suite": suite, "length": length, "chars": chars, "seed": seed,
