@@ -76,6 +76,8 @@ class RunLimits(BaseModel):
     def _known_assists(cls, value: object) -> str | tuple[str, ...]:
         from rlm_runtime.assist.registry import normalize
 
+        if value is None:
+            return "none"  # what /limits makes of "none" and "off"
         if not isinstance(value, (str, list, tuple)):
             raise ValueError("assists is 'auto', 'none' or a list of assist names")
         return normalize(value)
