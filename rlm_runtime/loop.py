@@ -5,6 +5,8 @@ and run in the run's sandbox; the output goes back as the next user turn, until 
 FINAL. Small models get a forgiving harness: FINAL(...) written in prose counts when there
 is no code, a reply with neither is re-prompted once, and the run stops after too many
 failing turns in a row. After ``max_iterations`` one forced "answer now" turn is made.
+The run's assists (``rlm_runtime.assist``, the names ``RunLimits.assists`` selects) are
+called at fixed points: after each cell, before an answer is taken, when the turns run out.
 
 ``Tree`` is what every run of one question shares (budget, trace, sub-call slots, the
 worker-pool key); ``Run`` is one conversation with one model over one sandbox. A session's
