@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlm_runtime.errors import BudgetExceeded, Cancelled
 from rlm_runtime.llm.base import Usage
@@ -46,6 +46,10 @@ class RunLimits(BaseModel):
             Off, the prompt does not list them and a cell that calls them gets an error
             saying they are switched off (a baseline without sub-calls, or a session that
             must not spend on them).
+        assists: the small-model assists (``rlm_runtime.assist``): ``"auto"`` (the set
+            for the model), ``"none"`` (the plain loop: the model, its cells, FINAL, and the
+            forced last turn as the conversation's own), or names of ``assist.REGISTRY``
+            (a list, or one comma-separated string).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,6 +69,18 @@ class RunLimits(BaseModel):
     history_chars: int = Field(3000, ge=0)
     inline_context_chars: int = Field(6000, ge=0)
     sub_calls: bool = True
+    assists: str | tuple[str, ...] = "auto"
+
+    @field_validator("assists", mode="before")
+    @classmethod
+    def _known_assists(cls, value: object) -> str | tuple[str, ...]:
+        from rlm_runtime.assist.registry import normalize
+
+        if value is None:
+            return "none"  # what /limits makes of "none" and "off"
+        if not isinstance(value, (str, list, tuple)):
+            raise ValueError("assists is 'auto', 'none' or a list of assist names")
+        return normalize(value)
 
     @classmethod
     def for_small_model(cls, **overrides: object) -> RunLimits:

@@ -37,6 +37,10 @@ class _OutputClosed(Exception):
     """The reader of our stdout went away (``rlm grep ... | head``): not an error of ours."""
 
 
+#: The help of --assists (ask, repl).
+_ASSISTS_HELP = "the small-model assists (rlm_runtime.assist): auto (default: the set for the model), none, or names, comma-separated"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlm", description="A sandboxed recursive-LM REPL runtime.")
     parser.add_argument("--version", action="version", version=f"rlm_runtime {_version()}")
@@ -77,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-tokens", type=int, help="input tokens in the whole run (default 2,000,000)")
     ask.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     ask.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; flags win over it")
+    ask.add_argument("--assists", help=_ASSISTS_HELP)
     ask.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the result")
     ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
@@ -94,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--budget-usd", type=float, help="cap on the whole session's cost (each question's: /limits max_cost_usd=X)")
     rp.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     rp.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; /profile changes it")
+    rp.add_argument("--assists", help=_ASSISTS_HELP)
     rp.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     rp.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
     rp.add_argument("--allow-commands", action="store_true",
@@ -256,7 +262,7 @@ def _ask(args: argparse.Namespace) -> int:
     if args.remember and memory is None:
         memory = True
     overrides = {"max_depth": args.max_depth, "max_iterations": args.max_iterations, "max_cost_usd": args.budget_usd,
-                 "max_llm_calls": args.max_calls, "max_input_tokens": args.max_tokens}
+                 "max_llm_calls": args.max_calls, "max_input_tokens": args.max_tokens, "assists": args.assists}
     name = args.model
     if not name:
         name, note = default_model()
@@ -321,7 +327,7 @@ def _repl(args: argparse.Namespace) -> int:
     name, note = (args.model, None) if args.model else default_model()
     config = ReplConfig(model=name, sub_model=args.sub_model, contexts=paths, memory=memory, remember=args.remember,
                         budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
-                        profile=args.profile, allow_commands=args.allow_commands)
+                        profile=args.profile, allow_commands=args.allow_commands, assists=args.assists)
     return main(config, home=paths_from_env().home, notes=(f"rlm: {note}",) if note else ())
 
 

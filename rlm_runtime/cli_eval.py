@@ -68,6 +68,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("--max-iterations", type=int, help="model turns per task (default: the model's)")
     run.add_argument("--max-depth", type=int, help="rlm_query depth (default: the model's)")
     run.add_argument("--max-wall-s", type=float, help="seconds per task")
+    run.add_argument("--assists", help="the small-model assists: auto (default), none, or names, comma-separated (in the "
+                     "configuration hash)")
     run.add_argument("--window", type=int, help="the model's window in tokens for direct and rag (default: known per model)")
     run.add_argument("--judge-model", help="the model of the judge scorer (default: --model)")
     run.add_argument("--rag-k", type=int, default=8, help="chunks the rag method retrieves (default 8)")
@@ -249,7 +251,8 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         raise cli._Usage(f"{target} has no valid task")
     methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
     config = EvalConfig(model=name, methods=methods, sub_model=args.sub_model, profile=args.profile,
-                        limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s},
+                        limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s,
+                                "assists": args.assists},
                         policy=args.policy, concurrency=args.concurrency, out=out, resume=args.resume, budget_usd=args.budget_usd,
                         window=args.window, judge_model=args.judge_model, rag_k=args.rag_k, executor=args.executor,
                         address=args.address)

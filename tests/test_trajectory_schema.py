@@ -19,6 +19,8 @@ from rlm_runtime.context.handles import AccessStats
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.trajectory import (
     SCHEMA_VERSION,
+    AnswerCheck,
+    AssistShown,
     Cell,
     CellOutput,
     ContextAccess,
@@ -69,6 +71,8 @@ def every_event() -> list[Record]:
         SubCall(t=next(t), **ROOT, kind="llm_query", model="scripted:sub", prompt="Describe", response="a thing",
                 usage=USAGE, duration_s=0.02),
         ToolCall(t=next(t), **ROOT, name="lookup", args="('needle',), {}", result="'found'", duration_s=0.003),
+        AssistShown(t=next(t), **ROOT, name="leads", trigger="broad", chars=120),
+        AnswerCheck(t=next(t), **ROOT, name="count_check", answer="7", outcome="questioned"),
         RunStart(t=next(t), **CHILD, model="scripted:sub", query="child question", contexts=[ContextInfo(name="sub_context")]),
         RunEnd(t=next(t), **CHILD, answer="child answer", iterations=1, usage={"scripted:sub": USAGE},
                run_usage={"scripted:sub": USAGE}, duration_s=0.1),
@@ -101,7 +105,7 @@ def lines(path: Path) -> list[dict[str, Any]]:
 def test_every_event_type_has_a_model() -> None:
     """It has a typed record with a Literal type for every event of schema 2."""
     assert set(EVENT_TYPES) == {"trace_start", "run_start", "system_prompt", "iteration", "sub_call", "tool_call",
-                                "context_stats", "cell", "worker_wait", "run_end", "models", "session_end",
+                                "assist", "answer_check", "context_stats", "cell", "worker_wait", "run_end", "models", "session_end",
                                 "invalid_event"}
     assert {type(e).model_fields["type"].default for e in every_event()} == set(EVENT_TYPES) - {"invalid_event"}
 
@@ -253,7 +257,8 @@ def test_a_trace_is_a_tree_of_runs(tmp_path: Path) -> None:
     assert root.run_id == "root1" and [c.run_id for c in trace.children("root1")] == ["kid22"]
     assert root.start is not None and root.start.query == "Where is the needle?" and root.end is not None
     kinds = [x.run_id if not isinstance(x, Record) else x.type for x in root.items()]
-    assert kinds == ["run_start", "system_prompt", "sub_call", "tool_call", "kid22", "iteration", "iteration",
+    assert kinds == ["run_start", "system_prompt", "sub_call", "tool_call", "assist", "answer_check", "kid22", "iteration",
+                     "iteration",
                      "context_stats", "run_end"]
     assert [x.type if isinstance(x, Record) else x.run_id for x in trace.top_level()] == [
         "trace_start", "worker_wait", "cell", "root1", "models", "session_end"]

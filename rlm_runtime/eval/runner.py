@@ -215,7 +215,10 @@ class Runner:
         data: dict[str, Any] = {"model": c.model, "sub_model": c.sub_model, "profile": c.profile, "policy": c.policy,
                                 "method": method}
         if method in ("rlm", "rlm-nosub"):
-            data["limits"] = self.limits.model_dump()
+            data["limits"] = self.limits.model_dump(exclude={"assists"})
+            # Only when not "auto": results from before the switch keep their hashes.
+            if self.limits.assists != "auto":
+                data["assists"] = self.limits.assists
         else:
             data.update(window=self.window, rag_k=c.rag_k if method == "rag" else None)
         if any(t.scorer_name == "judge" for t in self.task_file.tasks):

@@ -46,19 +46,28 @@ class ReplConfig:
     limits: Any = None  # a RunLimits, or None for the model's defaults
     profile: str | None = None  # a profile name or TOML path
     allow_commands: bool = False  # piped lines are the person's own script: run all their commands
+    assists: str | None = None  # RunLimits.assists for the session's questions (None: the limits' own)
     extra: dict[str, Any] = field(default_factory=dict)  # more Session keyword arguments (tests)
 
 
 def open_session(config: ReplConfig, on_event: Callable[[dict[str, Any]], None]) -> Any:
     """The session ``config`` describes (raises ``RLMError`` when it cannot be made)."""
-    from rlm_runtime.budget import SessionLimits
+    from rlm_runtime.budget import RunLimits, SessionLimits
+    from rlm_runtime.errors import ConfigError
     from rlm_runtime.session import Session
 
     session_limits = SessionLimits(max_cost_usd=config.budget_usd) if config.budget_usd is not None else None
     remember = config.memory is not None if config.remember is None else config.remember
-    return Session(config.model, config.sub_model, contexts=[Path(c) for c in config.contexts], limits=config.limits,
-                   session_limits=session_limits, policy=config.policy, trace=config.trace, on_event=on_event,
-                   memory=config.memory, remember=remember, profile=config.profile, **config.extra)
+    session = Session(config.model, config.sub_model, contexts=[Path(c) for c in config.contexts], limits=config.limits,
+                      session_limits=session_limits, policy=config.policy, trace=config.trace, on_event=on_event,
+                      memory=config.memory, remember=remember, profile=config.profile, **config.extra)
+    if config.assists is not None:
+        try:
+            session.set_limits(RunLimits(**{**session.limits.model_dump(), "assists": config.assists}))
+        except ValueError as e:
+            session.close()
+            raise ConfigError(f"--assists: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
+    return session
 
 
 class Operation:

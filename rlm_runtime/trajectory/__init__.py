@@ -10,6 +10,8 @@ events are written (and turned into the dicts ``on_event`` callbacks receive);
 from rlm_runtime.trajectory.events import (
     EVENT_TYPES,
     SCHEMA_VERSION,
+    AnswerCheck,
+    AssistShown,
     Cell,
     CellOutput,
     ContextAccess,
@@ -37,7 +39,8 @@ from rlm_runtime.trajectory.render import render_html, render_tree
 from rlm_runtime.trajectory.writer import TraceWriter, event_dict, to_record
 
 __all__ = [
-    "EVENT_TYPES", "SCHEMA_VERSION", "Cell", "CellOutput", "ContextAccess", "ContextInfo", "ContextStats", "InvalidEvent",
+    "EVENT_TYPES", "SCHEMA_VERSION", "AnswerCheck", "AssistShown", "Cell", "CellOutput", "ContextAccess", "ContextInfo",
+    "ContextStats", "InvalidEvent",
     "Iteration", "Models", "Record", "Run", "RunEnd", "RunRecord", "RunStart", "SessionEnd", "SubCall", "SystemPrompt", "ToolCall",
     "Trace", "TraceEvents", "TraceStart", "TraceWriter", "UnknownEvent", "Usage", "WorkerWait", "event_dict", "parse_event",
     "read_events", "read_trace", "render_html", "render_tree", "to_record",

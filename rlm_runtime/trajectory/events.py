@@ -11,6 +11,8 @@ run) and ``depth``. A child RLM is a run of its own whose ``run_start`` names it
 * ``iteration``: one model turn: prompt size, reply, code blocks and their outputs,
   timings (the whole turn and the model call) and tokens.
 * ``sub_call``: ``llm_query`` and friends; ``tool_call``: a host tool the user supplied.
+* ``assist``: an assist added a note or made the last answer; ``answer_check``: an assist
+  questioned an answer before it was taken, or replaced it.
 * ``context_stats``: how the code read each context (peeks, greps, chunks, full loads...).
 * ``cell``: a cell typed by a person in a session; ``worker_wait``: time spent waiting for
   a worker from the process's pool; ``models``: the session switched models.
@@ -220,6 +222,27 @@ class ToolCall(RunRecord):
     duration_s: float | None = None
 
 
+class AssistShown(RunRecord):
+    """An assist (``rlm_runtime.assist``) spoke: ``name``, what triggered it (the kind of cell
+    after which it added a note: ``empty_grep``, ``broad``, ``cell``, ``final``; or
+    ``last_turn``) and the characters it showed the model (or of the answer it made)."""
+
+    type: Literal["assist"] = "assist"
+    name: str
+    trigger: str = ""
+    chars: int = 0
+
+
+class AnswerCheck(RunRecord):
+    """An assist questioned an answer before it was taken (``outcome`` ``questioned``: the
+    model got one more turn) or took another in its place (``replaced``)."""
+
+    type: Literal["answer_check"] = "answer_check"
+    name: str
+    answer: str = ""
+    outcome: str = ""
+
+
 class ContextStats(RunRecord):
     """Per-context access counters, returned by the worker at the end of a run."""
 
@@ -305,8 +328,8 @@ class UnknownEvent(Record):
 #: Every event type this version knows, by its ``type``.
 EVENT_TYPES: dict[str, type[Record]] = {
     cls.model_fields["type"].default: cls
-    for cls in (TraceStart, RunStart, SystemPrompt, Iteration, SubCall, ToolCall, ContextStats, Cell, WorkerWait,
-                RunEnd, Models, SessionEnd, InvalidEvent)
+    for cls in (TraceStart, RunStart, SystemPrompt, Iteration, SubCall, ToolCall, AssistShown, AnswerCheck, ContextStats,
+                Cell, WorkerWait, RunEnd, Models, SessionEnd, InvalidEvent)
 }
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from rlm_runtime.redact import Redactor
 from rlm_runtime.termsafe import printable
 from rlm_runtime.trajectory.events import (
+    AnswerCheck,
+    AssistShown,
     Cell,
     CellOutput,
     ContextInfo,
@@ -147,6 +149,10 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
         elif isinstance(e, ToolCall):
             result = f"error {_clip(e.error, 50)!r}" if e.error else repr(_clip(e.result, 50))
             out.append(f"{indent}tool {_flat(e.name)}({_clip(_flat(e.args), 60)}) => {result} ({_secs(e.duration_s)})")
+        elif isinstance(e, AssistShown):
+            out.append(f"{indent}assist {_flat(e.name)} after {_flat(e.trigger)}: {e.chars} chars shown")
+        elif isinstance(e, AnswerCheck):
+            out.append(f"{indent}answer check {_flat(e.name)}: {_clip(_flat(e.answer), 60)!r} {_flat(e.outcome)}")
         elif isinstance(e, ContextStats):
             for c in e.contexts:
                 out.append(f"{indent}access {_flat(c.name)}: {_flat(_counters(c.counters()))}")
@@ -271,6 +277,10 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
             result = f"<pre class=err>{_e(e.error)}</pre>" if e.error else f"<pre>{_e(e.result)}</pre>"
             return (f"<details><summary>tool {_e(e.name)} <span class=meta>{_secs(e.duration_s)}</span></summary>"
                     f"<div class=meta>arguments</div><pre>{_e(e.args)}</pre><div class=meta>result</div>{result}</details>")
+        if isinstance(e, AssistShown):
+            return f"<div class=meta>assist {_e(e.name)} after {_e(e.trigger)}: {e.chars} chars shown</div>"
+        if isinstance(e, AnswerCheck):
+            return f"<div class=meta>answer check {_e(e.name)}: {_e(e.answer)} &rarr; {_e(e.outcome)}</div>"
         if isinstance(e, ContextStats):
             rows = ["<table><tr><th>context</th><th>how it was read</th></tr>"]
             rows += [f"<tr><td>{_e(c.name)}</td><td>{_e(_counters(c.counters()))}</td></tr>" for c in e.contexts]

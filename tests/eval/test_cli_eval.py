@@ -93,3 +93,17 @@ def test_usage_errors(rlm_cli, needle_tasks: Path, tmp_path: Path, monkeypatch) 
     r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--executor", "ray", "--out", tmp_path / "o")
     assert r.code == 2 and "pip install 'rlm_runtime[ray]'" in r.err
     assert rlm_cli("eval", "--help").code == 0
+
+
+def test_the_assists_flag_reaches_the_run_and_its_hash(rlm_cli, needle_tasks: Path, script: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It runs with --assists, records it with the run's limits, and reruns on resume when it changes."""
+    out = tmp_path / "run"
+    args = ("eval", needle_tasks, "--model", f"scripted:{script}", "--out", out, "--json", "-q", "--no-report")
+    r = rlm_cli(*args, "--assists", "none")
+    assert r.code == 0, r.err
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert runs[-1]["limits"]["assists"] == "none"
+    assert rlm_cli(*args, "--assists", "none", "--resume").json()["skipped"] == 4
+    assert rlm_cli(*args, "--resume").json()["done"] == 4
+    r = rlm_cli(*args, "--assists", "magic", "--resume")
+    assert r.code != 0 and "no assist named 'magic'" in (r.err + r.out)

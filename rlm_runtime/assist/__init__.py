@@ -1,0 +1,19 @@
+"""The small-model assists as one mechanism: the runtime doing small things for the model at
+fixed points of the turn loop, each named, each switchable, each traced.
+
+* ``base.py``: the ``Assist`` protocol (hooks ``after_cell``, ``before_answer``,
+  ``last_turn`` / ``last_found``, ``settle``), ``Host`` (what a run lends them) and
+  ``AssistState`` (what they learn in one run).
+* ``notes.py``, ``leads.py``: notes after a cell; ``checks.py``: answer checks;
+  ``settle.py``: the chain settling of the last turn.
+* ``registry.py``: the assists by name, in hook order, and the ``assists`` setting
+  (``RunLimits.assists``: ``auto``, ``none`` or names) read into the names a run uses.
+* ``runner.py``: ``Assists``, the one object the loop calls, which writes the ``assist``
+  and ``answer_check`` trace events.
+"""
+
+from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.registry import REGISTRY, names_for, normalize
+from rlm_runtime.assist.runner import Assists
+
+__all__ = ["REGISTRY", "Assist", "AssistState", "Assists", "Cell", "Host", "names_for", "normalize"]

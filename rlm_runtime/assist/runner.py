@@ -1,0 +1,92 @@
+"""``Assists``: the assists of one run, called at the loop's hooks, and the one place their
+trace events (``assist``, ``answer_check``) are written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rlm_runtime import harness
+from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.registry import REGISTRY
+from rlm_runtime.sandbox import CellResult
+
+#: A grep printing this many lines (or cut at its max_matches) is too broad to read.
+BROAD_GREP_LINES = 12
+#: Characters of an answer a trace event keeps.
+_ANSWER_CHARS = 200
+
+
+class Assists:
+    """The named assists of one run over ``host``, with their shared state."""
+
+    def __init__(self, names: Sequence[str], host: Host) -> None:
+        self.host = host
+        self.state = AssistState()
+        self.assists: list[Assist] = [REGISTRY[n]() for n in names]
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.assists]
+
+    def after_cell(self, code: str, result: CellResult) -> str:
+        """The notes to add after a cell's output ("" for none)."""
+        if not self.assists:
+            return ""
+        stdout = result.stdout
+        reported = "\n".join([stdout, result.error or "", *result.warnings])
+        self.state.seen.append(stdout)
+        if harness.grep_found_nothing(reported):  # printed, indexed (hits[0]) or only tested (if hits:)
+            kind = "empty_grep"
+        elif result.has_final:
+            kind = "final"
+        elif harness.shows_many_lines(stdout, BROAD_GREP_LINES):
+            kind = "broad"
+            self.state.broad.append(stdout)
+        else:
+            kind = "cell"
+        cell = Cell(code, stdout, reported, result.error, result.has_final, kind)
+        notes: list[str] = []
+        spoke = False
+        for assist in self.assists:
+            if assist.exclusive and spoke:
+                continue
+            note = assist.after_cell(self.host, self.state, cell)
+            if note:
+                spoke = spoke or assist.exclusive
+                notes.append(note)
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note)})
+        return "".join("\n" + n for n in notes)
+
+    def before_answer(self, answer: str, reply: str) -> str | None:
+        """A note questioning ``answer`` (one more turn), or None to take it."""
+        for assist in self.assists:
+            note = assist.before_answer(self.host, self.state, answer, reply)
+            if note:
+                self._checked(assist.name, answer, "questioned")
+                return note
+        return None
+
+    def settle(self, answer: str) -> str:
+        """The answer to take for ``answer``."""
+        for assist in self.assists:
+            settled = assist.settle(self.host, self.state, answer)
+            if settled != answer:
+                self._checked(assist.name, answer, "replaced")
+                return settled
+        return answer
+
+    def last_turn(self) -> str | None:
+        """The run's answer when the turns ran out, made without the forced turn, or None."""
+        for assist in self.assists:
+            answer = assist.last_turn(self.host, self.state)
+            if answer is not None:
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(answer)})
+                return answer
+        return None
+
+    def last_found(self) -> str:
+        """What the forced turn's prompt shows besides the question."""
+        return "".join(a.last_found(self.host, self.state) for a in self.assists)
+
+    def _checked(self, name: str, answer: str, outcome: str) -> None:
+        self.host.emit({"type": "answer_check", "name": name, "answer": answer[:_ANSWER_CHARS], "outcome": outcome})
