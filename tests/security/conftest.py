@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,16 @@ import pytest
 from hostile import ESCAPED_POLICY, Attacker
 
 from rlm_runtime.sandbox import CellLimits, Sandbox
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """A umask that leaves files group- and world-readable, as many users' is."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +23,6 @@ CONTEXT_TEXT = "the private ledger: alpha beta gamma\n" * 30
 
 def code(src: str) -> str:
     return f"```python\n{src}\n```"
-
-
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def modes(home: Path) -> dict[str, int]:
