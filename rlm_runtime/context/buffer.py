@@ -219,23 +219,31 @@ class TextBuffer:
 
     # ----------------------------------------------------------- raw helpers
 
+    def _window(self, start: int, end: int | None) -> tuple[int, int]:
+        """``start:end`` clamped to the text, as offsets into ``_data``: the text may be one
+        window of a mapping that holds other documents, and a search never leaves it."""
+        start = min(max(int(start), 0), self.nbytes)
+        end = self.nbytes if end is None else min(max(int(end), 0), self.nbytes)
+        return self._start + start, self._start + max(end, start)
+
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         # bytes and mmap both search in C without copying.
-        at = self._start
-        found = int(self._data.find(sub, at + start, at + (self.nbytes if end is None else min(end, self.nbytes))))
-        return found - at if found >= 0 else -1
+        a, b = self._window(start, end)
+        found = int(self._data.find(sub, a, b))
+        return found - self._start if found >= 0 else -1
 
     def rfind(self, sub: bytes, start: int, end: int) -> int:
-        at = self._start
-        found = int(self._data.rfind(sub, at + start, at + min(end, self.nbytes)))
-        return found - at if found >= 0 else -1
+        a, b = self._window(start, end)
+        found = int(self._data.rfind(sub, a, b))
+        return found - self._start if found >= 0 else -1
 
     def count(self, sub: bytes, start: int, end: int) -> int:
-        if end <= start:
+        a, b = self._window(start, end)
+        if b <= a:
             return 0
         if isinstance(self._data, bytes):
-            return self._data.count(sub, start, end)
-        return self._view[start:end].tobytes().count(sub)
+            return self._data.count(sub, a, b)
+        return self._view[a - self._start : b - self._start].tobytes().count(sub)
 
     @property
     def view(self) -> memoryview:

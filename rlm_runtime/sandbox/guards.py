@@ -51,10 +51,14 @@ _WRAPPER_ATTRS = {
     # The object a failed lookup was made on: raised inside library code, that can be an
     # internal of the worker's (a bound method's __func__).
     AttributeError: {"obj"},
+    # A context's text is a window of a mapping that may hold other documents (a corpus of
+    # in-memory texts crosses in one): the mapping itself, and releasing the window for
+    # every later cell, are not for user code.
+    memoryview: {"obj", "release"},
 }
 # Methods of the context handles that change the handle itself, for every later cell:
 # refused on the handle and on its class, whatever the route (getattr, setattr, delattr).
-_HANDLE_MUTATORS = frozenset({"close", "record"})
+_HANDLE_MUTATORS = frozenset({"close", "record", "release"})
 
 
 def _check_handle_attr(obj: Any, name: Any) -> None:
@@ -62,11 +66,12 @@ def _check_handle_attr(obj: Any, name: Any) -> None:
         return
     while isinstance(obj, types.GenericAlias):  # list[int]-style aliases forward attributes to their origin
         obj = obj.__origin__
+    from rlm_runtime.context.buffer import TextBuffer
     from rlm_runtime.context.corpus import CorpusHandle
     from rlm_runtime.context.handles import BufferHandle
     from rlm_runtime.context.protocol import AccessStats
 
-    kinds = (BufferHandle, CorpusHandle, AccessStats)
+    kinds = (BufferHandle, CorpusHandle, AccessStats, TextBuffer)
     if isinstance(obj, kinds) or (isinstance(obj, type) and issubclass(obj, kinds)):
         raise SandboxPermissionError(f"'{name}' of a context handle is not available in the sandbox")
 
