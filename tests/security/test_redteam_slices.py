@@ -8,7 +8,6 @@ import base64
 from collections.abc import Iterator
 
 import pytest
-from hostile import Attacker
 
 from rlm_runtime.context import open_context
 from rlm_runtime.context.buffer import TextBuffer
@@ -172,7 +171,7 @@ def test_policy_nesting_is_checked_or_refused(packed: Sandbox, shape: str, depth
     }[shape]
     r = packed.execute(src)
     text = f"{r.stdout}{r.error}"
-    assert r.stdout.strip() == "ok" or "Code refused by sandbox policy" in text or "nested" in text or "too deep" in text or "AttributeError" in text \
-        or "SyntaxError" in text, (shape, depth, text[-800:])
+    clear = ("Code refused by sandbox policy", "nested", "too deep", "AttributeError", "SyntaxError")
+    assert r.stdout.strip() == "ok" or any(word in text for word in clear), (shape, depth, text[-800:])
     assert "Traceback (most recent call last)" not in text and "RecursionError" not in text, (shape, depth, text[-800:])
     assert packed.execute("print(1)").stdout.strip() == "1"
