@@ -17,7 +17,7 @@ from rlm_runtime import brain
 from rlm_runtime.tools import Tool
 
 #: The worker-side functions the prompt lists, in order, by their file in prompts/functions/.
-WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count")
+WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count", "records")
 
 #: Hints shown inside feedback, from prompts/notes/.
 NOTES = ("only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header", "cut",

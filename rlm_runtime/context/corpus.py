@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.context import grep as _grep
+from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
 from rlm_runtime.context.buffer import TextBuffer, looks_binary
 from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
@@ -319,6 +320,26 @@ class CorpusHandle:
         for handle, _ in self._searched(include_skipped):
             counts.update(_grep.tally_matching_lines(handle._buf(), pattern, ignore_case))
         return dict(counts.most_common())
+
+    def records(self, include_skipped: bool = False) -> _records.Records:
+        """Every searched document's records, in corpus order, each naming its document (``r.doc``)."""
+        out = _records.Records()
+        shapes: set[str] = set()
+        total = 0
+        for handle, document in self._searched(include_skipped):
+            total += handle.n_bytes
+            if total > _records.MAX_PARSE_BYTES:
+                raise ContextError(f"records(): the documents hold over {_records.MAX_PARSE_BYTES} bytes, more than "
+                                   "records() reads at once; take one document's: records(contexts[0][i])")
+            part = handle.records()
+            for r in part:
+                r.doc = document.name
+            out.extend(part)
+            shapes.add(part.shape)
+            if len(out) > _records.MAX_RECORDS:
+                raise ContextError(f"records(): more than {_records.MAX_RECORDS} records; take one document's")
+        out.shape = shapes.pop() if len(shapes) == 1 else "mixed"
+        return out
 
     def count(self, pattern: str, ignore_case: bool = False, include_skipped: bool = False) -> int:
         """How many lines match ``pattern`` across the documents searched."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.context import grep as _grep
+from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
 from rlm_runtime.context.buffer import TextBuffer, looks_binary
 from rlm_runtime.context.probe import FileProbe, probe_text
@@ -67,6 +68,7 @@ class BufferHandle(abc.ABC):
         self.name = name
         self.stats = AccessStats()
         self._replacement_reported = False
+        self._records: _records.Records | None = None  # parsed once; each call hands out a copy
 
     # ------------------------------------------------------------- subclass hook
 
@@ -160,6 +162,18 @@ class BufferHandle(abc.ABC):
                                    ignore_case=ignore_case)
         self.stats.record("greps", pattern, sum(len(m.line) for m in result))
         return result
+
+    def records(self) -> _records.Records:
+        """The text as records (fields as data; see ``context/records.py``), parsed once."""
+        if self._records is None:
+            buf = self._buf()
+            if buf.nbytes > _records.MAX_PARSE_BYTES:
+                raise ContextError(f"records(): {self.name} has {buf.nbytes} bytes, over the {_records.MAX_PARSE_BYTES} "
+                                   "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
+            self._records = _records.parse_text(buf.decode(0, buf.nbytes))
+        out = self._records.fresh()
+        self.stats.record("records", f"{len(out)} {out.shape}", 0)
+        return out
 
     def count(self, pattern: str, ignore_case: bool = False) -> int:
         """How many lines match ``pattern`` (like ``grep -c``)."""

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from rlm_runtime.context import grep as _grep
+from rlm_runtime.context import records as _records
 from rlm_runtime.context.buffer import TextBuffer
 from rlm_runtime.context.protocol import Decision
 from rlm_runtime.context.relevance import keyword_hits, merge_keywords, relevance, unique
@@ -244,6 +245,10 @@ def _structure(buf: TextBuffer, kind: str, head: str) -> dict[str, Any]:
         out["records"] = buf.n_lines
     elif kind in ("csv", "tsv"):
         out.update(_csv_shape(head, buf.n_lines, "\t" if kind == "tsv" else None))
+    if kind not in _CODE_DEFS and kind != "json" and buf.nbytes:
+        # What records() will make of the text, from its head (the last line may be cut).
+        lines = head.split("\n")
+        out["shape"] = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines).describe()
     return out
 
 

@@ -75,6 +75,7 @@ class AccessStats:
     slices: int = 0
     lines: int = 0
     full_loads: int = 0
+    records: int = 0
     chars_returned: int = 0
     log: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=ACCESS_LOG_SIZE))
 
@@ -92,7 +93,7 @@ class AccessStats:
     def to_dict(self) -> dict[str, Any]:
         return {
             "peeks": self.peeks, "greps": self.greps, "chunks": self.chunks, "slices": self.slices,
-            "lines": self.lines, "full_loads": self.full_loads, "chars_returned": self.chars_returned,
+            "lines": self.lines, "full_loads": self.full_loads, "records": self.records, "chars_returned": self.chars_returned,
             "load_to_peek_ratio": self.load_to_peek_ratio,
             "log": [{"t": t, "op": op, "detail": d} for t, op, d in self.log],
         }
@@ -175,6 +176,8 @@ class ContextHandle(Protocol):
       lines matching an RE2 pattern, with 1-based line numbers (in a corpus each match names
       its document, and documents marked skipped are left out unless asked).
     * ``count(pattern, ignore_case=False) -> int``: how many lines match.
+    * ``records() -> Records``: the text as records (dicts of fields; ``context/records.py``),
+      in a corpus each document's, naming it.
     * ``lines(first, last=None) -> list[str]``: 1-based inclusive lines. A corpus numbers
       lines per document, as its grep does: it takes the document as ``doc=`` unless it
       searches only one.
@@ -204,6 +207,8 @@ class ContextHandle(Protocol):
              ignore_case: bool = False) -> GrepResult: ...
 
     def count(self, pattern: str, ignore_case: bool = False) -> int: ...
+
+    def records(self) -> Any: ...
 
     def lines(self, first: int | None = None, last: int | None = None) -> list[str]: ...
 

@@ -24,6 +24,7 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "grep": ("pattern", "handle", "context_lines", "max_matches", "ignore_case"),
     "chunk": ("i", "size", "handle"),
     "chunks": ("size",),
+    "records": ("source",),
     "search_chunks": ("query", "k"),
     "read_chunk": ("chunk_id", "around"),
     "llm_query": ("prompt",),

@@ -24,11 +24,12 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from rlm_runtime.context import records as _records
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.corpus import CorpusHandle, Document
-from rlm_runtime.context.grep import grep_held, not_searchable
+from rlm_runtime.context.grep import GrepMatch, grep_held, not_searchable
 from rlm_runtime.context.handles import BufferHandle, FileHandle, SliceHandle
-from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS
+from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES, DEFAULT_MAX_MATCHES, DEFAULT_PEEK_CHARS, Chunk
 from rlm_runtime.errors import ContextError
 
 MAX_DOCUMENTS = 20_000
@@ -275,4 +276,42 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             raise ContextError(f"{n} chunks is too many to list; use chunk(i) or a larger size")
         return list(target.chunks(size, unit, **_skipped(target, include_skipped)))
 
-    return {"context": main, "contexts": tuple(handles), "peek": peek, "grep": grep, "chunk": chunk, "chunks": chunks}
+    def records(source: Any = None, include_skipped: bool = False) -> Any:
+        """The context's records (dicts of fields), or those of ``source``: another handle, a
+        text the code holds (a chunk, a string), or a list of lines or grep matches."""
+        if isinstance(source, Chunk) and source.unit == "lines":
+            text = str.__str__(source)
+            start = source.index * source.size + 1
+            return _records.parse(text.split("\n"), numbers=list(range(start, start + text.count("\n") + 1)))
+        if isinstance(source, str):
+            return _records.parse_text(source)
+        if isinstance(source, (list, tuple)):
+            return _records_of_lines(source)
+        target = _target(source)
+        if not isinstance(target, (BufferHandle, CorpusHandle)):
+            raise not_searchable(target)
+        return target.records(**_skipped(target, include_skipped))
+
+    return {"context": main, "contexts": tuple(handles), "peek": peek, "grep": grep, "chunk": chunk, "chunks": chunks,
+            "records": records}
+
+
+def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
+    """``records()`` of a list of lines: grep matches keep their line numbers (and each
+    match's context lines, read as the lines around it)."""
+    if len(items) > _records.MAX_RECORDS:
+        raise ContextError(f"records(): at most {_records.MAX_RECORDS} lines at once")
+    lines: list[str] = []
+    numbers: list[int] = []
+    for k, item in enumerate(items):
+        if isinstance(item, GrepMatch):
+            around = [*item.before, item.line, *item.after]
+            first = item.line_no - len(item.before)
+            lines += around
+            numbers += range(first, first + len(around))
+        elif isinstance(item, str):
+            lines += str.__str__(item).split("\n")
+            numbers += [k + 1] * (item.count("\n") + 1)
+        else:
+            raise ContextError(f"records(): a list of lines or grep matches, not of {type(item).__name__}")
+    return _records.parse(lines, numbers=numbers)

@@ -162,10 +162,10 @@ ATTACH_FDS_PER_FRAME = 8
 ATTACH_REPLY_MAX = 4096
 MESSAGE_MAX = 1000
 #: The counters of ``AccessStats`` a worker reports per context, in this order.
-STAT_COUNTERS = ("peeks", "greps", "chunks", "slices", "lines", "full_loads", "chars_returned")
+STAT_COUNTERS = ("peeks", "greps", "chunks", "slices", "lines", "full_loads", "records", "chars_returned")
 _STAT_KEYS = frozenset(STAT_COUNTERS)
 _COUNTER_MAX = 2**63 - 1
-#: Bytes of a ``stats`` answer per context (seven small maps of msgpack ints are ~100).
+#: Bytes of a ``stats`` answer per context (eight small msgpack ints are ~100).
 _STATS_BYTES_PER_CONTEXT = 256
 
 _ATTACHED_KEYS = frozenset({"op", "seq", "count"})

@@ -255,7 +255,7 @@ _CACHE_SIZE = 256
 #: each cell). Code may shadow one for the rest of a cell, but no function may rebind one
 #: in the namespace for later: see ``_reserved_rebinding``.
 RUNTIME_NAMES = frozenset({
-    "FINAL", "FINAL_VAR", "SHOW_VARS", "context", "contexts", "peek", "grep", "chunk", "chunks",
+    "FINAL", "FINAL_VAR", "SHOW_VARS", "context", "contexts", "peek", "grep", "chunk", "chunks", "records",
     "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "remember",
 })
 

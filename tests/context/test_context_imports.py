@@ -20,14 +20,15 @@ FORMER_CIRCLE = ("rlm_runtime.context.probe", "rlm_runtime.context.handles", "rl
 # Who may import whom, at the top of a module (protocol <- probe <- handles <- corpus <- brief).
 ALLOWED = {
     "buffer": set(),
+    "records": set(),
     "grep": {"buffer"},
     "tokens": {"buffer"},
     "protocol": {"grep", "tokens"},
     "relevance": {"buffer"},
     "settings": {"protocol"},
-    "probe": {"grep", "buffer", "protocol", "relevance", "settings", "tokens"},
-    "handles": {"grep", "tokens", "buffer", "probe", "protocol", "settings"},
-    "corpus": {"grep", "tokens", "buffer", "handles", "probe", "protocol", "settings"},
+    "probe": {"grep", "buffer", "protocol", "records", "relevance", "settings", "tokens"},
+    "handles": {"grep", "tokens", "buffer", "probe", "protocol", "records", "settings"},
+    "corpus": {"grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
     "sources": {"corpus", "handles", "probe", "protocol", "settings"},
     "brief": {"corpus", "probe", "protocol", "relevance", "settings"},
 }

@@ -28,7 +28,8 @@ def test_probe_of_markdown_file(write_file: Callable[..., Path]) -> None:
         len(MARKDOWN), 10, "markdown", "ascii", ".md")
     assert probe.est_tokens == FileHandle(path).n_tokens.value > 0
     assert probe.first_lines == MARKDOWN.splitlines()[:10]
-    assert probe.structure == {"headings": ["1: # Title", "5: ## Install", "9: ### Details"]}
+    assert probe.structure == {"headings": ["1: # Title", "5: ## Install", "9: ### Details"],
+                               "shape": "paragraphs of text (no fields: search their text)"}
     assert probe.decision.action == "load"
     assert "headings" in probe.summary() and "decision: load" in repr(probe)
 
@@ -47,11 +48,14 @@ def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path])
         ("arr.json", '[{"id": 1, "title": "a"}, {"id": 2}]', {"json_top": "array", "length": 2, "item_keys": ["id", "title"]}),
         ("num.json", "42", {"json_top": "int"}),
         ("rows.jsonl", '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n{"id": 3, "text": "c"}\n',
-         {"record_keys": ["id", "text"], "records": 3}),
+         {"record_keys": ["id", "text"], "records": 3, "shape": "JSON lines (one object a line); fields: id, text"}),
         ("t.csv", "name,age,city\nann,31,Paris\nbob,42,Oslo\n",
-         {"columns": ["name", "age", "city"], "n_columns": 3, "rows": 2, "delimiter": ","}),
-        ("t.tsv", "a\tb\n1\t2\n", {"columns": ["a", "b"], "n_columns": 2, "rows": 1, "delimiter": "\t"}),
-        ("semi.csv", "a;b;c\n1;2;3\n4;5;6\n", {"columns": ["a", "b", "c"], "n_columns": 3, "rows": 2, "delimiter": ";"}),
+         {"columns": ["name", "age", "city"], "n_columns": 3, "rows": 2, "delimiter": ",",
+          "shape": "a table with a header row; fields: name, age, city"}),
+        ("t.tsv", "a\tb\n1\t2\n", {"columns": ["a", "b"], "n_columns": 2, "rows": 1, "delimiter": "\t",
+                                   "shape": "a table with a header row; fields: a, b"}),
+        ("semi.csv", "a;b;c\n1;2;3\n4;5;6\n", {"columns": ["a", "b", "c"], "n_columns": 3, "rows": 2, "delimiter": ";",
+                                                "shape": "a table with a header row; fields: a, b, c"}),
     ],
 )
 def test_probe_structure_of_data_files(write_file: Callable[..., Path], name: str, content: str, expected: dict) -> None:

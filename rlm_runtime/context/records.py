@@ -1,0 +1,442 @@
+"""Records: a text's structure as data, so code can filter, group and count it.
+
+Small coding models write good short Python over lists and dicts and poor regular
+expressions over text they cannot see. ``records()`` in the sandbox turns the text into a
+list of records (dicts of field -> value) whatever its shape, and the probe brief says
+which shape it found, so "how many X have Y" is ``len(recs.where("y", "..."))`` and a
+chain of facts is two ``find`` calls.
+
+Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
+
+* ``jsonl``: one JSON object a line (values keep their JSON types);
+* ``fields``: several ``key=value`` or ``key: value`` pairs on each line, separated by
+  ``|``, ``;``, tabs or commas;
+* ``table``: delimited rows (tab, comma, semicolon or bar) with a header row;
+* ``blocks``: ``key: value`` lines (bullets allowed) grouped into records by blank lines,
+  by markdown headings, or by the record's first field coming round again; indented lines
+  continue the field above; other lines go to the field ``text``;
+* ``paragraphs``: anything else: one record per blank-line-separated paragraph, with the
+  single field ``text`` (code must search it: the text has no fields to filter).
+
+Field names are lower case with single spaces (``Home Port`` -> ``home port``); a record
+also answers to ``r["home_port"]`` and ``r["Home Port"]``. Text values are stripped strings.
+Every record knows the line it starts on (``r.line``) and, in a corpus, its document
+(``r.doc``). Parsing is linear: one pass over the lines with patterns bounded per line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rlm_runtime.errors import ContextError
+
+#: Non-blank lines read to decide a text's shape.
+SNIFF_LINES = 200
+#: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
+MAX_PARSE_BYTES = 32 * 1024 * 1024
+#: The most records one call returns.
+MAX_RECORDS = 1_000_000
+#: Characters of a line the field patterns look at (a longer line keeps its whole value).
+_LINE_HEAD = 2000
+#: Records a printed ``Records`` shows before saying how many more there are.
+SHOWN = 5
+#: Records printed whole when a result is this short.
+SHOWN_ALL = 20
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*\S)\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+# A field: a short name starting with a letter, then ":" or "=", then the value. The name's
+# class excludes both separators, so the match is bounded by the name's 48 characters.
+_FIELD = re.compile(r"^\s*([A-Za-z][\w .'/()&-]{0,47}?)\s*[:=]\s?(.*)$", re.S)
+_URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://")
+_SEPARATORS = (" | ", "|", "; ", ";", "\t", ", ")
+_DELIMITERS = ("\t", ",", ";", "|")
+
+SHAPE_TEXT = {
+    "jsonl": "JSON lines (one object a line)",
+    "fields": "one record a line, as key=value or key: value pairs",
+    "table": "a table with a header row",
+    "blocks": "records of key: value lines",
+    "paragraphs": "paragraphs of text (no fields: search their text)",
+    "mixed": "documents of several shapes",
+}
+
+
+def _norm(key: str) -> str:
+    return " ".join(str(key).replace("_", " ").split()).lower()
+
+
+class Record(dict[str, Any]):
+    """One record: field -> value. ``line`` is where it starts (1-based); ``doc`` names its
+    document in a corpus (None for one text). Looking a field up ignores case, spaces and
+    underscores; a missing field raises KeyError naming the fields there are."""
+
+    line: int
+    doc: str | None
+
+    def __init__(self, fields: Iterable[tuple[str, Any]] = (), line: int = 0, doc: str | None = None) -> None:
+        super().__init__(fields)
+        self.line = line
+        self.doc = doc
+
+    def __missing__(self, key: Any) -> Any:
+        wanted = _norm(key)
+        for name in self:
+            if _norm(name) == wanted:
+                return dict.__getitem__(self, name)
+        raise KeyError(f"{key!r}: this record has no such field; its fields are {', '.join(self) or '(none)'}")
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and any(_norm(k) == _norm(key) for k in self))
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    """``value`` equals ``wanted`` ignoring case and outer spaces (a list: any of its items)."""
+    if isinstance(value, list):
+        return any(_same(v, wanted) for v in value)
+    if isinstance(value, str) or isinstance(wanted, str):
+        return str(value).strip().casefold() == str(wanted).strip().casefold()
+    return bool(value == wanted)
+
+
+class Records(list[Record]):
+    """A list of records with the three operations counting and lookups need.
+
+    ``where(field, value)`` keeps the records whose field equals the value (any case);
+    ``tally(field)`` counts each value, most common first; ``find(value)`` gives the records
+    holding the value in any field, those named by it (their first field) first. Printing
+    shows how many there are, their fields and the first few."""
+
+    shape: str
+
+    def __init__(self, items: Iterable[Record] = (), shape: str = "", note: str = "") -> None:
+        super().__init__(items)
+        self.shape = shape
+        self._note = note
+
+    def _derived(self, items: Iterable[Record], note: str) -> Records:
+        return Records(items, self.shape, note)
+
+    def fresh(self) -> Records:
+        """A copy whose records (and list values) code may change without touching this one."""
+        return Records((Record(((k, list(v) if isinstance(v, list) else v) for k, v in r.items()), r.line, r.doc)
+                        for r in self), self.shape, self._note)
+
+    @property
+    def fields(self) -> list[str]:
+        """Every field name, in the order first seen."""
+        seen: dict[str, None] = {}
+        for r in self:
+            seen.update(dict.fromkeys(r))
+        return list(seen)
+
+    def where(self, field: str, value: Any) -> Records:
+        """The records whose ``field`` equals ``value``, ignoring case."""
+        kept = [r for r in self if _same(r.get(field), value)]
+        note = ""
+        if not kept:
+            values = self.tally(field)
+            if not values:
+                note = f"no record has a field {field!r}; the fields are {', '.join(self.fields[:30])}"
+            else:
+                top = ", ".join(f"{v} ({n})" for v, n in list(values.items())[:12])
+                note = f"no record has {field} = {value!r}; its values are {top}"
+        return self._derived(kept, note)
+
+    def tally(self, field: str) -> dict[str, int]:
+        """How many records have each value of ``field``, most common first; values that
+        differ only in case count as one (spelled as first seen), as ``where`` matches them."""
+        counts: Counter[str] = Counter()
+        spelling: dict[str, str] = {}
+        for r in self:
+            value = r.get(field)
+            if value is None:
+                continue
+            for v in value if isinstance(value, list) else [value]:
+                text = str(v).strip()
+                counts[spelling.setdefault(text.casefold(), text)] += 1
+        return dict(counts.most_common())
+
+    def find(self, value: Any) -> Records:
+        """The records with ``value`` in any field (ignoring case), those whose first field is
+        ``value`` first: ``find(name)[0]`` is the record of that name when there is one."""
+        named, mentioning = [], []
+        for r in self:
+            items = list(r.values())
+            if items and _same(items[0], value):
+                named.append(r)
+            elif any(_same(v, value) for v in items[1:]):
+                mentioning.append(r)
+        note = "" if named or mentioning else f"no record has {value!r} as a whole field value; grep for part of it"
+        return self._derived(named + mentioning, note)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._derived(list.__getitem__(self, index), "")
+        if not self and isinstance(index, int):
+            raise IndexError(f"there are no records, so there is no [{index}]: {self._note or 'the list is empty'}")
+        return list.__getitem__(self, index)
+
+    def __repr__(self) -> str:
+        if not self:
+            return f"0 records: {self._note}" if self._note else "0 records"
+        shape = SHAPE_TEXT.get(self.shape, self.shape)
+        head = f"{len(self)} records ({shape}); fields: {', '.join(self.fields[:30])}"
+        shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
+        rows = [f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}" for r in shown]
+        if len(shown) < len(self):
+            rows.append(f"... {len(self) - len(shown)} more; len() counts them, .where(field, value) filters, "
+                        ".tally(field) counts each value")
+        return "\n".join([head, *rows])
+
+    __str__ = __repr__
+
+
+# ------------------------------------------------------------------- shape detection
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
+    the sample, and for a table its delimiter and header."""
+
+    kind: str
+    fields: tuple[str, ...] = ()
+    delimiter: str = ""
+
+    def describe(self) -> str:
+        text = SHAPE_TEXT[self.kind]
+        return f"{text}; fields: {', '.join(self.fields[:20])}" if self.fields else text
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    if not line.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _field(line: str) -> tuple[str, str] | None:
+    """``(name, value)`` of a ``name: value`` line (bullets allowed), or None."""
+    text = _BULLET.sub("", line[:_LINE_HEAD], count=1)
+    if _URLISH.match(text.lstrip()):
+        return None
+    m = _FIELD.match(text)
+    if m is None:
+        return None
+    name, value = m.group(1).strip(), m.group(2).strip()
+    if len(name.split()) > 5:
+        return None
+    if len(line) > _LINE_HEAD:
+        value = (value + line[_LINE_HEAD:]).strip()
+    return _norm(name), value
+
+
+def _inline_fields(line: str) -> list[tuple[str, str]] | None:
+    """The pairs of a line holding two or more ``key=value`` / ``key: value`` pairs, or None."""
+    for sep in _SEPARATORS:
+        if sep not in line:
+            continue
+        parts = [p for p in line.split(sep) if p.strip()]
+        if len(parts) < 2:
+            continue
+        pairs = [_field(p) for p in parts]
+        if all(p is not None for p in pairs):
+            return pairs  # type: ignore[return-value]
+    return None
+
+
+def _table_delimiter(lines: list[str]) -> str | None:
+    """The delimiter splitting every sampled line into the same number (2+) of cells."""
+    for delim in _DELIMITERS:
+        if delim not in lines[0]:
+            continue
+        widths = [len(row) for row in csv.reader(lines, delimiter=delim)]
+        if widths[0] >= 2 and sum(w == widths[0] for w in widths) >= 0.9 * len(widths):
+            return delim
+    return None
+
+
+def sniff(lines: Iterable[str]) -> Shape:
+    """The shape of a text from its first lines (any iterable of lines; reads at most
+    ``SNIFF_LINES`` non-blank ones)."""
+    sample = []
+    for line in lines:
+        if line.strip():
+            sample.append(line.rstrip("\r\n"))
+            if len(sample) >= SNIFF_LINES:
+                break
+    if not sample:
+        return Shape("paragraphs")
+    enough = max(1, int(0.8 * len(sample)))
+    objects = [o for o in map(_json_object, sample) if o is not None]
+    if len(objects) >= enough:
+        return Shape("jsonl", _fields_of(o.keys() for o in objects))
+    inline = [p for p in map(_inline_fields, sample) if p]
+    if len(inline) >= enough:
+        return Shape("fields", _fields_of((k for k, _ in pairs) for pairs in inline))
+    if len(sample) >= 2:
+        delim = _table_delimiter(sample)
+        if delim is not None:
+            header = next(csv.reader(sample[:1], delimiter=delim))
+            return Shape("table", tuple(_norm(h) for h in header), delim)
+    singles, headings = [], 0
+    for line in sample:
+        heading = _HEADING.match(line)
+        pair = _field(heading.group(1) if heading else line)
+        headings += heading is not None
+        if pair is not None:
+            singles.append(pair)
+    if len(singles) + headings >= 0.5 * len(sample) and singles:
+        return Shape("blocks", _fields_of([k] for k, _ in singles))
+    return Shape("paragraphs")
+
+
+def _fields_of(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for group in groups:
+        seen.update(dict.fromkeys(_norm(k) for k in group))
+    return tuple(seen)[:50]
+
+
+# ------------------------------------------------------------------------ parsing
+
+
+def parse_text(text: str, *, doc: str | None = None) -> Records:
+    """The records of a whole text (lines split at ``\\n``, as handles number them)."""
+    if len(text) > MAX_PARSE_BYTES:
+        raise ContextError(f"records(): the text has {len(text)} characters, over the {MAX_PARSE_BYTES} "
+                           "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
+    return parse(text.split("\n"), doc=doc)
+
+
+def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int] | None = None, doc: str | None = None,
+          limit: int = MAX_RECORDS) -> Records:
+    """The records of ``lines`` (lines without their line ends, numbered 1, 2, ... or by
+    ``numbers``), in ``shape`` (sniffed from them when None)."""
+    lines = [line.rstrip("\r\n") for line in lines]
+    shape = shape or sniff(lines)
+    parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
+              "paragraphs": _parse_paragraphs}[shape.kind]
+    out = Records(shape=shape.kind)
+    for record in parser(lines, shape):
+        record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
+        record.doc = doc
+        out.append(record)
+        if len(out) >= limit:
+            raise ContextError(f"records(): more than {limit} records; narrow the text first (records(grep(...)))")
+    return out
+
+
+def _parse_jsonl(lines: list[str], shape: Shape) -> Iterator[Record]:
+    for k, line in enumerate(lines):
+        obj = _json_object(line)
+        if obj is not None:
+            yield Record(((_norm(key), value) for key, value in obj.items()), 1 + k)
+
+
+def _parse_fields(lines: list[str], shape: Shape) -> Iterator[Record]:
+    for k, line in enumerate(lines):
+        pairs = _inline_fields(line)
+        if pairs:
+            record = Record(line=1 + k)
+            for key, value in pairs:
+                _add(record, key, value)
+            yield record
+
+
+def _parse_table(lines: list[str], shape: Shape) -> Iterator[Record]:
+    header = list(shape.fields)
+    reader = csv.reader(lines, delimiter=shape.delimiter)
+    try:
+        next(reader)  # the header row
+    except StopIteration:
+        return
+    for row in reader:
+        if not any(cell.strip() for cell in row):
+            continue
+        # line_num counts lines read so far: a quoted cell may span several
+        yield Record(((h, cell.strip()) for h, cell in zip(header, row, strict=False)), reader.line_num)
+
+
+def _add(record: Record, key: str, value: Any) -> None:
+    """Set a field; a field seen again in the same record keeps every value, as a list."""
+    if not dict.__contains__(record, key):
+        record[key] = value
+        return
+    old = dict.__getitem__(record, key)
+    record[key] = [*old, value] if isinstance(old, list) else [old, value]
+
+
+def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
+    headed = any(_HEADING.match(line) for line in lines[:SNIFF_LINES * 4])
+    record: Record | None = None
+    first_key = last_key = None
+    for k, raw in enumerate(lines):
+        line_no = 1 + k
+        heading = _HEADING.match(raw)
+        if heading:
+            if record and list(record) != ["title"]:  # a heading over headings (a title) is no record
+                yield record
+            record, last_key = Record(line=line_no), None
+            pair = _field(heading.group(1))
+            key, value = pair if pair else ("title", heading.group(1).strip())
+            record[key] = value
+            first_key = key
+            continue
+        if not raw.strip():
+            if not headed and record:
+                yield record
+                record, first_key, last_key = None, None, None
+            continue
+        pair = _field(raw)
+        if record is not None and last_key is not None and raw[:1] in (" ", "\t") and not _BULLET.match(raw) and pair is None:
+            value = dict.__getitem__(record, last_key)
+            if isinstance(value, str):
+                record[last_key] = f"{value} {raw.strip()}".strip()
+            continue
+        if pair is not None and record is not None and not headed and pair[0] == first_key:
+            yield record  # the record's first field again: a new record without a blank line
+            record, last_key = None, None
+        if record is None:
+            record = Record(line=line_no)
+            first_key = pair[0] if pair else "text"
+        if pair is None:
+            text = dict.get(record, "text")
+            record["text"] = f"{text} {raw.strip()}" if text else raw.strip()
+            last_key = "text"
+        else:
+            _add(record, *pair)
+            last_key = pair[0]
+    if record and list(record) != ["title"]:
+        yield record
+
+
+def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
+    paragraph: list[str] = []
+    start = 1
+    for k, line in enumerate(lines):
+        if line.strip():
+            if not paragraph:
+                start = 1 + k
+            paragraph.append(line.strip())
+        elif paragraph:
+            yield Record([("text", " ".join(paragraph))], start)
+            paragraph = []
+    if paragraph:
+        yield Record([("text", " ".join(paragraph))], start)

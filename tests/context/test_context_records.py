@@ -1,0 +1,202 @@
+"""records(): the structure of a text as data, for every common shape, in and out of the sandbox.
+
+The fixtures are shapes and wordings of their own (a library's loans, a bug tracker, a
+recipe box, a weather log), not the evaluation suites' templates.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rlm_runtime.context import open_context
+from rlm_runtime.context.records import MAX_PARSE_BYTES, Record, Records, parse, parse_text, sniff
+from rlm_runtime.errors import ContextError
+from rlm_runtime.sandbox import CellLimits, Sandbox
+
+TICKETS = [
+    {"ticket": "T-1", "state": "Open", "owner": "mara lind", "blocks": "T-3"},
+    {"ticket": "T-2", "state": "closed", "owner": "otto berg", "blocks": ""},
+    {"ticket": "T-3", "state": "open", "owner": "ines vo", "blocks": "T-2"},
+    {"ticket": "T-4", "state": "wontfix", "owner": "mara lind", "blocks": "T-1"},
+]
+
+SHAPES = {
+    "jsonl": "\n".join(json.dumps(t) for t in TICKETS) + "\n",
+    "fields": "\n".join(" ; ".join(f"{k}: {v}" for k, v in t.items()) for t in TICKETS) + "\n",
+    "table-tab": "ticket\tstate\towner\tblocks\n" + "".join("\t".join(t.values()) + "\n" for t in TICKETS),
+    "table-comma": 'Ticket,State,Owner,Blocks\n' + "".join(",".join(t.values()) + "\n" for t in TICKETS),
+    "blocks": "\n".join("".join(f"{k.title()}: {v}\n" for k, v in t.items()) for t in TICKETS),
+    "blocks-no-blank": "".join(f"* {k} = {v}\n" for t in TICKETS for k, v in t.items()),
+    "markdown": "# Tracker export\n\n" + "".join(
+        f"### ticket: {t['ticket']}\n\n" + "".join(f"- {k}: {v}\n" for k, v in t.items() if k != "ticket") + "\n"
+        for t in TICKETS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_shape_gives_the_same_records(name: str) -> None:
+    """It reads the same four tickets from JSON lines, inline fields, tables, blocks and markdown sections."""
+    recs = parse_text(SHAPES[name])
+    assert len(recs) == 4, (name, recs)
+    assert [r["ticket"] for r in recs] == ["T-1", "T-2", "T-3", "T-4"]
+    assert len(recs.where("state", "open")) == 2
+    assert recs.tally("owner") == {"mara lind": 2, "otto berg": 1, "ines vo": 1}
+    # a chain: what does the ticket that T-4 blocks block in turn?
+    first = recs.find("T-4")[0]
+    assert first["ticket"] == "T-4"
+    assert recs.find(first["blocks"])[0]["blocks"] == "T-3"
+
+
+def test_shape_names_and_fields_come_from_the_head() -> None:
+    """It names the shape and the fields a text's first lines show."""
+    assert sniff(SHAPES["jsonl"].splitlines()).kind == "jsonl"
+    assert sniff(SHAPES["fields"].splitlines()).kind == "fields"
+    table = sniff(SHAPES["table-comma"].splitlines())
+    assert (table.kind, table.fields, table.delimiter) == ("table", ("ticket", "state", "owner", "blocks"), ",")
+    assert sniff(SHAPES["blocks"].splitlines()).fields == ("ticket", "state", "owner", "blocks")
+    assert "fields: ticket, state, owner, blocks" in sniff(SHAPES["markdown"].splitlines()).describe()
+    prose = "It rained in the morning, and later, towards noon, it cleared.\nThe wind stayed low.\n" * 5
+    assert sniff(prose.splitlines()).kind == "paragraphs"
+    assert sniff([]).kind == "paragraphs"
+
+
+def test_records_know_their_line() -> None:
+    """It gives each record the 1-based line it starts on, as grep numbers lines."""
+    recs = parse_text(SHAPES["blocks"])
+    assert [r.line for r in recs] == [1, 6, 11, 16]
+    lines = SHAPES["blocks"].split("\n")
+    assert all(lines[r.line - 1].startswith("Ticket: ") for r in recs)
+    assert [r.line for r in parse_text(SHAPES["table-tab"])] == [2, 3, 4, 5]
+
+
+def test_field_lookup_forgives_case_spaces_and_underscores() -> None:
+    """It finds a field written in another case or with underscores, and names the fields when one is missing."""
+    recs = parse_text("Home Port: Kiel\nCrew Size: 4\n")
+    r = recs[0]
+    assert r["home port"] == r["Home_Port"] == r["HOME PORT"] == "Kiel"
+    assert "crew_size" in r and r.get("crew size") == "4" and r.get("captain") is None
+    with pytest.raises(KeyError, match="home port, crew size"):
+        r["captain"]
+
+
+def test_continuations_repeats_and_loose_text() -> None:
+    """It joins indented continuation lines, keeps a repeated field as a list, and keeps loose lines as text."""
+    text = ("Recipe: lentil soup\nStep: rinse the lentils\n  twice, in cold water\nStep: simmer\n"
+            "Serves: 4\nA family favourite.\n\nRecipe: flatbread\nServes: 2\n")
+    recs = parse_text(text)
+    assert len(recs) == 2
+    soup = recs[0]
+    assert soup["step"] == ["rinse the lentils twice, in cold water", "simmer"]
+    assert soup["text"] == "A family favourite."
+    assert len(recs.where("step", "simmer")) == 1
+    assert recs.tally("step") == {"rinse the lentils twice, in cold water": 1, "simmer": 1}
+
+
+def test_empty_results_say_why() -> None:
+    """It explains an empty filter (the values there are) and an empty lookup, and refuses [0] of nothing with the reason."""
+    recs = parse_text(SHAPES["table-tab"])
+    none = recs.where("state", "pending")
+    assert "0 records" in repr(none) and "Open (2), closed (1), wontfix (1)" in repr(none)
+    assert "no record has a field 'colour'" in repr(recs.where("colour", "red"))
+    with pytest.raises(IndexError, match="no record has 'T-9'"):
+        recs.find("T-9")[0]
+
+
+def test_printing_a_long_list_shows_a_count_fields_and_a_few() -> None:
+    """It prints how many records, their fields and the first five, not thousands of rows."""
+    text = "day,temp,sky\n" + "".join(f"d{i},{i % 30},{'clear' if i % 3 else 'rain'}\n" for i in range(5000))
+    shown = repr(parse_text(text))
+    assert shown.startswith("5000 records (a table with a header row); fields: day, temp, sky")
+    assert shown.count("\n") == 6 and "4995 more" in shown
+
+
+def test_changing_a_result_leaves_the_handle_records_alone() -> None:
+    """It hands out a fresh copy each call: code that edits records does not change the next call's."""
+    handle = open_context(SHAPES["jsonl"])
+    first = handle.records()
+    first[0]["state"] = "edited"
+    first.clear()
+    again = handle.records()
+    assert len(again) == 4 and again[0]["state"] == "Open"
+    assert handle.stats.records == 2
+
+
+def test_a_corpus_names_each_records_document(tmp_path: Path) -> None:
+    """It reads every document of a folder, each record naming its document, whatever each one's shape."""
+    (tmp_path / "a.jsonl").write_text(SHAPES["jsonl"])
+    (tmp_path / "b.txt").write_text(SHAPES["blocks"])
+    recs = open_context(tmp_path).records()
+    assert len(recs) == 8
+    assert {r.doc for r in recs} == {"a.jsonl", "b.txt"}
+    assert len(recs.where("owner", "mara lind")) == 4
+
+
+def test_too_much_text_is_refused_with_a_way_forward() -> None:
+    """It refuses a text over the parse cap with a ContextError saying how to narrow it."""
+    with pytest.raises(ContextError, match="narrow it first"):
+        parse_text("x" * (MAX_PARSE_BYTES + 1))
+
+
+def test_parsing_stays_linear_on_hostile_lines() -> None:
+    """It parses long lines of separators, colons and spaces in time linear in their size."""
+
+    def seconds(n: int) -> float:
+        lines = [("a" * 40 + " " * 40 + ":" + " |" * n), (" " * n + "x"), ("k=" * n), ("#" * 6 + " " + ":" * n)]
+        start = time.perf_counter()
+        for line in lines:
+            parse([line] * 20)
+        return time.perf_counter() - start
+
+    small, big = seconds(2_000), seconds(20_000)
+    assert big < 30 * max(small, 1e-3), (small, big)
+
+
+def test_records_is_a_list_of_dicts() -> None:
+    """It is a plain list of dicts to code: comprehensions, sorting and json work on it."""
+    recs = parse_text(SHAPES["fields"])
+    assert isinstance(recs, list) and all(isinstance(r, dict) for r in recs)
+    assert sorted(r["owner"] for r in recs if r["state"].lower() == "open") == ["ines vo", "mara lind"]
+    assert json.loads(json.dumps(recs))[1]["ticket"] == "T-2"
+    assert isinstance(recs[:2], Records) and isinstance(recs[0], Record)
+
+
+# ---------------------------------------------------------------- in the sandbox
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    (tmp_path / "tickets.txt").write_text(SHAPES["blocks"])
+    limits = CellLimits(cell_timeout_s=20, kill_grace_s=0.5, memory_mb=256)
+    with Sandbox("default", limits, contexts=[tmp_path / "tickets.txt", SHAPES["markdown"]]) as sb:
+        yield sb
+
+
+def _run(sb: Sandbox, code: str) -> str:
+    result = sb.execute(code)
+    assert result.ok, (code, result.error)
+    return result.stdout
+
+
+def test_the_sandbox_binds_records(sandbox: Sandbox) -> None:
+    """It gives code records() over the context, another handle, a chunk, a string and grep matches."""
+    assert _run(sandbox, "len(records())") == "4\n"
+    assert _run(sandbox, "records().where('state', 'OPEN').tally('owner')") == "{'mara lind': 1, 'ines vo': 1}\n"
+    assert _run(sandbox, "records(contexts[1]).find('T-2')[0]['owner']") == "'otto berg'\n"
+    assert _run(sandbox, "[r.line for r in records(chunk(0, 10))]") == "[1, 6]\n"
+    assert _run(sandbox, "records('a=1 | b=2')[0]") == "{'a': '1', 'b': '2'}\n"
+    assert _run(sandbox, "[(r.line, r['owner']) for r in records(grep('^Owner: mara'))]") == "[(3, 'mara lind'), (18, 'mara lind')]\n"
+    assert _run(sandbox, "print(records())").startswith("4 records (records of key: value lines)")
+
+
+def test_records_cannot_reach_the_handle(sandbox: Sandbox) -> None:
+    """It keeps the parsed records' cache and the handle out of reach of code."""
+    for code in ("records()._note", "records().__class__.__init__", "records()[0].__missing__"):
+        result = sandbox.execute(code)
+        assert not result.ok, code
+    _run(sandbox, "r = records(); r[0]['state'] = 'x'; r.clear()")
+    assert _run(sandbox, "records()[0]['state']") == "'Open'\n"
