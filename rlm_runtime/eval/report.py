@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from rlm_runtime.eval.assist_stats import HEAD as ASSIST_HEAD
+from rlm_runtime.eval.assist_stats import AssistRow, assist_rows
+from rlm_runtime.eval.assist_stats import cells as assist_cells
 from rlm_runtime.eval.jsonlines import parse_line, read_lines
 from rlm_runtime.eval.results import latest, load_results
 from rlm_runtime.termsafe import one_line
@@ -271,6 +274,7 @@ def build_report(folder: str | Path) -> Built:
     reduction = token_reduction(records)
     window_tokens, window_chars = _window(folder, records)
     pages = _trace_pages(folder, records)
+    assists = assist_rows(folder, records)
     plots: list[Path] = []
     from rlm_runtime.eval import plots as plotting
 
@@ -288,14 +292,16 @@ def build_report(folder: str | Path) -> Built:
                 continue
             plots.append(write_inside(folder, name, buffer.getvalue()))
     md = write_inside(folder, "report.md",
-                      _markdown(folder, records, rows, reduction, window_tokens, plots, pages).encode("utf-8"))
+                      _markdown(folder, records, rows, reduction, window_tokens, plots, pages, assists).encode("utf-8"))
     page = write_inside(folder, "report.html",
-                        _html(folder, records, rows, reduction, window_tokens, plots, pages).encode("utf-8"))
+                        _html(folder, records, rows, reduction, window_tokens, plots, pages, assists).encode("utf-8"))
     return Built(md, page, plots, skipped)
 
 
 # ----------------------------------------------------------------------------- rendering
 
+_ASSISTS_NOTE = ("What each assist did (rlm_runtime.assist): the tasks it spoke in, and of the answers it questioned "
+                 "or replaced, how many went from wrong to right and from right to wrong by the task's final answer.")
 _HEAD = ("method", "family", "tasks", "accuracy", "input tok", "output tok", "cost $", "median s", "errors")
 
 
@@ -357,7 +363,7 @@ def _task_rows(records: list[dict[str, Any]], pages: dict[str, str]) -> list[dic
 
 
 def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], reduction: list[dict[str, Any]],
-              window: int | None, plots: list[Path], pages: dict[str, str]) -> str:
+              window: int | None, plots: list[Path], pages: dict[str, str], assists: list[AssistRow]) -> str:
     out = [f"# rlm eval report: {_md_text(folder.name)}", "",
            f"{len(records)} results; model: {_md_text(_models(records))}" + (f"; window {window:,} tokens" if window else ""), "",
            "## Accuracy by method and family", ""]
@@ -369,6 +375,9 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
     if reduction:
         out += ["", "## Token reduction of rlm against direct", ""]
         out += _md_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])
+    if assists:
+        out += ["", "## Assists", "", _ASSISTS_NOTE, ""]
+        out += _md_table(ASSIST_HEAD, [assist_cells(a) for a in assists])
     if plots:
         out += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     out += ["", "## Tasks", ""]
@@ -396,7 +405,7 @@ def _h_table(head: tuple[str, ...], rows: list[list[str]], raw_last: bool = Fals
 
 
 def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reduction: list[dict[str, Any]], window: int | None,
-          plots: list[Path], pages: dict[str, str]) -> str:
+          plots: list[Path], pages: dict[str, str], assists: list[AssistRow]) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>rlm eval: {html.escape(folder.name)}</title>"
              f"<style>{_CSS}</style></head><body>", f"<h1>rlm eval report: {html.escape(folder.name)}</h1>",
              f"<p>{len(records)} results; model: {html.escape(_models(records))}"
@@ -407,6 +416,9 @@ def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reductio
         parts += ["<h2>By family and context length</h2>", _h_table(_length_head(records), lengths)]
     if reduction:
         parts += ["<h2>Token reduction of rlm against direct</h2>", _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]
+    if assists:
+        parts += ["<h2>Assists</h2>", f"<p>{html.escape(_ASSISTS_NOTE)}</p>",
+                  _h_table(ASSIST_HEAD, [assist_cells(a) for a in assists])]
     if plots:
         parts.append("<h2>Plots</h2>")
         for p in plots:

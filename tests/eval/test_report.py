@@ -68,3 +68,38 @@ def test_compare_shows_per_family_differences(run_dir: Path, tmp_path: Path) -> 
     row = next(r for r in result.rows if r["method"] == "rlm" and r["family"] == "needle")
     assert row["accuracy_a"] == row["accuracy_b"] == 1.0 and row["diff"] == 0.0
     assert "+0 pts" in result.text()
+
+
+def _counting_run(tmp_path: Path, assists: str) -> Path:
+    """One counting task: the scripted model answers a count no output showed, then counts in code."""
+    import json
+
+    (tmp_path / "crates.txt").write_text("".join(f"crate {i}: {'sealed' if i % 3 == 0 else 'open'}\n" for i in range(1, 31)))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "crates-sealed", "question": "How many crates are sealed?", "context": "crates.txt",
+                                 "answer": "10", "scorer": "numeric"}) + "\n")
+    replies = ["```python\nprint(grep('sealed', max_matches=3))\n```", "```python\nFINAL('There are 4 sealed crates')\n```",
+               "```python\nprint(grep('sealed').count())\n```", "```python\nFINAL(10)\n```"]
+    script = tmp_path / f"script-{assists}.jsonl"
+    script.write_text("".join(json.dumps({"content": r}) + "\n" for r in replies))
+    out = tmp_path / f"run-{assists}"
+    limits = {"max_iterations": 6, "max_wall_s": 60.0, "assists": assists}
+    Runner(EvalConfig(model=f"scripted:{script}", methods=("rlm",), out=out, limits=limits), load_tasks(tasks)).run()
+    return out
+
+
+def test_report_counts_what_each_assist_did(tmp_path: Path) -> None:
+    """It reports, per assist, the tasks it fired in and the answers it flipped, from the trace events; none with the assists off."""
+    from rlm_runtime.eval.assist_stats import assist_rows
+    from rlm_runtime.eval.report import load
+
+    on = _counting_run(tmp_path, "auto")
+    checks = [r for r in assist_rows(on, load(on)) if r.checked]
+    assert len(checks) == 1  # the first assist that questions an unbacked count wins
+    check = checks[0]
+    assert (check.tasks, check.fired, check.checked, check.wrong_to_right, check.right_to_wrong) == (1, 1, 1, 1, 0)
+    md = build_report(on).markdown.read_text()
+    assert "## Assists" in md and f"| rlm | {check.name} | 1/1 | 100% | {check.events} | 1 | 1 | 0 |" in md
+    off = _counting_run(tmp_path, "none")
+    assert assist_rows(off, load(off)) == []
+    assert "## Assists" not in build_report(off).markdown.read_text()
