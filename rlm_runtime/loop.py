@@ -424,7 +424,7 @@ class Run:
         def searched(query: str, k: int) -> list[dict[str, Any]]:
             return list(search.search(query, k, run_id=self.run_id, stop=self.tree.budget.check_time))
 
-        host = Host(query=self.query, prompts=setup.prompts, execute=sandbox.execute, emit=self.emit,
+        host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit,
                     search=searched if search is not None else None, ask=self._ask)
         return Assists(names_for(setup.limits.assists, self.client.model), host)
 

@@ -53,5 +53,6 @@ def test_the_local_model_answers_through_search_where_grep_finds_nothing(tmp_pat
     assert result.answer is not None, result.error
     assert "Ljubljana" in result.answer
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    searched = [e for e in events if e["type"] == "tool_call" and e["name"] == "search_chunks"]
+    searched = [e for e in events if (e["type"] == "tool_call" and e["name"] == "search_chunks")
+                or (e["type"] == "assist" and any(x.startswith("search_chunks ") for x in e.get("lookups", [])))]
     assert searched, "the answer did not come through ranked search"

@@ -16,25 +16,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_runtime.prompts import Prompts
-from rlm_runtime.sandbox import CellResult
 
 Event = dict[str, Any]
 
 
 @dataclass
 class Host:
-    """What a run lends its assists: the question, the prompts, its sandbox (``execute``
-    runs a cell in the model's own worker), its trace, the chunk search (None when the
-    session has none) and ``ask(prompt, source)``: one short model call outside the
-    conversation, counted as a forced turn of the run whose trace says it came ``from``
-    ``source`` (it returns the reply's text)."""
+    """What a run lends its assists: the question, the prompts, ``lookup`` (the sandbox's
+    typed grep, count and tally over the main context, ``Sandbox.lookup``; read it through
+    ``lookups.py``), its trace, the chunk search (None when the session has none) and
+    ``ask(prompt, source)``: one short model call outside the conversation, counted as a
+    forced turn of the run whose trace says it came ``from`` ``source`` (it returns the
+    reply's text)."""
 
     query: str
     prompts: Prompts
-    execute: Callable[[str], CellResult]
+    lookup: Callable[..., dict[str, Any]]
     emit: Callable[[Event], None]
     search: Callable[[str, int], list[dict[str, Any]]] | None
     ask: Callable[[str, str], str]
+    #: What the assist being called looked up (``lookups.py`` and ``note_lookup`` add to it;
+    #: the runner puts it in the assist's trace event and empties it before each call).
+    looked: list[str] = field(default_factory=list)
+
+    def note_lookup(self, what: str) -> None:
+        """Record one lookup for the trace (cut to 200 characters; 20 a call at most)."""
+        if len(self.looked) < 20:
+            self.looked.append(what[:200])
 
 
 @dataclass

@@ -7,6 +7,7 @@ the model one more turn, or None to let the answer be taken.
 from __future__ import annotations
 
 from rlm_runtime import harness
+from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Host
 from rlm_runtime.assist.leads import CHAIN_LINES_SHOWN, chain_note, lines_of, shown
 from rlm_runtime.context.grep import re2_escape
@@ -47,8 +48,7 @@ class GroundingCheck(Assist):
         if state.grounding_checked or harness.is_count_question(host.query):
             return None
         for token in [t for t in harness.answer_tokens(answer, host.query) if t in reply]:
-            result = host.execute(f"print(grep({re2_escape(token)!r}, ignore_case=True, max_matches=1).count())")
-            if result.ok and (result.stdout or "").strip() == "0":
+            if lookups.count(host, re2_escape(token), ignore_case=True) == 0:
                 state.grounding_checked = True
                 return host.prompts.text("ungrounded_answer", token=token, question=host.query)
         return None

@@ -9,6 +9,7 @@ chain from the question's name.
 from __future__ import annotations
 
 from rlm_runtime import harness
+from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.context.grep import re2_escape
 
@@ -49,20 +50,17 @@ class Leads(Assist):
 
 
 def lines_of(host: Host, term: str) -> list[str] | None:
-    """The lines holding ``term`` as whole words (ignoring case), found in the run's sandbox;
-    None when there are none or more than ``LEAD_LINES``."""
-    call = f"grep({harness.name_pattern(term)!r}, ignore_case=True, max_matches={LEAD_LINES + 1})"
-    result = host.execute(f"print({call})")
-    rows = harness.grep_rows(result.stdout or "") if result.ok else []
-    if not rows or len(rows) > LEAD_LINES:
+    """The lines holding ``term`` as whole words (ignoring case), as grep prints them; None
+    when there are none or more than ``LEAD_LINES``."""
+    found, total = lookups.lines(host, harness.name_pattern(term), ignore_case=True, most=LEAD_LINES)
+    if not found or total > LEAD_LINES:
         return None
-    return [line for line in harness.lines_of((result.stdout or "").strip()) if line.strip()]
+    return found
 
 
 def shown(host: Host, term: str, lines: list[str], why: str) -> None:
     """Trace the lines the runtime looked up and showed the model."""
-    host.emit({"type": "tool_call", "name": "grep", "args": repr(term)[:200], "result": f"{len(lines)} lines shown: {why}",
-               "error": None, "duration_s": 0.0})
+    host.note_lookup(f"{len(lines)} lines of {term!r} shown: {why}")
 
 
 def named_note(host: Host, state: AssistState, code: str, stdout: str, *, broad: bool = False) -> str:
@@ -142,6 +140,4 @@ def _is_word(host: Host, name: str) -> bool:
     ("According to ..."): the text also writes it in lower case. Names are never lower case."""
     if " " in name or not name.isalpha():
         return False
-    pattern = r"\b" + re2_escape(name.lower()) + r"\b"
-    result = host.execute(f"print(grep({pattern!r}, max_matches=1).count())")
-    return result.ok and (result.stdout or "").strip() not in ("", "0")
+    return bool(lookups.count(host, r"\b" + re2_escape(name.lower()) + r"\b"))

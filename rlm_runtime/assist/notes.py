@@ -10,6 +10,7 @@ import ast
 import contextlib
 
 from rlm_runtime import harness
+from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.assist.leads import chain_note
 from rlm_runtime.context.grep import re2_escape
@@ -31,6 +32,16 @@ _WORDS_SHOWN = 2
 _WORD_LINES = 3
 
 
+def _first_argument(call: str) -> str | None:
+    """The pattern of a ``grep('...', ignore_case=True)`` call a hint names (a string literal)."""
+    with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+        node = ast.parse(call, mode="eval").body
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            value = node.args[0].value
+            return value if isinstance(value, str) else None
+    return None
+
+
 def _counting(query: str) -> bool:
     return harness.is_count_question(query) or harness.is_tally_question(query)
 
@@ -46,14 +57,13 @@ class EmptyGrepLines(Assist):
         if cell.kind != "empty_grep":
             return ""
         call = harness.suggested_grep(cell.reported)
-        if call is None:
+        pattern = _first_argument(call) if call else None
+        if pattern is None:
             return ""
-        result = host.execute(f"print({call[:-1]}, max_matches={_HINT_LINES}))")
-        lines = (result.stdout or "").strip()
-        if not (result.ok and lines and not harness.grep_found_nothing(lines)):
+        found, _ = lookups.lines(host, pattern, ignore_case=True, most=_HINT_LINES)
+        if not found:
             return ""
-        host.emit({"type": "tool_call", "name": "grep", "args": call[:200],
-                   "result": "shown after an empty grep", "error": None, "duration_s": result.duration_s})
+        lines = "\n".join(found)
         state.seen.append(lines)
         note = host.prompts.text("empty_grep_lines", call=call, lines=lines)
         chain = chain_note(host, state, lines)
@@ -77,22 +87,16 @@ class QuestionWords(Assist):
         if not words:
             return ""
         patterns = [r"\b" + re2_escape(w) for w in words]
-        result = host.execute(f"print([grep(p, ignore_case=True, max_matches=1).count() for p in {patterns!r}])")
-        try:
-            counts = [int(n) for n in (result.stdout or "").strip().strip("[]").split(",")] if result.ok else []
-        except ValueError:
-            counts = []
-        if len(counts) != len(words) or not any(counts):
+        counts = [lookups.count(host, p, ignore_case=True) or 0 for p in patterns]
+        if not any(counts):
             return ""
         found = sorted((n, k) for k, n in enumerate(counts) if n)[:_WORDS_SHOWN]
         shown = []
         for _, k in found:
-            lines = host.execute(f"print(grep({patterns[k]!r}, ignore_case=True, max_matches={_WORD_LINES}))")
-            if lines.ok and (lines.stdout or "").strip():
-                shown.append(host.prompts.text("question_word_lines", word=words[k], lines=lines.stdout.strip()))
+            lines, _ = lookups.lines(host, patterns[k], ignore_case=True, most=_WORD_LINES)
+            if lines:
+                shown.append(host.prompts.text("question_word_lines", word=words[k], lines="\n".join(lines)))
         tally = ", ".join(f"{w!r} {n}" for w, n in zip(words, counts, strict=True))
-        host.emit({"type": "tool_call", "name": "grep", "args": tally[:200], "result": "the question's words, after an empty grep",
-                   "error": None, "duration_s": 0.0})
         note = host.prompts.text("question_words", counts=tally, lines="\n".join(shown))
         state.seen.append(note)
         return note
@@ -117,8 +121,7 @@ class SearchHint(Assist):
         if not hits:
             return prompts.notes["empty_grep"]
         lines = [f"- {h['id']} (lines {h['lines']}): {h['snippet'][:_HINT_SNIPPET_CHARS]}" for h in hits]
-        host.emit({"type": "tool_call", "name": "search_chunks", "args": repr(query)[:200],
-                   "result": f"{len(hits)} hits (shown after an empty grep)", "error": None, "duration_s": 0.0})
+        host.note_lookup(f"search_chunks {query!r}: {len(hits)} hits")
         return prompts.text("empty_grep_hits", query=repr(query), hits="\n".join(lines), best=hits[0]["id"])
 
 
@@ -140,28 +143,19 @@ class Records(Assist):
         if not _counting(host.query):
             return ""
         for word in harness.question_words(host.query):
-            prefix = r"\b" + re2_escape(word)
-            found = host.execute(f"print(grep({prefix!r}, ignore_case=True, max_matches={_RECORD_SAMPLE}))")
-            pattern = harness.record_pattern(harness.grep_rows(found.stdout or "")) if found.ok else None
+            sample, _ = lookups.lines(host, r"\b" + re2_escape(word), ignore_case=True, most=_RECORD_SAMPLE)
+            pattern = harness.record_pattern(harness.grep_rows("\n".join(sample)))
             if pattern is None:
                 continue
-            # print only: the cell runs in the model's namespace, whose names it must not touch
-            call = f"grep({pattern!r}, max_matches=2)"
-            result = host.execute(f"print({call}.count())\nprint({call})\nprint({call}.tally())")
-            out = (result.stdout or "").strip().split("\n")
-            if not result.ok or len(out) < 4 or not out[0].isdigit() or int(out[0]) < _RECORD_SAMPLE // 2:
+            first, total = lookups.lines(host, pattern, most=2)
+            if total < _RECORD_SAMPLE // 2:
                 continue
-            tally = None
-            with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
-                tally = ast.literal_eval(out[-1])
-            if not (isinstance(tally, dict) and 2 <= len(tally) <= _MAX_KINDS_SHOWN
-                    and all(isinstance(k, str) and isinstance(v, int) for k, v in tally.items())):
-                continue  # not a label field over the whole text (too many kinds, or cut)
+            tally, kinds = lookups.tally(host, pattern)
+            if not 2 <= kinds <= _MAX_KINDS_SHOWN:
+                continue  # not a label field over the whole text (too many kinds)
             state.records_counts = tally
-            host.emit({"type": "tool_call", "name": "grep", "args": f"{pattern!r}.tally()"[:200],
-                       "result": "records counted for a counting question", "error": None, "duration_s": result.duration_s})
-            note = host.prompts.text("records_tally", total=out[0], lines="\n".join(out[1:-1]), pattern=pattern,
-                                     counts=out[-1], question=host.query)
+            note = host.prompts.text("records_tally", total=total, lines="\n".join(first), pattern=pattern,
+                                     counts=repr(tally), question=host.query)
             state.seen.append(note)
             return note
         return ""

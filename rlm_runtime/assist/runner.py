@@ -50,16 +50,19 @@ class Assists:
         for assist in self.assists:
             if assist.exclusive and spoke:
                 continue
+            self.host.looked.clear()
             note = assist.after_cell(self.host, self.state, cell)
             if note:
                 spoke = spoke or assist.exclusive
                 notes.append(note)
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note)})
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note),
+                                "lookups": list(self.host.looked)})
         return "".join("\n" + n for n in notes)
 
     def before_answer(self, answer: str, reply: str) -> str | None:
         """A note questioning ``answer`` (one more turn), or None to take it."""
         for assist in self.assists:
+            self.host.looked.clear()
             note = assist.before_answer(self.host, self.state, answer, reply)
             if note:
                 self._checked(assist.name, answer, "questioned")
@@ -69,6 +72,7 @@ class Assists:
     def settle(self, answer: str) -> str:
         """The answer to take for ``answer``."""
         for assist in self.assists:
+            self.host.looked.clear()
             settled = assist.settle(self.host, self.state, answer)
             if settled != answer:
                 self._checked(assist.name, answer, "replaced")
@@ -78,9 +82,11 @@ class Assists:
     def last_turn(self) -> str | None:
         """The run's answer when the turns ran out, made without the forced turn, or None."""
         for assist in self.assists:
+            self.host.looked.clear()
             answer = assist.last_turn(self.host, self.state)
             if answer is not None:
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(answer)})
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(answer),
+                                "lookups": list(self.host.looked)})
                 return answer
         return None
 
@@ -89,4 +95,5 @@ class Assists:
         return "".join(a.last_found(self.host, self.state) for a in self.assists)
 
     def _checked(self, name: str, answer: str, outcome: str) -> None:
-        self.host.emit({"type": "answer_check", "name": name, "answer": answer[:_ANSWER_CHARS], "outcome": outcome})
+        self.host.emit({"type": "answer_check", "name": name, "answer": answer[:_ANSWER_CHARS], "outcome": outcome,
+                        "lookups": list(self.host.looked)})

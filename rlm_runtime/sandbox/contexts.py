@@ -315,3 +315,41 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
         else:
             raise ContextError(f"records(): a list of lines or grep matches, not of {type(item).__name__}")
     return _records.parse(lines, numbers=numbers)
+
+
+def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:
+    """A host's lookup over ``handle`` (the worker's main context), by the rules of
+    ``frames.lookup_reply``: read through the grep module, so the handle's access counts (the
+    model's own reading) do not change. A pattern RE2 refuses gives ``error``."""
+    from rlm_runtime.context import grep as _grep
+    from rlm_runtime.sandbox import frames
+
+    out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "error": ""}
+    if isinstance(handle, BufferHandle):
+        parts = [(handle, "")]
+    elif isinstance(handle, CorpusHandle):
+        parts = [(h, d.name[: frames.NAME_MAX]) for h, d in handle._searched()]
+    else:
+        out["error"] = "this session has no searchable context"
+        return out
+    cut = frames.LOOKUP_LINE_CHARS
+    try:
+        _grep.compile_pattern(pattern, ignore_case)
+        if kind == "tally":
+            counts: dict[str, int] = {}
+            for h, _ in parts:
+                for text, n in _grep.tally_matching_lines(h._buf(), pattern, ignore_case).items():
+                    counts[text[:cut]] = counts.get(text[:cut], 0) + n
+            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+            out["count"] = len(ranked)
+            out["tally"] = [[text, n] for text, n in ranked[: frames.LOOKUP_MAX_KINDS]]
+            return out
+        for h, doc in parts:
+            buf = h._buf()
+            if kind == "lines" and len(out["lines"]) < max_lines:
+                found = _grep.grep_buffer(buf, pattern, max_matches=max_lines - len(out["lines"]), ignore_case=ignore_case)
+                out["lines"] += [[doc, m.line_no, m.line[:cut]] for m in found]
+            out["count"] += _grep.count_matching_lines(buf, pattern, ignore_case)
+    except ContextError as e:
+        out.update(lines=[], count=0, tally=[], error=str(e)[: frames.MESSAGE_MAX])
+    return out

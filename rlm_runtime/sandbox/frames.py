@@ -241,3 +241,56 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
                 raise _bad(op, f"{name} of type {_kind(value)}" if type(value) is not int else f"{name} out of range")
         clean.append({name: row[name] for name in STAT_COUNTERS})
     return clean
+
+
+# ------------------------------------------------------- between cells: lookups for the host
+
+#: What a lookup asks of the main context: its matching lines, how many lines match, or
+#: how many match per text the pattern's first group captures.
+LOOKUP_KINDS = ("lines", "count", "tally")
+#: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to
+#: NAME_MAX) and tally entries (each key cut to LOOKUP_LINE_CHARS).
+LOOKUP_MAX_LINES = 50
+LOOKUP_LINE_CHARS = 500
+LOOKUP_MAX_KINDS = 200
+_LOOKED_UP_KEYS = frozenset({"op", "seq", "lines", "count", "tally", "error"})
+
+
+def lookup_reply_max() -> int:
+    """Largest ``looked_up`` answer the host reads (msgpack adds a few bytes an item)."""
+    return 1024 + LOOKUP_MAX_LINES * (4 * LOOKUP_LINE_CHARS + 4 * NAME_MAX + 32) + LOOKUP_MAX_KINDS * (4 * LOOKUP_LINE_CHARS + 32)
+
+
+def lookup_reply(msg: dict[str, Any], seq: int) -> dict[str, Any]:
+    """Check the worker's answer to ``lookup`` ``seq``; return its fields: ``lines`` (a list
+    of (document or "", line number, line)), ``count`` (int), ``tally`` (text -> count, in
+    the worker's order) and ``error`` ("" or why the pattern could not run). Raises
+    ProtocolError for anything else."""
+    op = msg["op"]
+    if op != "looked_up":
+        shown = op if len(op) <= 40 else op[:40] + "..."
+        raise ProtocolError(f"unexpected frame {shown!r} in answer to lookup")
+    _exact(op, msg, _LOOKED_UP_KEYS, seq)
+    lines, count, tally, error = msg["lines"], msg["count"], msg["tally"], msg["error"]
+    if type(lines) is not list or len(lines) > LOOKUP_MAX_LINES:
+        raise _bad(op, f"lines of type {_kind(lines)}" if type(lines) is not list else f"{len(lines)} lines")
+    clean_lines: list[tuple[str, int, str]] = []
+    for row in lines:
+        if (type(row) is not list or len(row) != 3 or type(row[0]) is not str or len(row[0]) > NAME_MAX
+                or type(row[1]) is not int or not 0 < row[1] <= _COUNTER_MAX or type(row[2]) is not str
+                or len(row[2]) > LOOKUP_LINE_CHARS):
+            raise _bad(op, "a line that is not [document, number, text] within bounds")
+        clean_lines.append((row[0], row[1], row[2]))
+    if type(count) is not int or not 0 <= count <= _COUNTER_MAX:
+        raise _bad(op, f"count of type {_kind(count)}" if type(count) is not int else "count out of range")
+    if type(tally) is not list or len(tally) > LOOKUP_MAX_KINDS:
+        raise _bad(op, f"tally of type {_kind(tally)}" if type(tally) is not list else f"{len(tally)} tally entries")
+    clean_tally: dict[str, int] = {}
+    for row in tally:
+        if (type(row) is not list or len(row) != 2 or type(row[0]) is not str or len(row[0]) > LOOKUP_LINE_CHARS
+                or type(row[1]) is not int or not 0 <= row[1] <= _COUNTER_MAX):
+            raise _bad(op, "a tally entry that is not [text, count] within bounds")
+        clean_tally[row[0]] = row[1]
+    if type(error) is not str or len(error) > MESSAGE_MAX:
+        raise _bad(op, f"error of type {_kind(error)}" if type(error) is not str else f"error of {len(error)} characters")
+    return {"lines": clean_lines, "count": count, "tally": clean_tally, "error": error}

@@ -45,6 +45,8 @@ _CLOSED = "this sandbox is closed"
 _CLOSED_WHILE_RUNNING = "the sandbox was closed while this cell was running; its worker was killed"
 #: Seconds a worker has to answer ``stats``, and ``attach`` (plus _ATTACH_PER_FD_S a descriptor).
 _CONTROL_TIMEOUT_S = 10.0
+#: Seconds a worker has to answer a ``lookup`` (a full scan of a large context with RE2).
+_LOOKUP_TIMEOUT_S = 60.0
 _ATTACH_PER_FD_S = 0.002
 
 
@@ -200,7 +202,8 @@ class Sandbox:
 
     Sessions that outlive one question: ``add_context`` maps a new context into the live
     worker between cells, keeping every variable; ``context_stats`` reports how each context
-    was read.
+    was read; ``lookup`` greps, counts or tallies the main context for the host (an assist),
+    as typed data, outside the namespace and the access counts.
 
     Threads: a Sandbox may be shared by threads. ``execute`` runs one cell at a time (a lock
     serialises callers, and each gets its own cell's result); a host function must not call
@@ -501,6 +504,52 @@ class Sandbox:
             ratio = row["full_loads"] / probes if probes else float(row["full_loads"])
             out.append({"name": str(handle.name), **row, "load_to_peek_ratio": ratio})
         return out
+
+    def lookup(self, kind: str, pattern: str, *, ignore_case: bool = False, max_lines: int = 20) -> dict[str, Any]:
+        """The host's own reading of the main context in the live worker, between cells.
+
+        ``kind`` is ``lines`` (the first ``max_lines`` matching lines as (document or "",
+        number, text), and in ``count`` how many match in all), ``count`` (``count`` alone)
+        or ``tally`` (text the pattern's first group captures -> matching lines, most
+        common first, at most ``frames.LOOKUP_MAX_KINDS``; ``count`` is how many texts there
+        are). Returns ``{"lines", "count", "tally", "error"}``: ``error`` says why the
+        pattern could not run (or that there is no worker or no context); the rest is then
+        empty. It starts no worker, runs no user code, and leaves the model's namespace and
+        access counters as they were. A worker that answers wrongly or late is replaced (the
+        next cell's result says the variables were lost), as for ``context_stats``.
+        """
+        if kind not in frames.LOOKUP_KINDS:
+            raise ValueError(f"lookup kind must be one of {', '.join(frames.LOOKUP_KINDS)}")
+        max_lines = max(0, min(int(max_lines), frames.LOOKUP_MAX_LINES))
+        empty: dict[str, Any] = {"lines": [], "count": 0, "tally": {}, "error": ""}
+        with self._between_cells("lookup", closed_ok=True):
+            worker = self._worker
+            if worker is None or self._closed or not worker.n_contexts:
+                return {**empty, "error": "no live worker with a context"}
+            problem = _idle_problem(worker)
+            if problem is None:
+                self._seq += 1
+                seq = self._seq
+                deadline = time.monotonic() + _LOOKUP_TIMEOUT_S
+                try:
+                    protocol.send(worker.sock, {"op": "lookup", "seq": seq, "kind": kind, "pattern": pattern,
+                                                "ignore_case": bool(ignore_case), "max_lines": max_lines}, deadline=deadline)
+                    reply = protocol.recv(worker.sock, deadline=deadline, max_bytes=frames.lookup_reply_max())
+                    return frames.lookup_reply(reply, seq)
+                except (EOFError, ConnectionError) as e:
+                    problem = f"its channel closed during a lookup ({e})"
+                except TimeoutError:
+                    problem = "it did not answer a lookup in time"
+                except (ProtocolError, OSError) as e:
+                    problem = f"it broke the protocol in a lookup ({e})"
+                except BaseException:
+                    self._drop(worker)
+                    raise
+                finally:
+                    _reset_timeout(worker.sock)
+            if not self._closed:
+                self._lose(worker, problem)
+            return {**empty, "error": problem}
 
     @contextmanager
     def _between_cells(self, what: str, closed_ok: bool = False) -> Iterator[None]:

@@ -12,10 +12,12 @@ Lifecycle (driven by the zygote and the host):
    ends each cell. Every frame sent for a cell echoes the ``seq`` of its ``exec``, and every
    field stays within the sizes the host checks (``frames``). EOF on the channel ends the
    worker.
-4. Between cells the host may ask two more things, each answered by one frame echoing its
+4. Between cells the host may ask three more things, each answered by one frame echoing its
    ``seq``: ``attach`` (contexts added to a live session: their descriptors follow in
    ``fds`` frames, SCM_RIGHTS, which the worker maps and closes) is answered by
-   ``attached`` or ``attach_failed``; ``stats`` by the access counters of every context.
+   ``attached`` or ``attach_failed``; ``stats`` by the access counters of every context;
+   ``lookup`` (the host's own grep, count or tally over the main context, for an assist) by
+   ``looked_up``, leaving the namespace and the access counters alone.
 """
 
 from __future__ import annotations
@@ -258,6 +260,19 @@ class Worker:
             rows.append({name: _counter(getattr(counts, name, 0)) for name in frames.STAT_COUNTERS})
         return {"op": "stats", "seq": msg.get("seq", 0), "contexts": rows}
 
+    def lookup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The host's lookup over the main context (``frames.lookup_reply`` says what it holds)."""
+        kind, pattern = msg.get("kind"), msg.get("pattern")
+        max_lines = msg.get("max_lines")
+        reply: dict[str, Any] = {"op": "looked_up", "seq": msg.get("seq", 0)}
+        if (kind not in frames.LOOKUP_KINDS or type(pattern) is not str or type(max_lines) is not int
+                or not 0 <= max_lines <= frames.LOOKUP_MAX_LINES):
+            return {**reply, "lines": [], "count": 0, "tally": [], "error": "a malformed lookup"}
+        from rlm_runtime.sandbox import contexts as _contexts
+
+        handle = self.handles[0] if self.handles else None
+        return {**reply, **_contexts.lookup(handle, kind, pattern, bool(msg.get("ignore_case")), max_lines)}
+
     # ------------------------------------------------------- namespace functions
 
     def _stub(self, name: str) -> Any:
@@ -456,6 +471,8 @@ class Worker:
                     reply = self.attach(msg)
                 elif op == "stats":
                     reply = self.stats(msg)
+                elif op == "lookup":
+                    reply = self.lookup(msg)
                 else:
                     reply = {"op": "protocol_error", "message": f"unknown op {op[:40]!r}"}
                 protocol.send(self.sock, reply)

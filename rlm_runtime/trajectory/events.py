@@ -225,12 +225,14 @@ class ToolCall(RunRecord):
 class AssistShown(RunRecord):
     """An assist (``rlm_runtime.assist``) spoke: ``name``, what triggered it (the kind of cell
     after which it added a note: ``empty_grep``, ``broad``, ``cell``, ``final``; or
-    ``last_turn``) and the characters it showed the model (or of the answer it made)."""
+    ``last_turn``), the characters it showed the model (or of the answer it made), and
+    ``lookups``: what it read of the text to do so (typed lookups, not the model's reads)."""
 
     type: Literal["assist"] = "assist"
     name: str
     trigger: str = ""
     chars: int = 0
+    lookups: list[str] = Field(default_factory=list)
 
 
 class AnswerCheck(RunRecord):
@@ -241,6 +243,7 @@ class AnswerCheck(RunRecord):
     name: str
     answer: str = ""
     outcome: str = ""
+    lookups: list[str] = Field(default_factory=list)
 
 
 class ContextStats(RunRecord):

@@ -150,7 +150,8 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
             result = f"error {_clip(e.error, 50)!r}" if e.error else repr(_clip(e.result, 50))
             out.append(f"{indent}tool {_flat(e.name)}({_clip(_flat(e.args), 60)}) => {result} ({_secs(e.duration_s)})")
         elif isinstance(e, AssistShown):
-            out.append(f"{indent}assist {_flat(e.name)} after {_flat(e.trigger)}: {e.chars} chars shown")
+            out.append(f"{indent}assist {_flat(e.name)} after {_flat(e.trigger)}: {e.chars} chars shown"
+                       + (f"; looked up {_clip(_flat('; '.join(e.lookups)), 120)}" if e.lookups else ""))
         elif isinstance(e, AnswerCheck):
             out.append(f"{indent}answer check {_flat(e.name)}: {_clip(_flat(e.answer), 60)!r} {_flat(e.outcome)}")
         elif isinstance(e, ContextStats):
@@ -278,7 +279,8 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
             return (f"<details><summary>tool {_e(e.name)} <span class=meta>{_secs(e.duration_s)}</span></summary>"
                     f"<div class=meta>arguments</div><pre>{_e(e.args)}</pre><div class=meta>result</div>{result}</details>")
         if isinstance(e, AssistShown):
-            return f"<div class=meta>assist {_e(e.name)} after {_e(e.trigger)}: {e.chars} chars shown</div>"
+            looked = f"; looked up {_e('; '.join(e.lookups))}" if e.lookups else ""
+            return f"<div class=meta>assist {_e(e.name)} after {_e(e.trigger)}: {e.chars} chars shown{looked}</div>"
         if isinstance(e, AnswerCheck):
             return f"<div class=meta>answer check {_e(e.name)}: {_e(e.answer)} &rarr; {_e(e.outcome)}</div>"
         if isinstance(e, ContextStats):

@@ -117,8 +117,10 @@ def test_an_empty_grep_is_answered_with_the_chunks_ranked_for_the_question(tmp_p
     best = hint.split("\n- ", 1)[1].split(" ", 1)[0]  # the first hit's id, as listed
     assert f'print(read_chunk("{best}"))' in hint and best.startswith("c0.")
     assert hint.count("\n- c0.") <= 3
-    calls = of_type(read_trace(trace), "tool_call")
-    assert [c["name"] for c in calls] == ["search_chunks"]
+    events = read_trace(trace)
+    assert of_type(events, "tool_call") == []
+    hints = [e for e in of_type(events, "assist") if e["name"] == "search_hint"]
+    assert len(hints) == 1 and hints[0]["lookups"][0].startswith("search_chunks ")
 
 
 def test_an_empty_grep_with_nothing_ranked_keeps_the_plain_hint(tmp_path: Path) -> None:
@@ -144,8 +146,10 @@ def test_an_empty_grep_whose_hint_names_a_grep_gets_that_greps_lines(tmp_path: P
     assert "the runtime ran grep('apiarists guild', ignore_case=True) for you" in feedback
     assert "201: The Apiarists Guild meets in Ljubljana." in feedback
     assert "Ranked search" not in feedback
-    calls = of_type(read_trace(trace), "tool_call")
-    assert [c["name"] for c in calls] == ["grep"]
+    events = read_trace(trace)
+    assert of_type(events, "tool_call") == []
+    shown = [e for e in of_type(events, "assist") if e["name"] == "empty_grep"]
+    assert len(shown) == 1 and shown[0]["lookups"] == ["lines /apiarists guild/i: 1"]
 
 
 def test_indexing_an_empty_grep_says_why_and_gets_the_lines_its_hint_names(tmp_path: Path) -> None:

@@ -89,6 +89,26 @@ STATS_LIES = {
 }
 ROW = "ROW = {" + ", ".join(f"'{name}': 0" for name in STAT_COUNTERS) + "}\n"
 
+_OK = "{'op': 'looked_up', 'seq': msg['seq'], 'lines': [], 'count': 0, 'tally': [], 'error': ''}"
+#: name -> body of a replacement ``lookup(self, msg)``.
+LOOKUP_LIES = {
+    "wrong-seq": f"return dict({_OK}, seq=msg['seq'] + 1)",
+    "extra-field": f"return dict({_OK}, more=1)",
+    "pair-not-triple": f"return dict({_OK}, lines=[['', 1]])",
+    "line-zero": f"return dict({_OK}, lines=[['', 0, 'x']])",
+    "long-line": f"return dict({_OK}, lines=[['', 1, 'x' * 100000]])",
+    "too-many-lines": f"return dict({_OK}, lines=[['', 1, 'x']] * 51)",
+    "bool-count": f"return dict({_OK}, count=True)",
+    "negative-count": f"return dict({_OK}, count=-1)",
+    "tally-map": f"return dict({_OK}, tally={{'a': 1}})",
+    "tally-float": f"return dict({_OK}, tally=[['a', 1.5]])",
+    "long-error": f"return dict({_OK}, error='e' * 5000)",
+    "other-op": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': []}",
+    "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 50_000_000)); time.sleep(3600)",
+    "silent": "time.sleep(3600)",
+    "dies": "os._exit(0)",
+}
+
 
 def patch(attacker: Attacker, method: str, body: str) -> None:
     """Replace ``Worker.<method>`` in the live worker with ``def <method>(self, msg): <body>``."""
@@ -257,6 +277,39 @@ def test_lying_stats_reply_replaces_the_worker(escaped: Attacker, case: str) -> 
     assert time.monotonic() - began < 1.5 + 3.0
     assert_replaced(escaped, pid, 2)
     assert [row["peeks"] for row in sandbox.context_stats()] == [0, 0]
+
+
+@pytest.mark.parametrize("case", list(LOOKUP_LIES))
+def test_lying_lookup_reply_replaces_the_worker(escaped: Attacker, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It denies a lying, oversized, stalling or dying lookup answer any effect: an error, no data, and a new worker."""
+    monkeypatch.setattr(supervisor, "_LOOKUP_TIMEOUT_S", 1.5)
+    sandbox = escaped.sandbox
+    sandbox.add_context("a needle\nno\nneedle two\n")
+    pid = worker_pid(sandbox)
+    assert sandbox.lookup("count", "needle")["count"] == 2
+    patch(escaped, "lookup", LOOKUP_LIES[case])
+    began = time.monotonic()
+    got = sandbox.lookup("lines", "needle")
+    assert time.monotonic() - began < 1.5 + 3.0
+    assert got["error"] and got["lines"] == [] and got["count"] == 0 and got["tally"] == {}
+    assert_replaced(escaped, pid, 1)
+    assert sandbox.lookup("lines", "needle")["lines"] == [("", 1, "a needle"), ("", 3, "needle two")]
+
+
+def test_a_lookup_leaves_the_namespace_and_the_counts_alone(tmp_path: Path) -> None:
+    """It greps, counts and tallies for the host without touching the model's variables or access counts."""
+    text = "".join(f"bin {i}: {'full' if i % 4 == 0 else 'empty'}\n" for i in range(1, 41))
+    with Sandbox("default", CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256), contexts=[text]) as sandbox:
+        assert sandbox.execute("hits = grep('full')").ok
+        before = sandbox.context_stats()
+        assert sandbox.lookup("lines", "full", max_lines=2) == {
+            "lines": [("", 4, "bin 4: full"), ("", 8, "bin 8: full")], "count": 10, "tally": {}, "error": ""}
+        assert sandbox.lookup("count", "FULL", ignore_case=True)["count"] == 10
+        assert sandbox.lookup("tally", r"bin \d+: (\w+)")["tally"] == {"empty": 30, "full": 10}
+        assert "lookahead" in sandbox.lookup("lines", "(?=x)")["error"]
+        assert sandbox.context_stats() == before
+        assert sandbox.execute("print(len(hits))").stdout == "10\n"
+        assert sandbox.execute("SHOW_VARS()").stdout.startswith("hits: GrepResult")
 
 
 def test_stats_frame_cap_is_small() -> None:

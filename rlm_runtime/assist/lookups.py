@@ -1,0 +1,45 @@
+"""An assist's own reading of the text: typed requests to the run's worker
+(``Sandbox.lookup``), never code run in the model's namespace with its output parsed back.
+
+A lookup leaves the model's variables and access counts as they were. Each helper returns
+plain data, or an empty result when the lookup failed (a pattern RE2 refuses, no worker):
+an assist then says nothing.
+"""
+
+from __future__ import annotations
+
+from rlm_runtime import harness
+from rlm_runtime.assist.base import Host
+
+
+def _render(doc: str, number: int, line: str) -> str:
+    # As a grep match prints (``12: text``, ``doc:12: text``); a line break inside the line
+    # is shown escaped, so a document's line cannot pose as a line of the runtime's note.
+    return f"{doc + ':' if doc else ''}{number}: {harness.newlines_only(line)}"
+
+
+def lines(host: Host, pattern: str, *, ignore_case: bool = False, most: int = 20) -> tuple[list[str], int]:
+    """The first ``most`` lines matching ``pattern``, printed as grep prints them, and how
+    many lines match in all (([], 0) when none do or the lookup failed)."""
+    found = host.lookup("lines", pattern, ignore_case=ignore_case, max_lines=most)
+    host.note_lookup(f"lines /{pattern}/{'i' if ignore_case else ''}: {found['count']}")
+    if found["error"]:
+        return [], 0
+    return [_render(*row) for row in found["lines"]], int(found["count"])
+
+
+def count(host: Host, pattern: str, *, ignore_case: bool = False) -> int | None:
+    """How many lines match ``pattern`` (None when the lookup failed)."""
+    found = host.lookup("count", pattern, ignore_case=ignore_case, max_lines=0)
+    host.note_lookup(f"count /{pattern}/{'i' if ignore_case else ''}: {found['count']}")
+    return None if found["error"] else int(found["count"])
+
+
+def tally(host: Host, pattern: str, *, ignore_case: bool = False) -> tuple[dict[str, int], int]:
+    """Matching lines per text the pattern's first group captures, most common first (at
+    most the worker's cap of kinds), and how many kinds there are in all."""
+    found = host.lookup("tally", pattern, ignore_case=ignore_case, max_lines=0)
+    host.note_lookup(f"tally /{pattern}/{'i' if ignore_case else ''}: {found['count']} kinds")
+    if found["error"]:
+        return {}, 0
+    return dict(found["tally"]), int(found["count"])
