@@ -235,21 +235,6 @@ def final_spelled(code: str) -> str:
     return "\n".join(lines)
 
 
-def grep_found_nothing(stdout: str) -> bool:
-    """Whether a cell's output is (or ends with) an empty grep's report."""
-    return "(no lines match /" in stdout[-4000:]
-
-
-_SUGGESTED_GREP = re.compile(r"(?:use|Try) (grep\((?:'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"), ignore_case=True\))")
-
-
-def suggested_grep(stdout: str) -> str | None:
-    """The ``grep(..., ignore_case=True)`` call an empty grep's report suggests (the last one),
-    if any: the runtime can run it for a model that would not."""
-    found = _SUGGESTED_GREP.findall(stdout[-4000:])
-    return found[-1] if found else None
-
-
 _GREP_ROW = re.compile(r"^(?:[^\s:]+:)?(\d+): (.*)$", re.MULTILINE)
 _STOPPED = "... (stopped after "
 #: Capitalised words a question starts with that are never part of a name.

@@ -86,15 +86,6 @@ def test_a_sentence_in_a_code_block_is_prose() -> None:
     assert harness.prose_block("word " * 200 + "!") is None
 
 
-def test_the_grep_an_empty_result_suggests_is_found() -> None:
-    """It finds the grep(..., ignore_case=True) call an empty grep's report suggests."""
-    said = "(no lines match /run the tests/ as written, but 1 line match it ignoring case: use grep('run the tests', ignore_case=True))"
-    assert harness.suggested_grep(said) == "grep('run the tests', ignore_case=True)"
-    assert harness.suggested_grep("x. Try grep(\"it's\", ignore_case=True))") == "grep(\"it's\", ignore_case=True)"
-    assert harness.suggested_grep("Try grep('a'); import os, ignore_case=True)") is None
-    assert harness.suggested_grep("(no lines match /q/; try fewer or other words)") is None
-
-
 def test_the_names_a_question_gives() -> None:
     """It finds runs of capitalised words, less the question words that open a sentence."""
     assert harness.question_names("What is the badge number of the person who leads project Belpex?") == ["Belpex"]

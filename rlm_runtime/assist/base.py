@@ -48,7 +48,7 @@ class Host:
 @dataclass
 class Cell:
     """What one cell of the model did, as the after-cell hooks see it. ``kind``:
-    ``empty_grep`` (a grep found nothing), ``broad`` (it printed too many lines to read),
+    ``empty_grep`` (a grep of the context found nothing), ``broad`` (it printed too many lines to read),
     ``cell`` (any other cell that did not answer), ``final`` (it called FINAL)."""
 
     code: str
@@ -57,6 +57,9 @@ class Cell:
     error: str | None
     has_final: bool
     kind: str
+    #: The cell's greps of the context that found nothing, as the worker reports them
+    #: (``CellResult.empty_greps``: pattern, ignore_case, hint).
+    empty_greps: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -6,9 +6,6 @@ ranks (``search_hint``); for a question that counts, the tally of the text's rec
 
 from __future__ import annotations
 
-import ast
-import contextlib
-
 from rlm_runtime import harness
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
@@ -32,16 +29,6 @@ _WORDS_SHOWN = 2
 _WORD_LINES = 3
 
 
-def _first_argument(call: str) -> str | None:
-    """The pattern of a ``grep('...', ignore_case=True)`` call a hint names (a string literal)."""
-    with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
-        node = ast.parse(call, mode="eval").body
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            value = node.args[0].value
-            return value if isinstance(value, str) else None
-    return None
-
-
 def _counting(query: str) -> bool:
     return harness.is_count_question(query) or harness.is_tally_question(query)
 
@@ -56,10 +43,11 @@ class EmptyGrepLines(Assist):
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         if cell.kind != "empty_grep":
             return ""
-        call = harness.suggested_grep(cell.reported)
-        pattern = _first_argument(call) if call else None
-        if pattern is None:
+        hints = [g["hint"] for g in cell.empty_greps if g["hint"]]
+        if not hints:
             return ""
+        pattern = hints[-1]
+        call = f"grep({pattern!r}, ignore_case=True)"
         found, _ = lookups.lines(host, pattern, ignore_case=True, most=_HINT_LINES)
         if not found:
             return ""

@@ -35,7 +35,7 @@ class Assists:
         stdout = result.stdout
         reported = "\n".join([stdout, result.error or "", *result.warnings])
         self.state.seen.append(stdout)
-        if harness.grep_found_nothing(reported):  # printed, indexed (hits[0]) or only tested (if hits:)
+        if result.empty_greps:  # printed, indexed (hits[0]) or only tested (if hits:): the worker knows
             kind = "empty_grep"
         elif result.has_final:
             kind = "final"
@@ -44,7 +44,7 @@ class Assists:
             self.state.broad.append(stdout)
         else:
             kind = "cell"
-        cell = Cell(code, stdout, reported, result.error, result.has_final, kind)
+        cell = Cell(code, stdout, reported, result.error, result.has_final, kind, list(result.empty_greps))
         notes: list[str] = []
         spoke = False
         for assist in self.assists:

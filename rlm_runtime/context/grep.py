@@ -171,23 +171,38 @@ class GrepResult(list[GrepMatch]):
             return getattr(str(self), name)
         raise AttributeError(f"'GrepResult' object has no attribute {name!r}")
 
+    def suggestion(self) -> str | None:
+        """For an empty result, the pattern that would match, ignoring case: the same one
+        (when only case stopped it) or the rarest of its words that occurs; None when there
+        is none (or nothing to count with). Counted over the whole context once, then kept."""
+        if self or self._prober is None:
+            return None
+        if not hasattr(self, "_suggested"):
+            self._hint_counts: list[tuple[int, str]] = []
+            self._suggested: str | None = None
+            if not self._ignore_case and (n := self._prober(self.pattern)):
+                self._hint_counts = [(n, self.pattern)]
+                self._suggested = self.pattern
+            else:
+                self._hint_counts = [(n, w) for w in _hint_words(self.pattern) if (n := self._prober(re2_escape(w)))]
+                self._suggested = min(self._hint_counts)[1] if self._hint_counts else None
+        return self._suggested
+
     def _empty_hint(self) -> str:
         """Why nothing matched, and what would: a nudge for small models, which tend to grep
         for a whole phrase from the question, case and all. Computed only when shown."""
         if self._prober is None:
             return f"(no lines match /{self.pattern}/; try fewer or other words, or ignore_case=True)"
-        if not self._ignore_case:
-            n = self._prober(self.pattern)
-            if n:
-                return (f"(no lines match /{self.pattern}/ as written, but {n} line{'s' if n != 1 else ''} match it ignoring case: "
-                        f"use grep({self.pattern!r}, ignore_case=True))")
-        found = [(n, w) for w in _hint_words(self.pattern) if (n := self._prober(re2_escape(w)))]
-        if not found:
+        suggested = self.suggestion()
+        if suggested is None:
             return f"(no lines match /{self.pattern}/; try fewer or other words)"
-        rarest = min(found)[1]
-        counts = ", ".join(f"{w!r} {n} line{'s' if n != 1 else ''}" for n, w in found)
+        if suggested == self.pattern and not self._ignore_case:
+            n = self._hint_counts[0][0]
+            return (f"(no lines match /{self.pattern}/ as written, but {n} line{'s' if n != 1 else ''} match it ignoring case: "
+                    f"use grep({self.pattern!r}, ignore_case=True))")
+        counts = ", ".join(f"{w!r} {n} line{'s' if n != 1 else ''}" for n, w in self._hint_counts)
         return (f"(no lines match /{self.pattern}/; single words of it do, ignoring case: {counts}. "
-                f"Try grep({rarest!r}, ignore_case=True))")
+                f"Try grep({suggested!r}, ignore_case=True))")
 
 
 _WORD = re.compile(r"[^\W_]{3,}")

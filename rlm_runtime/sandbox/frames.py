@@ -32,7 +32,12 @@ NAME_MAX = 200
 
 _CALL_KEYS = frozenset({"op", "seq", "name", "args", "kwargs"})
 _FINAL_KEYS = frozenset({"op", "seq", "value"})
-_DONE_KEYS = frozenset({"op", "seq", "stdout", "truncated", "error", "error_type", "duration_s", "notes"})
+_DONE_KEYS = frozenset({"op", "seq", "stdout", "truncated", "error", "error_type", "duration_s", "notes", "empty_greps"})
+#: A cell's empty greps the worker reports (``contexts.EMPTY_GREPS`` keeps 3), and the most
+#: characters of a pattern (grep refuses longer ones) or of its hint.
+EMPTY_GREPS_MAX = 3
+PATTERN_MAX = 4096
+_EMPTY_GREP_KEYS = frozenset({"pattern", "ignore_case", "hint"})
 
 
 def _bad(op: str, problem: str) -> ProtocolError:
@@ -112,6 +117,14 @@ def _check_done(msg: dict[str, Any], output_chars: int) -> None:
     for note in notes:
         if type(note) is not str or len(note) > NOTE_MAX:
             raise _bad("done", f"a note of type {_kind(note)}" if type(note) is not str else f"a note of {len(note)} characters")
+    empties = msg["empty_greps"]
+    if type(empties) is not list or len(empties) > EMPTY_GREPS_MAX:
+        raise _bad("done", f"empty_greps of type {_kind(empties)}" if type(empties) is not list else f"{len(empties)} empty greps")
+    for grep in empties:
+        if (type(grep) is not dict or grep.keys() != _EMPTY_GREP_KEYS or type(grep["pattern"]) is not str
+                or len(grep["pattern"]) > PATTERN_MAX or type(grep["ignore_case"]) is not bool
+                or type(grep["hint"]) is not str or len(grep["hint"]) > PATTERN_MAX):
+            raise _bad("done", "an empty grep that is not {pattern, ignore_case, hint} within bounds")
 
 
 def _check_call(msg: dict[str, Any]) -> None:

@@ -63,6 +63,9 @@ class CellResult:
     truncated: bool = False
     worker_restarted: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: The greps of the cell that found nothing (at most 3): ``pattern``, ``ignore_case`` and
+    #: ``hint``, the pattern that would match ignoring case ("" for none), as data.
+    empty_greps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -1044,4 +1047,5 @@ def _done(msg: dict[str, Any], final: list[Any]) -> CellResult:
         duration_s=float(msg["duration_s"]),
         truncated=msg["truncated"],
         warnings=msg["notes"],
+        empty_greps=[dict(g) for g in msg["empty_greps"]],
     )

@@ -418,39 +418,44 @@ class Worker:
         stdout, truncated = self.output.value()
         notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
                  for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS)]]
-        notes += self._timed_empty_grep_notes(stdout, error)
+        grep_notes, empty_greps = self._empty_greps(stdout, error)
+        notes += grep_notes
         return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
-                "error_type": error_type, "duration_s": duration, "notes": notes}
+                "error_type": error_type, "duration_s": duration, "notes": notes, "empty_greps": empty_greps}
 
-    def _timed_empty_grep_notes(self, stdout: str, error: str | None) -> list[str]:
-        """``_empty_grep_notes`` within ``_HINT_S`` seconds: a hint counts lines over the whole
-        context, after the cell's own timer has stopped, so a cell must not be able to buy
-        itself more time with empty greps; past the limit there are no notes."""
-        self.in_user_code = True  # the alarm (and an interrupt) may now raise here
-        signal.setitimer(signal.ITIMER_REAL, _HINT_S)
-        try:
-            return self._empty_grep_notes(stdout, error)
-        except (CellTimeout, CellInterrupted):
-            return []
-        finally:
-            self.in_user_code = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-    def _empty_grep_notes(self, stdout: str, error: str | None) -> list[str]:
-        """Why the cell's empty greps found nothing, when the cell did not print it itself."""
+    def _empty_greps(self, stdout: str, error: str | None) -> tuple[list[str], list[dict[str, Any]]]:
+        """The cell's empty greps: as notes saying why each found nothing (when the cell did
+        not print it itself), and as data for the host (``pattern``, ``ignore_case``, and
+        ``hint``: the pattern that would match, or ""). A hint counts lines over the whole
+        context after the cell's own timer has stopped, so this runs under ``_HINT_S``
+        seconds of its own: a cell must not buy itself time with empty greps; past the limit
+        the hints left are empty and there are no more notes."""
         from rlm_runtime.sandbox import contexts
 
         empties, shown = list(contexts.EMPTY_GREPS), stdout + (error or "")
         contexts.EMPTY_GREPS.clear()
-        notes = []
-        for result in empties:
-            try:
-                hint = str(result)
-            except Exception:  # a hint is a courtesy: never a cell's failure
-                continue
-            if hint not in shown:
-                notes.append(("a grep in this code found nothing " + hint)[: frames.NOTE_MAX])
-        return notes
+        found = [{"pattern": str(r.pattern)[: frames.PATTERN_MAX], "ignore_case": bool(r._ignore_case), "hint": ""}
+                 for r in empties]
+        notes: list[str] = []
+        self.in_user_code = True  # the alarm (and an interrupt) may now raise here
+        signal.setitimer(signal.ITIMER_REAL, _HINT_S)
+        try:
+            for k, result in enumerate(empties):
+                try:
+                    hint = str(result)
+                    found[k]["hint"] = str(result.suggestion() or "")[: frames.PATTERN_MAX]
+                except (CellTimeout, CellInterrupted):
+                    raise
+                except Exception:  # a hint is a courtesy: never a cell's failure
+                    continue
+                if hint not in shown:
+                    notes.append(("a grep in this code found nothing " + hint)[: frames.NOTE_MAX])
+        except (CellTimeout, CellInterrupted):
+            pass
+        finally:
+            self.in_user_code = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return notes, found
 
     def serve(self) -> None:
         while True:
@@ -506,7 +511,7 @@ def _fallback_reply(e: BaseException, limits: dict[str, Any], seq: int) -> dict[
     else:
         error = f"OutputError: the cell's result could not be sent ({e}); print less."
     return {"op": "done", "seq": seq, "stdout": "", "truncated": False, "error": error, "error_type": type(e).__name__,
-            "duration_s": 0.0, "notes": []}
+            "duration_s": 0.0, "notes": [], "empty_greps": []}
 
 
 def _retarget(code: Any, filename: str) -> Any:

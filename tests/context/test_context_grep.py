@@ -332,3 +332,14 @@ def test_a_result_answers_string_methods_as_its_printed_text() -> None:
     assert hits.count() == 1 and hits.index(hits[0]) == 0 and hits.lines() == ["2: the code is K-7"]
     with pytest.raises(AttributeError, match="no attribute 'tokens'"):
         hits.tokens  # noqa: B018
+
+
+def test_an_empty_result_suggests_a_pattern_as_data() -> None:
+    """It gives, for an empty grep, the pattern that would match ignoring case (the same, or its rarest word), as data."""
+    from rlm_runtime.context import open_context
+
+    handle = open_context("Run the tests before you merge.\nMerge often.\nThe tests pass.\n")
+    assert handle.grep("run the tests").suggestion() == "run the tests"
+    assert handle.grep("before merging", ignore_case=True).suggestion() == "before"
+    assert handle.grep("qqq zzz").suggestion() is None
+    assert handle.grep("tests").suggestion() is None  # it found lines: nothing to suggest

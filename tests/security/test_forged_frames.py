@@ -50,7 +50,7 @@ def framed(body: bytes) -> bytes:
 def done(seq: int, **changes: object) -> bytes:
     """A well-formed ``done`` frame, but for ``changes``."""
     fields: dict[str, object] = {"op": "done", "seq": seq, "stdout": "forged\n", "truncated": False, "error": None,
-                                 "error_type": None, "duration_s": 0.001, "notes": []}
+                                 "error_type": None, "duration_s": 0.001, "notes": [], "empty_greps": []}
     fields.update(changes)
     return framed(msgpack.packb(fields, use_bin_type=True))
 
@@ -78,6 +78,9 @@ CASES: dict[str, Callable[[int, int], bytes]] = {
     "huge-stdout": lambda seq, cap: done(seq, stdout="x" * (cap + 10_000)),
     "bytes-stdout": lambda seq, cap: done(seq, stdout=b"bytes"),
     "extra-field": lambda seq, cap: done(seq, secret_channel=1),
+    "too-many-empty-greps": lambda seq, cap: done(seq, empty_greps=[{"pattern": "a", "ignore_case": False, "hint": ""}] * 4),
+    "huge-empty-grep": lambda seq, cap: done(seq, empty_greps=[{"pattern": "a" * 5000, "ignore_case": False, "hint": ""}]),
+    "empty-grep-extra-key": lambda seq, cap: done(seq, empty_greps=[{"pattern": "a", "ignore_case": 0, "hint": ""}]),
     "unknown-op": lambda seq, cap: framed(msgpack.packb({"op": "hello", "seq": seq})),
     "non-dict-frame": lambda seq, cap: framed(msgpack.packb([1, 2, 3])),
     "call-with-bytes": lambda seq, cap: framed(msgpack.packb(

@@ -60,7 +60,7 @@ ATTACH_LIES = {
     "extra-field": "return {'op': 'attached', 'seq': msg['seq'], 'count': len(self.handles) + 1, 'more': 1}",
     "bool-count": "return {'op': 'attached', 'seq': msg['seq'], 'count': True}",
     "other-op": "return {'op': 'done', 'seq': msg['seq'], 'stdout': '', 'truncated': False, 'error': None, "
-                "'error_type': None, 'duration_s': 0.0, 'notes': []}",
+                "'error_type': None, 'duration_s': 0.0, 'notes': [], 'empty_greps': []}",
     "long-failure": "return {'op': 'attach_failed', 'seq': msg['seq'], 'message': 'x' * 100000}",
     "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 60_000_000)); time.sleep(3600)",
     "silent": "time.sleep(3600)",
@@ -229,7 +229,7 @@ def test_forged_attach_reply_between_cells_is_caught(escaped: Attacker) -> None:
     # the channel. Right sequence number and count: only its timing gives it away.
     cell = sandbox._seq + 1
     done = {"op": "done", "seq": cell, "stdout": "forged\n", "truncated": False, "error": None, "error_type": None,
-            "duration_s": 0.0, "notes": []}
+            "duration_s": 0.0, "notes": [], "empty_greps": []}
     attached = {"op": "attached", "seq": cell + 1, "count": 1}
     assert escaped.run(_forge_cell(msgpack.packb(done), msgpack.packb(attached))).stdout == "forged\n"
     sandbox.add_context("text")
