@@ -47,9 +47,10 @@ class RunLimits(BaseModel):
             saying they are switched off (a baseline without sub-calls, or a session that
             must not spend on them).
         assists: the small-model assists (``rlm_runtime.assist``): ``"auto"`` (the set
-            for the model), ``"none"`` (the plain loop: the model, its cells, FINAL, and the
-            forced last turn as the conversation's own), or names of ``assist.REGISTRY``
-            (a list, or one comma-separated string).
+            measured for small models when the model is small, none otherwise),
+            ``"small"`` (that set for any model), ``"none"`` (the plain loop: the model, its
+            cells, FINAL, and the forced last turn as the conversation's own), or names of
+            ``assist.REGISTRY`` (a list, or one comma-separated string).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,7 +80,7 @@ class RunLimits(BaseModel):
         if value is None:
             return "none"  # what /limits makes of "none" and "off"
         if not isinstance(value, (str, list, tuple)):
-            raise ValueError("assists is 'auto', 'none' or a list of assist names")
+            raise ValueError("assists is 'auto', 'small', 'none' or a list of assist names")
         return normalize(value)
 
     @classmethod

@@ -38,7 +38,8 @@ class _OutputClosed(Exception):
 
 
 #: The help of --assists (ask, repl).
-_ASSISTS_HELP = "the small-model assists (rlm_runtime.assist): auto (default: the set for the model), none, or names, comma-separated"
+_ASSISTS_HELP = ("the small-model assists (rlm_runtime.assist): auto (default: the measured set for a small model, none for "
+                 "others), small (that set for any model), none, or names, comma-separated")
 
 
 def _parser() -> argparse.ArgumentParser:

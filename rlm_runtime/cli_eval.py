@@ -68,7 +68,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("--max-iterations", type=int, help="model turns per task (default: the model's)")
     run.add_argument("--max-depth", type=int, help="rlm_query depth (default: the model's)")
     run.add_argument("--max-wall-s", type=float, help="seconds per task")
-    run.add_argument("--assists", help="the small-model assists: auto (default), none, or names, comma-separated (in the "
+    run.add_argument("--assists", help="the small-model assists: auto (default: the measured set for a small model), small, none, "
+                     "or names, comma-separated (in the "
                      "configuration hash)")
     run.add_argument("--window", type=int, help="the model's window in tokens for direct and rag (default: known per model)")
     run.add_argument("--judge-model", help="the model of the judge scorer (default: --model)")

@@ -22,33 +22,42 @@ REGISTRY: dict[str, type[Assist]] = {cls.name: cls for cls in (
     CountCheck, GroundingCheck, UnlinkedCheck, FollowCheck,
     ChainAnswer,
 )}
-#: The setting's two words: ``auto`` (the set for the model) and ``none`` (the plain loop).
-AUTO, NONE = "auto", "none"
+#: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
+#: set whatever the model), ``none`` (the plain loop).
+AUTO, SMALL, NONE = "auto", "small", "none"
+#: The assists measured to help a small model (``rlm_runtime.llm.sizes.is_small_model``) on
+#: held-out tasks (bench/EVAL.md, "Assists on held-out text"), in hook order. No set is
+#: measured for larger models: ``auto`` gives them none.
+SMALL_MODEL_ASSISTS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def normalize(setting: str | Sequence[str]) -> str | tuple[str, ...]:
-    """``setting`` as ``RunLimits.assists`` keeps it: ``"auto"``, ``"none"``, or a tuple of
-    known names (a comma-separated string is a list). Raises ``ValueError`` naming an
-    unknown assist and the known ones."""
+    """``setting`` as ``RunLimits.assists`` keeps it: ``"auto"``, ``"small"``, ``"none"``, or
+    a tuple of known names (a comma-separated string is a list). Raises ``ValueError``
+    naming an unknown assist and the known ones."""
     if isinstance(setting, str):
         word = setting.strip().lower()
-        if word in (AUTO, NONE):
+        if word in (AUTO, SMALL, NONE):
             return word
         setting = [n for n in word.split(",")]
     names = tuple(dict.fromkeys(str(n).strip().lower() for n in setting if str(n).strip()))
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise ValueError(f"no assist named {unknown[0]!r}; assists: {AUTO}, {NONE} or names of {', '.join(REGISTRY)}")
+        raise ValueError(f"no assist named {unknown[0]!r}; assists: {AUTO}, {SMALL}, {NONE} or names of {', '.join(REGISTRY)}")
     return names
 
 
 def names_for(setting: str | Sequence[str], model: str) -> tuple[str, ...]:
-    """The assists a run of ``model`` uses, in hook order. ``auto`` is every assist, for
-    every model: what the runtime did before the switch existed (measuring which assists
-    help which model class is the next step, issue 23); ``none`` is none."""
+    """The assists a run of ``model`` uses, in hook order: for ``auto``, the small-model set
+    when ``model`` is small (served locally, or stating at most ~8B parameters) and none
+    otherwise (a model the set was not measured on gets nothing in its way); ``small``, that
+    set for any model (the ``small-model`` profile, for a small model under another name);
+    ``none``, none; names, those."""
+    from rlm_runtime.llm.sizes import is_small_model
+
     value = normalize(setting)
-    if value == NONE:
+    if value == NONE or (value == AUTO and not is_small_model(model)):
         return ()
-    if value == AUTO:
-        return tuple(REGISTRY)
+    if value in (AUTO, SMALL):
+        return SMALL_MODEL_ASSISTS
     return tuple(n for n in REGISTRY if n in value)

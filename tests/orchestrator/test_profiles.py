@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime import RLM, Session
+from rlm_runtime.assist import names_for
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import paths_from_env
 from rlm_runtime.errors import ConfigError
@@ -54,7 +55,9 @@ def test_the_small_model_profile_gives_a_large_name_the_small_model_limits() -> 
     """It gives a model served under a name that states no size (openai/my-model) exactly the limits
     a local: model gets by itself."""
     settings = resolve(load_profile("small-model", brain()), RunLimits.for_model("openai/my-model"), brain())
-    assert settings.limits == RunLimits.for_small_model()
+    assert settings.limits == RunLimits.for_small_model(assists="small")
+    # and the assists a local model gets by itself ("auto" is the small-model set for it)
+    assert names_for(settings.limits.assists, "openai/my-model") == names_for("auto", "local:qwen2.5-coder-1.5b") != ()
     assert RunLimits.for_model("openai/my-model") != RunLimits.for_small_model()
 
 
