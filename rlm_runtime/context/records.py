@@ -49,7 +49,8 @@ SHOWN = 5
 #: Records printed whole when a result is this short.
 SHOWN_ALL = 20
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*\S)\s*$")
+_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(.*\S)|\[([^\[\]]{1,200})\])\s*$")  # markdown, or an INI section
+_PAIR = re.compile(r'([A-Za-z_][\w.-]{0,47})=("(?:[^"\\\n]|\\.)*"|\S*)')  # logfmt: key=value, key="a value"
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 # A field: a short name starting with a letter, then ":" or "=", then the value. The name's
 # class excludes both separators, so the match is bounded by the name's 48 characters.
@@ -231,6 +232,10 @@ def _json_object(line: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
+def _heading_text(heading: re.Match[str]) -> str:
+    return heading.group(1) if heading.group(1) is not None else heading.group(2)
+
+
 def _field(line: str) -> tuple[str, str] | None:
     """``(name, value)`` of a ``name: value`` line (bullets allowed), or None."""
     text = _BULLET.sub("", line[:_LINE_HEAD], count=1)
@@ -247,8 +252,34 @@ def _field(line: str) -> tuple[str, str] | None:
     return _norm(name), value
 
 
+def _logfmt(line: str) -> list[tuple[str, str]] | None:
+    """The pairs of a line of space-separated ``key=value`` tokens (values quoted when they
+    hold spaces), two at least; text before the first pair is kept as ``text``; None when
+    anything but spaces lies between pairs."""
+    head = line[:_LINE_HEAD]
+    pairs: list[tuple[str, str]] = []
+    end = 0
+    lead = ""
+    for m in _PAIR.finditer(head):
+        between = head[end:m.start()]
+        if between.strip():
+            if pairs:
+                return None
+            lead = between.strip()
+        elif pairs and not between:
+            return None  # two pairs with no space between: not logfmt
+        value = m.group(2)
+        pairs.append((_norm(m.group(1)), value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value))
+        end = m.end()
+    if len(pairs) < 2 or head[end:].strip():
+        return None
+    return ([("text", lead)] if lead else []) + pairs
+
+
 def _inline_fields(line: str) -> list[tuple[str, str]] | None:
     """The pairs of a line holding two or more ``key=value`` / ``key: value`` pairs, or None."""
+    if "=" in line and (pairs := _logfmt(line)):
+        return pairs
     for sep in _SEPARATORS:
         if sep not in line:
             continue
@@ -298,7 +329,7 @@ def sniff(lines: Iterable[str]) -> Shape:
     singles, headings = [], 0
     for line in sample:
         heading = _HEADING.match(line)
-        pair = _field(heading.group(1) if heading else line)
+        pair = _field(_heading_text(heading)) if heading else _field(line)
         headings += heading is not None
         if pair is not None:
             singles.append(pair)
@@ -394,8 +425,8 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
             if record and list(record) != ["title"]:  # a heading over headings (a title) is no record
                 yield record
             record, last_key = Record(line=line_no), None
-            pair = _field(heading.group(1))
-            key, value = pair if pair else ("title", heading.group(1).strip())
+            pair = _field(_heading_text(heading))
+            key, value = pair if pair else ("title", _heading_text(heading).strip())
             record[key] = value
             first_key = key
             continue
@@ -405,6 +436,14 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
                 record, first_key, last_key = None, None, None
             continue
         pair = _field(raw)
+        if (pair is not None and not pair[1] and raw[:1] not in (" ", "\t") and k + 1 < len(lines)
+                and lines[k + 1][:1] in (" ", "\t") and _field(lines[k + 1]) is not None):
+            # "name:" over indented fields (YAML-like): the name heads a record of its own
+            if record:
+                yield record
+            record, last_key = Record([("title", raw.split(":", 1)[0].strip())], line=line_no), None
+            first_key = "title"
+            continue
         if record is not None and last_key is not None and raw[:1] in (" ", "\t") and not _BULLET.match(raw) and pair is None:
             value = dict.__getitem__(record, last_key)
             if isinstance(value, str):

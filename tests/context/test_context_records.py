@@ -32,6 +32,11 @@ SHAPES = {
     "table-comma": 'Ticket,State,Owner,Blocks\n' + "".join(",".join(t.values()) + "\n" for t in TICKETS),
     "blocks": "\n".join("".join(f"{k.title()}: {v}\n" for k, v in t.items()) for t in TICKETS),
     "blocks-no-blank": "".join(f"* {k} = {v}\n" for t in TICKETS for k, v in t.items()),
+    "logfmt": "".join(" ".join(f'{k}="{v}"' if " " in v else f"{k}={v}" for k, v in t.items()) + "\n" for t in TICKETS),
+    "ini": "".join(f"[{t['ticket']}]\n" + "".join(f"{k} = {v}\n" for k, v in t.items() if k != "ticket") + "\n"
+                   for t in TICKETS),
+    "yaml-list": "".join(f"- ticket: {t['ticket']}\n" + "".join(f"  {k}: {v}\n" for k, v in t.items() if k != "ticket")
+                         for t in TICKETS),
     "markdown": "# Tracker export\n\n" + "".join(
         f"### ticket: {t['ticket']}\n\n" + "".join(f"- {k}: {v}\n" for k, v in t.items() if k != "ticket") + "\n"
         for t in TICKETS),
@@ -43,12 +48,13 @@ def test_every_shape_gives_the_same_records(name: str) -> None:
     """It reads the same four tickets from JSON lines, inline fields, tables, blocks and markdown sections."""
     recs = parse_text(SHAPES[name])
     assert len(recs) == 4, (name, recs)
-    assert [r["ticket"] for r in recs] == ["T-1", "T-2", "T-3", "T-4"]
+    key = "title" if name == "ini" else "ticket"  # a section's name is its title
+    assert [r[key] for r in recs] == ["T-1", "T-2", "T-3", "T-4"]
     assert len(recs.where("state", "open")) == 2
     assert recs.tally("owner") == {"mara lind": 2, "otto berg": 1, "ines vo": 1}
     # a chain: what does the ticket that T-4 blocks block in turn?
     first = recs.find("T-4")[0]
-    assert first["ticket"] == "T-4"
+    assert first[key] == "T-4"
     assert recs.find(first["blocks"])[0]["blocks"] == "T-3"
 
 
@@ -63,6 +69,15 @@ def test_shape_names_and_fields_come_from_the_head() -> None:
     prose = "It rained in the morning, and later, towards noon, it cleared.\nThe wind stayed low.\n" * 5
     assert sniff(prose.splitlines()).kind == "paragraphs"
     assert sniff([]).kind == "paragraphs"
+
+
+def test_log_lines_and_yaml_headers() -> None:
+    """It reads logfmt lines after a timestamp, and a YAML-like name over indented fields as that record's title."""
+    logs = parse_text("2026-01-02T10:00Z level=error svc=auth msg=\"token expired\"\n2026-01-02T10:01Z level=info svc=web msg=ok\n")
+    assert logs.tally("level") == {"error": 1, "info": 1}
+    assert logs[0]["msg"] == "token expired" and logs[0]["text"] == "2026-01-02T10:00Z"
+    hosts = parse_text("alpha:\n  port: 8080\n  owner: ops\nbeta:\n  port: 9090\n  owner: dev\n")
+    assert [(r["title"], r["port"], r.line) for r in hosts] == [("alpha", "8080", 1), ("beta", "9090", 4)]
 
 
 def test_records_know_their_line() -> None:
