@@ -286,9 +286,10 @@ def _inline_fields(line: str) -> list[tuple[str, str]] | None:
         parts = [p for p in line.split(sep) if p.strip()]
         if len(parts) < 2:
             continue
-        pairs = [_field(p) for p in parts]
-        if all(p is not None for p in pairs):
-            return pairs  # type: ignore[return-value]
+        found = [_field(p) for p in parts]
+        pairs = [p for p in found if p is not None]
+        if len(pairs) == len(found):
+            return pairs
     return None
 
 
