@@ -26,6 +26,7 @@ from rlm_runtime import harness, subcalls
 from rlm_runtime.assist import Assists, Host, names_for
 from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
+from rlm_runtime.context.records import FIELDED_SHAPES
 from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
 from rlm_runtime.prompts import Prompts
@@ -463,7 +464,8 @@ class Run:
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,
-                                    addendum=setup.system_addendum)
+                                    addendum=setup.system_addendum,
+                                    fielded=bool(briefs) and getattr(briefs[0], "shape", "") in FIELDED_SHAPES)
 
 
 def _memory_size(store: Any) -> int:

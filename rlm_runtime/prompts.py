@@ -40,18 +40,21 @@ class Prompts:
         return "\n".join(["- " + lines[0], *("  " + line for line in lines[1:])])
 
     def system(self, *, contexts: str, builtins: Sequence[str], tools: Sequence[Tool], imports: Sequence[str],
-               output_chars: int, max_iterations: int, sub_call_chars: int, addendum: str = "") -> str:
+               output_chars: int, max_iterations: int, sub_call_chars: int, addendum: str = "",
+               fielded: bool = False) -> str:
         """The system prompt. ``builtins`` names the host built-ins bound in this run
-        (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``addendum`` (a
-        profile's text) comes last."""
+        (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``fielded`` (the main
+        context has fields ``records()`` reads) picks the example first turn; ``addendum``
+        (a profile's text) comes last."""
         entries = [self.function_entry(name) for name in WORKER_FUNCTIONS]
         entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:
             entries.append(self.notes["tool_list_header"])
             entries += [t.prompt_entry() for t in tools]
+        example = self.text("first_turn_records" if fielded else "first_turn_grep").strip()
         text = self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
-                         output_chars=output_chars, max_iterations=max_iterations)
+                         output_chars=output_chars, max_iterations=max_iterations, example=example)
         return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
     def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None) -> str:

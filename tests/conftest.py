@@ -23,6 +23,17 @@ def _rlm_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 @pytest.fixture(autouse=True)
+def _scripted_is_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripted model replays a small model's moves: ``assists="auto"`` gives it the
+    small-model set, as it gives the local model (tests of "auto" for other names call
+    ``names_for`` with those names)."""
+    from rlm_runtime.assist import registry
+    from rlm_runtime.llm.sizes import is_small_model
+
+    monkeypatch.setattr(registry, "_is_small", lambda model: model.startswith("scripted:") or is_small_model(model))
+
+
+@pytest.fixture(autouse=True)
 def _empty_compile_cache() -> None:
     """Every test checks its cells afresh: a report cached by another test with the same
     source would otherwise answer for the checker (and a test that forbids the parser to

@@ -31,6 +31,14 @@ AUTO, SMALL, NONE = "auto", "small", "none"
 SMALL_MODEL_ASSISTS: tuple[str, ...] = tuple(REGISTRY)
 
 
+def _is_small(model: str) -> bool:
+    """Whether ``auto`` gives ``model`` the small-model set (the test suite's seam: its
+    scripted model replays a small model's moves)."""
+    from rlm_runtime.llm.sizes import is_small_model
+
+    return is_small_model(model)
+
+
 def normalize(setting: str | Sequence[str]) -> str | tuple[str, ...]:
     """``setting`` as ``RunLimits.assists`` keeps it: ``"auto"``, ``"small"``, ``"none"``, or
     a tuple of known names (a comma-separated string is a list). Raises ``ValueError``
@@ -53,10 +61,8 @@ def names_for(setting: str | Sequence[str], model: str) -> tuple[str, ...]:
     otherwise (a model the set was not measured on gets nothing in its way); ``small``, that
     set for any model (the ``small-model`` profile, for a small model under another name);
     ``none``, none; names, those."""
-    from rlm_runtime.llm.sizes import is_small_model
-
     value = normalize(setting)
-    if value == NONE or (value == AUTO and not is_small_model(model)):
+    if value == NONE or (value == AUTO and not _is_small(model)):
         return ()
     if value in (AUTO, SMALL):
         return SMALL_MODEL_ASSISTS

@@ -48,6 +48,7 @@ class ContextBrief:
         skip_reason: why they are skipped, in a few words ("binary content; empty").
         relevant_documents: a corpus's documents matching the keywords, most relevant first.
         keywords: the keywords that ranked them (configured ones first, then the question's).
+        shape: how ``records()`` reads the text ("" when it does not apply).
     """
 
     name: str
@@ -59,6 +60,9 @@ class ContextBrief:
     skip_reason: str = ""
     relevant_documents: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    #: What ``records()`` makes of one text (a key of ``records.SHAPE_TEXT``; "" for a
+    #: corpus, code, JSON, or a text that could not be probed).
+    shape: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """For the trajectory: plain data, with the inline text's length instead of the text."""
@@ -66,7 +70,7 @@ class ContextBrief:
             "name": self.name, "summary": self.summary, "decision": self.decision, "reason": self.reason,
             "inline_chars": None if self.inline is None else len(self.inline),
             "skipped_documents": list(self.skipped_documents), "skip_reason": self.skip_reason,
-            "relevant_documents": list(self.relevant_documents), "keywords": list(self.keywords),
+            "relevant_documents": list(self.relevant_documents), "keywords": list(self.keywords), "shape": self.shape,
         }
 
 
@@ -122,6 +126,7 @@ def _describe_one(handle: ContextHandle, config: ProbeConfig, keywords: tuple[st
         inline=_inline(handle, probe.decision.action, inline_max_chars),
         skipped_documents=tuple(skipped), skip_reason="; ".join(dict.fromkeys(skipped.values())),
         relevant_documents=tuple(probe.ranking) if isinstance(probe, FolderProbe) else (), keywords=keywords,
+        shape=getattr(probe, "shape", ""),
     )
 
 

@@ -109,6 +109,8 @@ class FileProbe:
     relevance: float
     keyword_hits: dict[str, int]
     decision: Decision
+    #: What ``records()`` makes of the text (``records.SHAPE_TEXT``'s keys; "" for code and JSON).
+    shape: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -225,7 +227,16 @@ def decide(tokens: int, relevance: float | None, config: ProbeConfig, *, binary:
 # ------------------------------------------------------------------------ one text
 
 
-def _structure(buf: TextBuffer, kind: str, head: str) -> dict[str, Any]:
+def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
+    """What ``records()`` will make of the text, from its head (whose last line may be cut);
+    None for source code and JSON documents."""
+    if kind in _CODE_DEFS or kind == "json" or not buf.nbytes:
+        return None
+    lines = head.split("\n")
+    return _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
+
+
+def _structure(buf: TextBuffer, kind: str, head: str, shape: _records.Shape | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if kind == "markdown":
         heads = _grep.grep_buffer(buf, r"^#{1,6}\s+\S", max_matches=40)
@@ -245,10 +256,8 @@ def _structure(buf: TextBuffer, kind: str, head: str) -> dict[str, Any]:
         out["records"] = buf.n_lines
     elif kind in ("csv", "tsv"):
         out.update(_csv_shape(head, buf.n_lines, "\t" if kind == "tsv" else None))
-    if kind not in _CODE_DEFS and kind != "json" and buf.nbytes:
-        # What records() will make of the text, from its head (the last line may be cut).
-        lines = head.split("\n")
-        out["shape"] = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines).describe()
+    if shape is not None:
+        out["shape"] = shape.describe()
     return out
 
 
@@ -295,6 +304,7 @@ def probe_text(buf: TextBuffer, *, name: str, kind: str, path: str | None, token
     hits = keyword_hits(buf, config.keywords) if config.keywords else {}
     score = relevance(hits)
     n_lines = buf.n_lines  # builds the index, which also finds invalid UTF-8 past the head
+    shape = _shape(buf, kind_of_text, head)
     if buf.nbytes and head.isascii() and not buf.invalid_utf8:
         encoding = "ascii"
     else:
@@ -302,8 +312,9 @@ def probe_text(buf: TextBuffer, *, name: str, kind: str, path: str | None, token
     return FileProbe(
         name=name, path=path, kind=kind, size_bytes=buf.nbytes, lines=n_lines, type=kind_of_text,
         encoding=encoding, extension=os.path.splitext(path or name)[1].lower(), est_tokens=tokens.value,
-        token_method=repr(tokens), first_lines=first_lines, structure=_structure(buf, kind_of_text, head),
+        token_method=repr(tokens), first_lines=first_lines, structure=_structure(buf, kind_of_text, head, shape),
         relevance=score, keyword_hits=hits, decision=decide(tokens.value, score, config, empty=buf.nbytes == 0),
+        shape=shape.kind if shape is not None else "",
     )
 
 

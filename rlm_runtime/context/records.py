@@ -67,6 +67,8 @@ SHAPE_TEXT = {
     "paragraphs": "paragraphs of text (no fields: search their text)",
     "mixed": "documents of several shapes",
 }
+#: The shapes whose records have fields of their own to filter and look up.
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks"})
 
 
 def _norm(key: str) -> str:

@@ -159,7 +159,7 @@ def test_to_dict_is_json_without_the_inline_text(staff: Path) -> None:
     assert data[0]["inline_chars"] == 9 and "inline" not in data[0]
     assert data[1]["skipped_documents"] == ["empty.txt"] and data[1]["relevant_documents"][0] == "a_notes.txt"
     assert set(data[0]) == {"name", "summary", "decision", "reason", "inline_chars", "skipped_documents", "skip_reason",
-                            "relevant_documents", "keywords"}
+                            "relevant_documents", "keywords", "shape"}
     with pytest.raises(AttributeError):
         briefs[0].name = "x"  # type: ignore[misc]
     assert isinstance(briefs[0], ContextBrief)

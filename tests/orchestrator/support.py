@@ -37,7 +37,7 @@ def haystack(lines: int = 3000, at: int = 1777) -> str:
 
 def fast(**changes: Any) -> RunLimits:
     """Small limits that keep a test quick."""
-    return RunLimits(**{"max_iterations": 4, "max_wall_s": 60.0, "assists": "small", **changes})
+    return RunLimits(**{"max_iterations": 4, "max_wall_s": 60.0, **changes})
 
 
 #: Cell limits of the timeout tests: one second, then half a second of grace.
