@@ -27,6 +27,7 @@ Every record knows the line it starts on (``r.line``) and, in a corpus, its docu
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections import Counter
@@ -39,9 +40,9 @@ from rlm_runtime.errors import ContextError
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
-MAX_PARSE_BYTES = 32 * 1024 * 1024
+MAX_PARSE_BYTES = 16 * 1024 * 1024
 #: The most records one call returns.
-MAX_RECORDS = 1_000_000
+MAX_RECORDS = 250_000
 #: Characters of a line the field patterns look at (a longer line keeps its whole value).
 _LINE_HEAD = 2000
 #: Records a printed ``Records`` shows before saying how many more there are.
@@ -51,6 +52,7 @@ SHOWN_ALL = 20
 
 _HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(.*\S)|\[([^\[\]]{1,200})\])\s*$")  # markdown, or an INI section
 _PAIR = re.compile(r'([A-Za-z_][\w.-]{0,47})=("(?:[^"\\\n]|\\.)*"|\S*)')  # logfmt: key=value, key="a value"
+_BULLET_STARTS = frozenset("-*+\u2022")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 # A field: a short name starting with a letter, then ":" or "=", then the value. The name's
 # class excludes both separators, so the match is bounded by the name's 48 characters.
@@ -71,6 +73,7 @@ SHAPE_TEXT = {
 FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks"})
 
 
+@functools.lru_cache(maxsize=4096)
 def _norm(key: str) -> str:
     return " ".join(str(key).replace("_", " ").split()).lower()
 
@@ -80,6 +83,7 @@ class Record(dict[str, Any]):
     document in a corpus (None for one text). Looking a field up ignores case, spaces and
     underscores; a missing field raises KeyError naming the fields there are."""
 
+    __slots__ = ("line", "doc")
     line: int
     doc: str | None
 
@@ -213,7 +217,7 @@ class Records(list[Record]):
 @dataclass(frozen=True)
 class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
-    the sample, and for a table its delimiter and header."""
+    the sample, and the delimiter of a table's cells or of a line's fields (" ": logfmt)."""
 
     kind: str
     fields: tuple[str, ...] = ()
@@ -240,8 +244,13 @@ def _heading_text(heading: re.Match[str]) -> str:
 
 def _field(line: str) -> tuple[str, str] | None:
     """``(name, value)`` of a ``name: value`` line (bullets allowed), or None."""
-    text = _BULLET.sub("", line[:_LINE_HEAD], count=1)
-    if _URLISH.match(text.lstrip()):
+    text = line[:_LINE_HEAD]
+    first = text.lstrip()[:1]
+    if not first.isalpha():
+        if first not in _BULLET_STARTS and not first.isdigit():
+            return None  # a field name starts with a letter, after a bullet at most
+        text = _BULLET.sub("", text, count=1)
+    if "://" in text and _URLISH.match(text.lstrip()):
         return None
     m = _FIELD.match(text)
     if m is None:
@@ -278,21 +287,32 @@ def _logfmt(line: str) -> list[tuple[str, str]] | None:
     return ([("text", lead)] if lead else []) + pairs
 
 
-def _inline_fields(line: str) -> list[tuple[str, str]] | None:
-    """The pairs of a line holding two or more ``key=value`` / ``key: value`` pairs, or None."""
+def _split_pairs(line: str, sep: str) -> list[tuple[str, str]] | None:
+    """The pairs of ``line`` split at ``sep``, when there are two or more and every part is one."""
+    if sep not in line:
+        return None
+    pairs = []
+    for part in line.split(sep):
+        if part.strip():
+            pair = _field(part)
+            if pair is None:
+                return None
+            pairs.append(pair)
+    return pairs if len(pairs) >= 2 else None
+
+
+def _inline_fields(line: str, sep: str = "") -> tuple[list[tuple[str, str]] | None, str]:
+    """The pairs of a line holding two or more ``key=value`` / ``key: value`` pairs (trying
+    ``sep`` first), and the separator that split them (" " for logfmt); (None, "") if none."""
+    for candidate in ((sep,) if sep else ()) + _SEPARATORS:
+        if candidate == " ":
+            continue
+        pairs = _split_pairs(line, candidate)
+        if pairs:
+            return pairs, candidate
     if "=" in line and (pairs := _logfmt(line)):
-        return pairs
-    for sep in _SEPARATORS:
-        if sep not in line:
-            continue
-        parts = [p for p in line.split(sep) if p.strip()]
-        if len(parts) < 2:
-            continue
-        found = [_field(p) for p in parts]
-        pairs = [p for p in found if p is not None]
-        if len(pairs) == len(found):
-            return pairs
-    return None
+        return pairs, " "
+    return None, ""
 
 
 def _table_delimiter(lines: list[str]) -> str | None:
@@ -321,9 +341,10 @@ def sniff(lines: Iterable[str]) -> Shape:
     objects = [o for o in map(_json_object, sample) if o is not None]
     if len(objects) >= enough:
         return Shape("jsonl", _fields_of(o.keys() for o in objects))
-    inline = [p for p in map(_inline_fields, sample) if p]
+    inline = [found for found in map(_inline_fields, sample) if found[0]]
     if len(inline) >= enough:
-        return Shape("fields", _fields_of((k for k, _ in pairs) for pairs in inline))
+        sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
+        return Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep)
     if len(sample) >= 2:
         delim = _table_delimiter(sample)
         if delim is not None:
@@ -385,8 +406,9 @@ def _parse_jsonl(lines: list[str], shape: Shape) -> Iterator[Record]:
 
 
 def _parse_fields(lines: list[str], shape: Shape) -> Iterator[Record]:
+    sep = shape.delimiter
     for k, line in enumerate(lines):
-        pairs = _inline_fields(line)
+        pairs = (_split_pairs(line, sep) if sep != " " else None) or _inline_fields(line, sep)[0]
         if pairs:
             record = Record(line=1 + k)
             for key, value in pairs:

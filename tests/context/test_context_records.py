@@ -215,3 +215,16 @@ def test_records_cannot_reach_the_handle(sandbox: Sandbox) -> None:
         assert not result.ok, code
     _run(sandbox, "r = records(); r[0]['state'] = 'x'; r.clear()")
     assert _run(sandbox, "records()[0]['state']") == "'Open'\n"
+
+
+def test_too_many_records_is_a_clear_error_and_the_worker_lives_on(tmp_path: Path) -> None:
+    """It refuses, with a way forward, a text of more records than records() returns, and the next cell runs."""
+    from rlm_runtime.context.records import MAX_RECORDS
+
+    big = tmp_path / "meters.txt"
+    big.write_text("".join(f"meter={i} | reading={i % 97}\n" for i in range(MAX_RECORDS + 10)))
+    limits = CellLimits(cell_timeout_s=60, kill_grace_s=0.5, memory_mb=512)
+    with Sandbox("default", limits, contexts=[big]) as sb:
+        result = sb.execute("recs = records()")
+        assert not result.ok and "records(grep(...))" in (result.error or "")
+        assert _run(sb, "len(records(grep('reading=5$', max_matches=5000)))") == f"{sum(1 for i in range(MAX_RECORDS + 10) if i % 97 == 5)}\n"
