@@ -178,7 +178,8 @@ class Records(list[Record]):
 
     def find(self, value: Any) -> Records:
         """The records with ``value`` in any field (ignoring case), those whose first field is
-        ``value`` first: ``find(name)[0]`` is the record of that name when there is one."""
+        ``value`` first: ``find(name)[0]`` is the record of that name when there is one. When
+        no field is ``value`` whole, those holding it as words of a field (a part of a name)."""
         named, mentioning = [], []
         for r in self:
             items = list(r.values())
@@ -186,8 +187,14 @@ class Records(list[Record]):
                 named.append(r)
             elif any(_same(v, value) for v in items[1:]):
                 mentioning.append(r)
-        note = "" if named or mentioning else f"no record has {value!r} as a whole field value; grep for part of it"
-        return self._derived(named + mentioning, note)
+        if named or mentioning:
+            return self._derived(named + mentioning, "")
+        # No whole value: the records holding it as words of a value (a part of a name).
+        words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
+        partial = [r for r in self if words is not None and any(
+            words.search(str(v).casefold()) for v in (x for val in r.values() for x in (val if isinstance(val, list) else [val])))]
+        note = f"no record has {value!r} as a whole field value" + ("" if partial else "; grep for part of it")
+        return self._derived(partial, note)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):

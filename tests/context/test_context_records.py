@@ -228,3 +228,11 @@ def test_too_many_records_is_a_clear_error_and_the_worker_lives_on(tmp_path: Pat
         result = sb.execute("recs = records()")
         assert not result.ok and "records(grep(...))" in (result.error or "")
         assert _run(sb, "len(records(grep('reading=5$', max_matches=5000)))") == f"{sum(1 for i in range(MAX_RECORDS + 10) if i % 97 == 5)}\n"
+
+
+def test_find_falls_back_to_words_of_a_value() -> None:
+    """It finds, when no field equals the value, the records holding it as whole words of a field (not inside a word)."""
+    recs = parse_text(SHAPES["jsonl"])
+    assert [r["ticket"] for r in recs.find("Lind")] == ["T-1", "T-4"]
+    assert list(recs.find("lin")) == []
+    assert "grep for part of it" in repr(recs.find("lin"))
