@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -76,6 +76,7 @@ class CellResult:
 
 
 HostFunction = Callable[..., Any]
+_T = TypeVar("_T")
 
 
 class _WorkerHandle:
@@ -475,28 +476,9 @@ class Sandbox:
             if worker is None or self._closed or not worker.n_contexts:
                 return []
             n = worker.n_contexts
-            problem = _idle_problem(worker)
-            rows: list[dict[str, int]] = []
-            if problem is None:
-                self._seq += 1
-                seq = self._seq
-                deadline = time.monotonic() + _CONTROL_TIMEOUT_S
-                try:
-                    protocol.send(worker.sock, {"op": "stats", "seq": seq}, deadline=deadline)
-                    reply = protocol.recv(worker.sock, deadline=deadline, max_bytes=frames.stats_reply_max(n))
-                    rows = frames.stats_reply(reply, seq, n)
-                except (EOFError, ConnectionError) as e:
-                    problem = f"its channel closed during context_stats ({e})"
-                except TimeoutError:
-                    problem = "it did not answer context_stats in time"
-                except (ProtocolError, OSError) as e:
-                    problem = f"it broke the protocol in context_stats ({e})"
-                except BaseException:
-                    self._drop(worker)
-                    raise
-                finally:
-                    _reset_timeout(worker.sock)
-            if problem is not None:
+            rows, problem = self._request(worker, "context_stats", {"op": "stats"}, _CONTROL_TIMEOUT_S,
+                                          frames.stats_reply_max(n), lambda reply, seq: frames.stats_reply(reply, seq, n))
+            if rows is None:
                 if not self._closed:  # else close() killed it: nothing to replace
                     self._lose(worker, problem)
                 return []
@@ -529,30 +511,42 @@ class Sandbox:
             worker = self._worker
             if worker is None or self._closed or not worker.n_contexts:
                 return {**empty, "error": "no live worker with a context"}
-            problem = _idle_problem(worker)
-            if problem is None:
-                self._seq += 1
-                seq = self._seq
-                deadline = time.monotonic() + _LOOKUP_TIMEOUT_S
-                try:
-                    protocol.send(worker.sock, {"op": "lookup", "seq": seq, "kind": kind, "pattern": pattern,
-                                                "ignore_case": bool(ignore_case), "max_lines": max_lines}, deadline=deadline)
-                    reply = protocol.recv(worker.sock, deadline=deadline, max_bytes=frames.lookup_reply_max())
-                    return frames.lookup_reply(reply, seq)
-                except (EOFError, ConnectionError) as e:
-                    problem = f"its channel closed during a lookup ({e})"
-                except TimeoutError:
-                    problem = "it did not answer a lookup in time"
-                except (ProtocolError, OSError) as e:
-                    problem = f"it broke the protocol in a lookup ({e})"
-                except BaseException:
-                    self._drop(worker)
-                    raise
-                finally:
-                    _reset_timeout(worker.sock)
+            request = {"op": "lookup", "kind": kind, "pattern": pattern, "ignore_case": bool(ignore_case),
+                       "max_lines": max_lines}
+            found, problem = self._request(worker, "a lookup", request, _LOOKUP_TIMEOUT_S, frames.lookup_reply_max(),
+                                           frames.lookup_reply)
+            if found is not None:
+                return found
             if not self._closed:
                 self._lose(worker, problem)
             return {**empty, "error": problem}
+
+    def _request(self, worker: _WorkerHandle, what: str, msg: dict[str, Any], timeout: float, max_bytes: int,
+                 check: Callable[[dict[str, Any], int], _T]) -> tuple[_T | None, str]:
+        """One request between cells to the idle ``worker`` (under ``_between_cells``), and
+        its one answer, checked by ``check(answer, seq)``: (the checked answer, "") or
+        (None, why the worker must be replaced). An interruption drops the worker."""
+        problem = _idle_problem(worker)
+        if problem is not None:
+            return None, problem
+        self._seq += 1
+        seq = self._seq
+        deadline = time.monotonic() + timeout
+        try:
+            protocol.send(worker.sock, {**msg, "seq": seq}, deadline=deadline)
+            reply = protocol.recv(worker.sock, deadline=deadline, max_bytes=max_bytes)
+            return check(reply, seq), ""
+        except (EOFError, ConnectionError) as e:
+            return None, f"its channel closed during {what} ({e})"
+        except TimeoutError:
+            return None, f"it did not answer {what} in time"
+        except (ProtocolError, OSError) as e:
+            return None, f"it broke the protocol in {what} ({e})"
+        except BaseException:
+            self._drop(worker)
+            raise
+        finally:
+            _reset_timeout(worker.sock)
 
     @contextmanager
     def _between_cells(self, what: str, closed_ok: bool = False) -> Iterator[None]:
