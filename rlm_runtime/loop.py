@@ -281,7 +281,8 @@ class Run:
         assists = self.assists = self._assists(sandbox)
         messages: list[Message] = [
             {"role": "system", "content": system},
-            {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables)},
+            {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables,
+                                                            fielded=_fielded(briefs))},
         ]
         reprompted = False
         prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
@@ -465,7 +466,12 @@ class Run:
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,
                                     addendum=setup.system_addendum,
-                                    fielded=bool(briefs) and getattr(briefs[0], "shape", "") in FIELDED_SHAPES)
+                                    fielded=_fielded(briefs))
+
+
+def _fielded(briefs: Sequence[Any]) -> bool:
+    """Whether the main context has fields ``records()`` reads (the probe's shape)."""
+    return bool(briefs) and getattr(briefs[0], "shape", "") in FIELDED_SHAPES
 
 
 def _memory_size(store: Any) -> int:

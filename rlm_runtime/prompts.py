@@ -46,7 +46,9 @@ class Prompts:
         (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``fielded`` (the main
         context has fields ``records()`` reads) picks the example first turn; ``addendum``
         (a profile's text) comes last."""
-        entries = [self.function_entry(name) for name in WORKER_FUNCTIONS]
+        # A small model copies the first tool it reads about: records() leads for a text with fields.
+        order = (("records",) + tuple(n for n in WORKER_FUNCTIONS if n != "records")) if fielded else WORKER_FUNCTIONS
+        entries = [self.function_entry(name) for name in order]
         entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:
@@ -76,14 +78,16 @@ class Prompts:
             parts.append(self.text("contexts_several"))
         return "\n".join(parts) + memory
 
-    def first_user(self, query: str, *, history: str = "", variables: str = "") -> str:
-        """The question, after what earlier questions of the session left (if any)."""
+    def first_user(self, query: str, *, history: str = "", variables: str = "", fielded: bool = False) -> str:
+        """The question, after what earlier questions of the session left (if any), and how
+        to start (with ``records()`` when ``fielded``: the main context has fields)."""
         before = ""
         if history:
             before += self.text("history", history=history) + "\n\n"
         if variables:
             before += self.text("variables", variables=variables) + "\n\n"
-        return self.text("first_user", query=query, history=before)
+        start = self.text("start_records" if fielded else "start_grep").strip()
+        return self.text("first_user", query=query, history=before, start=start)
 
     def feedback(self, output: str, *, iteration: int, max_iterations: int) -> str:
         return self.text("feedback", iteration=iteration, max_iterations=max_iterations, output=output)

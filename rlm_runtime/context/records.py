@@ -323,12 +323,16 @@ def _inline_fields(line: str, sep: str = "") -> tuple[list[tuple[str, str]] | No
 
 
 def _table_delimiter(lines: list[str]) -> str | None:
-    """The delimiter splitting every sampled line into the same number (2+) of cells."""
+    """The delimiter splitting every sampled line into the same number (2+) of cells, under
+    a header of names (each cell short: at most 40 characters and 4 words), not a sentence."""
     for delim in _DELIMITERS:
         if delim not in lines[0]:
             continue
-        widths = [len(row) for row in csv.reader(lines, delimiter=delim)]
-        if widths[0] >= 2 and sum(w == widths[0] for w in widths) >= 0.9 * len(widths):
+        rows = list(csv.reader(lines, delimiter=delim))
+        header = rows[0]
+        if len(header) < 2 or any(not h.strip() or len(h) > 40 or len(h.split()) > 4 for h in header):
+            continue
+        if sum(len(row) == len(header) for row in rows) >= 0.9 * len(rows):
             return delim
     return None
 

@@ -303,7 +303,8 @@ def test_a_long_history_is_trimmed_keeping_the_system_prompt_and_question() -> N
     result, client = run(replies, "text", limits=fast(max_iterations=13, feedback_chars=200))
     assert result.answer == "done"
     last = client.prompts[-1]
-    assert last[0]["role"] == "system" and last[1]["content"] == prompt_text("first_user", query="What is the secret launch code?", history="")
+    assert last[0]["role"] == "system" and last[1]["content"] == prompt_text("first_user", query="What is the secret launch code?", history="",
+                                                                                  start=prompt_text("start_grep").strip())
     assert sum(len(m["content"]) for m in last) <= 24 * 200 + 1000
     assert "turn0 " not in "".join(m["content"] for m in last[2:])
     assert "turn11 " in last[-1]["content"]
@@ -490,3 +491,22 @@ def test_on_event_sees_every_event_and_cannot_break_the_run() -> None:
     result, _ = run([code("print(1)"), code("FINAL(2)")], on_event=watch)
     assert result.answer == "2"
     assert seen == ["trace_start", "run_start", "system_prompt", "iteration", "iteration", "run_end", "session_end"]
+
+
+def test_a_text_with_fields_is_started_with_records() -> None:
+    """It puts records() first, shows a records() first turn and says to start with it when the
+    probe finds fields; a text without fields keeps grep first."""
+    table = "".join(f"shelf {i}\tbox-{i}\t{'sealed' if i % 2 else 'open'}\n" for i in range(300))
+    table = "shelf\tlabel\tstate\n" + table
+    _, client = run([code("print(len(records().where('state', 'sealed')))"), code("FINAL(150)")], table)
+    system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
+    functions = system[system.index("Functions you can call"):]
+    assert functions.index("- records()") < functions.index("- grep(")
+    assert "first turn (the text has fields)" in system and "begin with records()" in first
+    assert "fields: shelf, label, state" in system
+    assert "150" in client.prompts[1][-1]["content"]
+    _, client = run([code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400)
+    system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
+    functions = system[system.index("Functions you can call"):]
+    assert functions.index("- grep(") < functions.index("- records()")
+    assert "first turn (the text has fields)" not in system and "records()" not in first
