@@ -128,13 +128,14 @@ class Records(list[Record]):
 
     shape: str
 
-    def __init__(self, items: Iterable[Record] = (), shape: str = "", note: str = "") -> None:
+    def __init__(self, items: Iterable[Record] = (), shape: str = "", note: str = "", of: int | None = None) -> None:
         super().__init__(items)
         self.shape = shape
         self._note = note
+        self._of = of  # a slice: how many records the list it was cut from held
 
-    def _derived(self, items: Iterable[Record], note: str) -> Records:
-        return Records(items, self.shape, note)
+    def _derived(self, items: Iterable[Record], note: str, of: int | None = None) -> Records:
+        return Records(items, self.shape, note, of)
 
     def fresh(self) -> Records:
         """A copy whose records (and list values) code may change without touching this one."""
@@ -148,6 +149,13 @@ class Records(list[Record]):
         for r in self:
             seen.update(dict.fromkeys(r))
         return list(seen)
+
+    def count(self, *args: Any) -> int:  # type: ignore[override]
+        """``count(field, value)``: how many records have ``field`` equal to ``value`` (as
+        ``len(where(field, value))``); with one argument, list.count."""
+        if len(args) == 2:
+            return len(self.where(*args))
+        return list.count(self, *args)
 
     def where(self, field: str, value: Any) -> Records:
         """The records whose ``field`` equals ``value``, ignoring case."""
@@ -176,10 +184,17 @@ class Records(list[Record]):
                 counts[spelling.setdefault(text.casefold(), text)] += 1
         return dict(counts.most_common())
 
-    def find(self, value: Any) -> Records:
+    def find(self, value: Any, *more: Any) -> Records:
         """The records with ``value`` in any field (ignoring case), those whose first field is
         ``value`` first: ``find(name)[0]`` is the record of that name when there is one. When
-        no field is ``value`` whole, those holding it as words of a field (a part of a name)."""
+        no field is ``value`` whole, those holding it as words of a field (a part of a name).
+        ``find(field, value)`` and ``find("field: value")`` (or ``field=value``, for a field
+        the records have) are ``where(field, value)``."""
+        if more:
+            return self.where(value, more[0])
+        split = _FIELD.match(value) if isinstance(value, str) else None
+        if split is not None and split.group(2).strip() and _norm(split.group(1).strip()) in {_norm(f) for f in self.fields}:
+            return self.where(split.group(1).strip(), split.group(2).strip())
         named, mentioning = [], []
         for r in self:
             items = list(r.values())
@@ -198,7 +213,7 @@ class Records(list[Record]):
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return self._derived(list.__getitem__(self, index), "")
+            return self._derived(list.__getitem__(self, index), "", of=len(self))
         if not self and isinstance(index, int):
             raise IndexError(f"there are no records, so there is no [{index}]: {self._note or 'the list is empty'}")
         return list.__getitem__(self, index)
@@ -207,7 +222,9 @@ class Records(list[Record]):
         if not self:
             return f"0 records: {self._note}" if self._note else "0 records"
         shape = SHAPE_TEXT.get(self.shape, self.shape)
-        head = f"{len(self)} records ({shape}); fields: {', '.join(self.fields[:30])}"
+        # A slice says what it was cut from: small models count the records they see printed.
+        size = f"{len(self)} records" if self._of is None or self._of == len(self) else f"{len(self)} of {self._of} records"
+        head = f"{size} ({shape}); fields: {', '.join(self.fields[:30])}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
         rows = [f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}" for r in shown]
         if len(shown) < len(self):

@@ -236,3 +236,14 @@ def test_find_falls_back_to_words_of_a_value() -> None:
     assert [r["ticket"] for r in recs.find("Lind")] == ["T-1", "T-4"]
     assert list(recs.find("lin")) == []
     assert "grep for part of it" in repr(recs.find("lin"))
+
+
+def test_the_calls_small_models_write_are_understood() -> None:
+    """It takes count(field, value), find(field, value) and find("field: value") as where(), and a slice says what it was cut from."""
+    recs = parse_text(SHAPES["table-tab"])
+    assert recs.count("state", "open") == 2 and recs.count(recs[0]) == 1
+    assert [r["ticket"] for r in recs.find("owner", "mara lind")] == ["T-1", "T-4"]
+    assert [r["ticket"] for r in recs.find("state: closed")] == ["T-2"]
+    assert [r["ticket"] for r in recs.find("owner=ines vo")] == ["T-3"]
+    assert repr(recs[:2]).startswith("2 of 4 records")
+    assert repr(recs.where("state", "open")).startswith("2 records")
