@@ -124,7 +124,8 @@ class Records(list[Record]):
     ``where(field, value)`` keeps the records whose field equals the value (any case);
     ``tally(field)`` counts each value, most common first; ``find(value)`` gives the records
     holding the value in any field, those named by it (their first field) first. Printing
-    shows how many there are, their fields and the first few."""
+    shows how many there are, their fields and the first few. Indexed by a field name, the
+    list reads that field of its first record (``find(name)["city"]``)."""
 
     shape: str
 
@@ -212,6 +213,11 @@ class Records(list[Record]):
         return self._derived(partial, note)
 
     def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, str):
+            # records.find(name)["city"]: a small model's way of reading the first record's field
+            if not self:
+                raise IndexError(f"there are no records, so no {index!r} to read: {self._note or 'the list is empty'}")
+            return list.__getitem__(self, 0)[index]
         if isinstance(index, slice):
             return self._derived(list.__getitem__(self, index), "", of=len(self))
         if not self and isinstance(index, int):

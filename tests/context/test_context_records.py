@@ -247,3 +247,11 @@ def test_the_calls_small_models_write_are_understood() -> None:
     assert [r["ticket"] for r in recs.find("owner=ines vo")] == ["T-3"]
     assert repr(recs[:2]).startswith("2 of 4 records")
     assert repr(recs.where("state", "open")).startswith("2 records")
+
+
+def test_a_field_name_reads_the_first_record() -> None:
+    """It reads find(name)["field"] as the first record's field, and says why when nothing was found."""
+    recs = parse_text(SHAPES["jsonl"])
+    assert recs.find("T-2")["owner"] == "otto berg"
+    with pytest.raises(IndexError, match="no 'owner' to read"):
+        recs.find("T-9")["owner"]
