@@ -23,14 +23,15 @@ def _rlm_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 @pytest.fixture(autouse=True)
-def _scripted_is_small(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The scripted model replays a small model's moves: ``assists="auto"`` gives it the
-    small-model set, as it gives the local model (tests of "auto" for other names call
-    ``names_for`` with those names)."""
+def _assists_on_for_scripted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``assists="auto"`` turns every assist on for the scripted model, whose replies replay a
+    small model's moves: the assists are tested through it, although no measured set ships
+    (``registry.SMALL_MODEL_ASSISTS``); other names get what the product gives them."""
     from rlm_runtime.assist import registry
-    from rlm_runtime.llm.sizes import is_small_model
 
-    monkeypatch.setattr(registry, "_is_small", lambda model: model.startswith("scripted:") or is_small_model(model))
+    shipped = registry._auto
+    monkeypatch.setattr(registry, "_auto", lambda model: tuple(registry.REGISTRY) if model.startswith("scripted:")
+                        else shipped(model))
 
 
 @pytest.fixture(autouse=True)

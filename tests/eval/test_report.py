@@ -93,7 +93,7 @@ def test_report_counts_what_each_assist_did(tmp_path: Path) -> None:
     from rlm_runtime.eval.assist_stats import assist_rows
     from rlm_runtime.eval.report import load
 
-    on = _counting_run(tmp_path, "small")  # a scripted model is not small: "auto" would be none
+    on = _counting_run(tmp_path, "count_check,records")
     checks = [r for r in assist_rows(on, load(on)) if r.checked]
     assert len(checks) == 1  # the first assist that questions an unbacked count wins
     check = checks[0]

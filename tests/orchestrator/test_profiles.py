@@ -57,7 +57,7 @@ def test_the_small_model_profile_gives_a_large_name_the_small_model_limits() -> 
     settings = resolve(load_profile("small-model", brain()), RunLimits.for_model("openai/my-model"), brain())
     assert settings.limits == RunLimits.for_small_model(assists="small")
     # and the assists a local model gets by itself ("auto" is the small-model set for it)
-    assert names_for(settings.limits.assists, "openai/my-model") == names_for("auto", "local:qwen2.5-coder-1.5b") != ()
+    assert names_for(settings.limits.assists, "openai/my-model") == names_for("auto", "local:qwen2.5-coder-1.5b")
     assert RunLimits.for_model("openai/my-model") != RunLimits.for_small_model()
 
 
