@@ -6,8 +6,11 @@ fixed points of the turn loop, each named, each switchable, each traced.
   ``AssistState`` (what they learn in one run).
 * ``notes.py``, ``leads.py``: notes after a cell; ``checks.py``: answer checks;
   ``settle.py``: the chain settling of the last turn.
-* ``registry.py``: the assists by name, in hook order, and the ``assists`` setting
-  (``RunLimits.assists``: ``auto``, ``none`` or names) read into the names a run uses.
+* ``registry.py``: the assists by name, in hook order, the set measured to help small
+  models on held-out text (empty since 2026-11-26: none gained), and the ``assists``
+  setting (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the
+  names a run uses.
+* ``lookups.py``: an assist's typed reads of the text (``Sandbox.lookup``).
 * ``runner.py``: ``Assists``, the one object the loop calls, which writes the ``assist``
   and ``answer_check`` trace events.
 """
