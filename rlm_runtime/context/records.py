@@ -26,6 +26,7 @@ Every record knows the line it starts on (``r.line``) and, in a corpus, its docu
 
 from __future__ import annotations
 
+import copy
 import csv
 import functools
 import json
@@ -50,7 +51,7 @@ SHOWN = 5
 #: Records printed whole when a result is this short.
 SHOWN_ALL = 20
 
-_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(.*\S)|\[([^\[\]]{1,200})\])\s*$")  # markdown, or an INI section
+_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(\S(?:.*\S)?)|\[([^\[\]]{1,200})\])\s*$")  # markdown or INI; linear
 _PAIR = re.compile(r'([A-Za-z_][\w.-]{0,47})=("(?:[^"\\\n]|\\.)*"|\S*)')  # logfmt: key=value, key="a value"
 _BULLET_STARTS = frozenset("-*+\u2022")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
@@ -139,8 +140,8 @@ class Records(list[Record]):
         return Records(items, self.shape, note, of)
 
     def fresh(self) -> Records:
-        """A copy whose records (and list values) code may change without touching this one."""
-        return Records((Record(((k, list(v) if isinstance(v, list) else v) for k, v in r.items()), r.line, r.doc)
+        """A copy whose records (and their values, however nested) code may change without touching this one."""
+        return Records((Record(((k, v if isinstance(v, _SCALARS) else copy.deepcopy(v)) for k, v in r.items()), r.line, r.doc)
                         for r in self), self.shape, self._note)
 
     @property
@@ -239,6 +240,10 @@ class Records(list[Record]):
         return "\n".join([head, *rows])
 
     __str__ = __repr__
+
+
+#: Values ``fresh`` hands out as they are (immutable); lists and JSON objects are copied whole.
+_SCALARS = (str, int, float, bool, type(None))
 
 
 # ------------------------------------------------------------------- shape detection

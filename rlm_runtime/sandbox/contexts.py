@@ -303,7 +303,12 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
         raise ContextError(f"records(): at most {_records.MAX_RECORDS} lines at once")
     lines: list[str] = []
     numbers: list[int] = []
+    size = 0
     for k, item in enumerate(items):
+        size += len(item) if isinstance(item, str) else 0
+        if size > _records.MAX_PARSE_BYTES:
+            raise ContextError(f"records(): the lines hold over {_records.MAX_PARSE_BYTES} characters, more than records() "
+                               "reads at once; pass fewer (records(grep(...)) of a narrower pattern)")
         if isinstance(item, GrepMatch):
             around = [*item.before, item.line, *item.after]
             first = item.line_no - len(item.before)

@@ -255,3 +255,22 @@ def test_a_field_name_reads_the_first_record() -> None:
     assert recs.find("T-2")["owner"] == "otto berg"
     with pytest.raises(IndexError, match="no 'owner' to read"):
         recs.find("T-9")["owner"]
+
+
+def test_red_team_nested_values_heading_spaces_and_big_lists(tmp_path: Path) -> None:
+    """It keeps nested values of the cached parse out of reach of edits, parses a '#' and
+    200,000 spaces at once, and refuses a list of lines over the parse cap with a ContextError."""
+    text = '{"a": {"b": 1}, "l": [[1]]}\n{"a": {"b": 2}, "l": [[2]]}\n'
+    handle = open_context(text)
+    first = handle.records()
+    first[0]["a"]["b"] = 999
+    first[0]["l"][0].append("POISON")
+    assert handle.records()[0] == {"a": {"b": 1}, "l": [[1]]}
+    start = time.perf_counter()
+    recs = parse_text("name: a\n#" + " " * 200_000 + "\nname: b\n")
+    assert time.perf_counter() - start < 2.0 and [r["name"] for r in recs] == ["a", "b"]
+    limits = CellLimits(cell_timeout_s=30, kill_grace_s=0.5, memory_mb=512)
+    with Sandbox("default", limits, contexts=["x: 1\n"]) as sb:
+        result = sb.execute("records(['a: ' + 'x' * 1_000_000] * 20)")
+        assert result.error_type == "ContextError" and "more than records() reads at once" in (result.error or "")
+        assert _run(sb, "len(records())") == "1\n"
