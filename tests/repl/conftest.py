@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +38,29 @@ def code(src: str) -> str:
     return f"```python\n{src}\n```"
 
 
-def _send_later(pipe: Any, items: list[str | float], stop: threading.Event) -> None:
-    """Send ``items`` (a float: wait that long) until ``stop`` is set. The caller sets it and
-    joins this thread before the pipe closes: the pipe writes to a raw descriptor number,
-    which a later test's subprocess pipe may reuse once it is closed (a stray Ctrl-D once
-    landed in another REPL's stdin that way)."""
+@dataclass(frozen=True)
+class Until:
+    """A pause among ``drive``'s keys that lasts until the REPL has printed ``text`` (at most
+    ``timeout`` seconds): keys that must reach a running cell wait for proof that it runs."""
+
+    text: str
+    timeout: float = 60.0
+
+
+def _send_later(pipe: Any, items: list[str | float | Until], stop: threading.Event, printed: Callable[[], str]) -> None:
+    """Send ``items`` (a float: wait that long; an ``Until``: wait for its text in ``printed()``)
+    until ``stop`` is set. The caller sets it and joins this thread before the pipe closes: the
+    pipe writes to a raw descriptor number, which a later test's subprocess pipe may reuse once
+    it is closed (a stray Ctrl-D once landed in another REPL's stdin that way)."""
     for item in items:
         if isinstance(item, float):
             if stop.wait(item):
                 return
+        elif isinstance(item, Until):
+            deadline = time.monotonic() + item.timeout
+            while item.text not in printed():
+                if stop.wait(0.05) or time.monotonic() > deadline:
+                    return
         elif stop.is_set():
             return
         else:
@@ -82,8 +97,9 @@ def write_script(tmp_path: Path) -> Callable[..., Path]:
 def drive(tmp_path: Path, _rlm_home: Path) -> Callable[..., Driven]:
     """Run ``rlm repl`` on keys: ``drive(script, "question\\r", CTRL_D, contexts=[...])``."""
 
-    def run(script: Path | str | Any, *keys: str | float, history: History | str | None = None, **config: Any) -> Driven:
-        """A float among the keys waits that many seconds before sending the next ones.
+    def run(script: Path | str | Any, *keys: str | float | Until, history: History | str | None = None, **config: Any) -> Driven:
+        """A float among the keys waits that many seconds before sending the next ones; an
+        ``Until`` waits for what it names to be printed.
         ``history="project"``: the real per-project file history; default: in memory.
         ``script`` may be a client (a ``ScriptedClient`` whose prompts the test reads)."""
         out, err = io.StringIO(), io.StringIO()
@@ -91,11 +107,11 @@ def drive(tmp_path: Path, _rlm_home: Path) -> Callable[..., Driven]:
         with create_pipe_input() as pipe:
             # Keys up to the first pause go now; the rest from a thread, after each pause.
             items = [*keys, CTRL_D] if not keys or keys[-1] != CTRL_D else list(keys)
-            first = next((n for n, k in enumerate(items) if isinstance(k, float)), len(items))
+            first = next((n for n, k in enumerate(items) if isinstance(k, (float, Until))), len(items))
             for key in items[:first]:
                 pipe.send_text(key)
             stop = threading.Event()
-            sender = threading.Thread(target=_send_later, args=(pipe, items[first:], stop), daemon=True)
+            sender = threading.Thread(target=_send_later, args=(pipe, items[first:], stop, out.getvalue), daemon=True)
             sender.start()
             try:
                 status = run_terminal(ReplConfig(model=model, trace=str(tmp_path / "trace.jsonl"), **config), home=_rlm_home,
