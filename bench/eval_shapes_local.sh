@@ -2,10 +2,12 @@
 # The quality table of the README ("Measured with the local model"): the core families
 # (lookup, aggregation, multi-hop) over text shapes and question wordings, the dev part or the
 # held-out part (rlm eval make core --split), at 100K and 1M characters, three tasks per family
-# and length (18 tasks), `rlm` with the embedded model, with the assists on (auto) and off
-# (none). Each run takes 30-60 minutes on 2 cores; run one at a time.
+# and length (18 tasks), `rlm` with the embedded model, by default with no assist
+# (--assists none). Each run takes 30-60 minutes on 2 cores; run one at a time. ASSISTS names the
+# settings to run, each into OUT/SETTING (default "none": no assist ships; to measure a new one,
+# ASSISTS="none NAME").
 #
-#   sh bench/eval_shapes_local.sh SPLIT [OUT] [MODEL] [SEED]
+#   [ASSISTS="none NAME"] sh bench/eval_shapes_local.sh SPLIT [OUT] [MODEL] [SEED]
 #
 # SPLIT is dev or heldout; OUT defaults to eval-runs/shapes-SPLIT, MODEL to
 # local:qwen2.5-coder-1.5b, SEED to 11 (a held-out set whose trajectories were read is a
@@ -16,9 +18,10 @@ OUT=${2:-eval-runs/shapes-$SPLIT}
 MODEL=${3:-local:qwen2.5-coder-1.5b}
 SEED=${4:-11}
 RLM=${RLM:-rlm}
+ASSISTS=${ASSISTS:-none}
 mkdir -p "$OUT"
 $RLM eval make core --split "$SPLIT" --lengths 100000,1000000 --n 3 --seed "$SEED" -o "$OUT/tasks.jsonl"
-for assists in none auto; do
+for assists in $ASSISTS; do
     $RLM eval "$OUT/tasks.jsonl" --model "$MODEL" --method rlm --assists "$assists" --out "$OUT/$assists" --resume --no-report
     $RLM eval report "$OUT/$assists"
 done

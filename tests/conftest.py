@@ -23,18 +23,6 @@ def _rlm_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 @pytest.fixture(autouse=True)
-def _assists_on_for_scripted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``assists="auto"`` turns every assist on for the scripted model, whose replies replay a
-    small model's moves: the assists are tested through it, although no measured set ships
-    (``registry.SMALL_MODEL_ASSISTS``); other names get what the product gives them."""
-    from rlm_runtime.assist import registry
-
-    shipped = registry._auto
-    monkeypatch.setattr(registry, "_auto", lambda model: tuple(registry.REGISTRY) if model.startswith("scripted:")
-                        else shipped(model))
-
-
-@pytest.fixture(autouse=True)
 def _empty_compile_cache() -> None:
     """Every test checks its cells afresh: a report cached by another test with the same
     source would otherwise answer for the checker (and a test that forbids the parser to

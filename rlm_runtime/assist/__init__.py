@@ -1,15 +1,14 @@
 """The small-model assists as one mechanism: the runtime doing small things for the model at
-fixed points of the turn loop, each named, each switchable, each traced.
+fixed points of the turn loop, each named, each switchable, each traced, each measured.
 
 * ``base.py``: the ``Assist`` protocol (hooks ``after_cell``, ``before_answer``,
-  ``last_turn`` / ``last_found``, ``settle``), ``Host`` (what a run lends them) and
-  ``AssistState`` (what they learn in one run).
-* ``notes.py``, ``leads.py``: notes after a cell; ``checks.py``: answer checks;
-  ``settle.py``: the chain settling of the last turn.
-* ``registry.py``: the assists by name, in hook order, the set measured to help small
-  models on held-out text (empty since 2026-11-26: none gained), and the ``assists``
-  setting (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the
-  names a run uses.
+  ``last_turn`` / ``last_found``, ``settle``), ``Host`` (what a run lends them), ``Cell``
+  (what a cell did) and ``AssistState`` (what the assists of one run share).
+* ``registry.py``: the assists by name, in hook order (``REGISTRY``), the set measured to
+  help small models on held-out text (``SMALL_MODEL_ASSISTS``), and the ``assists`` setting
+  (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the names a run
+  uses. Both are empty since 2026-11-26: the ten assists measured then gained nothing on
+  held-out tasks and were removed (bench/EVAL.md); ARCHITECTURE.md has the recipe for a new one.
 * ``lookups.py``: an assist's typed reads of the text (``Sandbox.lookup``).
 * ``runner.py``: ``Assists``, the one object the loop calls, which writes the ``assist``
   and ``answer_check`` trace events.

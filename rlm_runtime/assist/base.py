@@ -4,9 +4,9 @@ An assist is the runtime doing one small thing for the model at a fixed point of
 loop: a note after a cell's output (``after_cell``), a question put to an answer before it
 is taken (``before_answer``), or the last turn when the turns run out (``last_turn``,
 ``settle``). The loop calls the hooks through ``Assists`` (``runner.py``) and knows no
-assist by name. An assist reads the run through ``Host`` (never the ``Run`` itself) and
-keeps what it learns in the run's one ``AssistState``, which every assist of the run shares
-(the leads one assist followed are what another checks an answer against).
+assist by name. An assist reads the run through ``Host`` (never the ``Run`` itself). Each
+run makes its own instance of each of its assists, so an assist keeps what it learns in one
+run on itself; what the assists of a run share is the run's one ``AssistState``.
 """
 
 from __future__ import annotations
@@ -48,12 +48,11 @@ class Host:
 @dataclass
 class Cell:
     """What one cell of the model did, as the after-cell hooks see it. ``kind``:
-    ``empty_grep`` (a grep of the context found nothing), ``broad`` (it printed too many lines to read),
-    ``cell`` (any other cell that did not answer), ``final`` (it called FINAL)."""
+    ``empty_grep`` (a grep of the context found nothing), ``final`` (it called FINAL),
+    ``cell`` (any other cell); the ``assist`` trace event names it as the note's trigger."""
 
     code: str
     stdout: str
-    reported: str  # stdout, the error and the worker's warnings: where an empty grep shows
     error: str | None
     has_final: bool
     kind: str
@@ -64,22 +63,12 @@ class Cell:
 
 @dataclass
 class AssistState:
-    """What the assists of one run learned and did (one object a run, shared by them)."""
+    """A small generic state the assists of one run share (one object a run). The mechanism
+    itself needs none of it: it holds what the run's cells printed, in order (the runner
+    adds each output before the after-cell hooks run). An assist's own flags live on its
+    instance (one a run); a field goes here only when assists must read what another learned."""
 
-    seen: list[str] = field(default_factory=list)  # what the run's cells printed and notes showed (the model read it)
-    broad: list[str] = field(default_factory=list)  # those outputs too long to read (a broad grep): only shown
-    followed: set[str] = field(default_factory=set)  # answers looked up before being taken
-    named: set[str] = field(default_factory=set)  # names of the question whose lines were shown
-    chained: set[str] = field(default_factory=set)  # names whose lines were shown as the next link of a chain
-    middles: set[str] = field(default_factory=set)  # those of them with a line past the row that tied them in
-    chain_lines: list[str] = field(default_factory=list)  # the lines of those names, in the order followed
-    count_checked: bool = False  # a count no output showed was questioned once
-    grounding_checked: bool = False  # an answer the text never holds was questioned once
-    records_tried: bool = False  # records of the text were looked for, for a counting question
-    records_counts: dict[str, int] = field(default_factory=dict)  # their tally, when found
-    records_checked: bool = False  # an answer the tally disagrees with was questioned once
-    words_shown: bool = False  # the question's words were looked up after an empty grep
-    link_checked: bool = False  # an answer read on a line about another name was questioned once
+    seen: list[str] = field(default_factory=list)
 
 
 class Assist:
@@ -87,7 +76,7 @@ class Assist:
     hook's default does nothing. Hooks are called in the registry's order.
 
     * ``after_cell``: a note to add to the cell's feedback, or "". An ``exclusive`` assist
-      is called only while no earlier exclusive one has spoken for this cell (one lead a
+      is called only while no earlier exclusive one has spoken for this cell (one such note a
       cell); the others are called whatever spoke before.
     * ``before_answer``: a note that questions ``answer`` (the model gets one more turn), or
       None to let it be taken. The first assist that questions it wins.

@@ -2,8 +2,7 @@
 the names a run uses.
 
 The order is part of the behaviour: after a cell, the first exclusive assist that speaks
-is the cell's lead note (a hint's lines before the question's name, the question's words
-before ranked chunks); before an answer, the first check that questions it wins.
+is the cell's note; before an answer, the first check that questions it wins.
 """
 
 from __future__ import annotations
@@ -11,35 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rlm_runtime.assist.base import Assist
-from rlm_runtime.assist.checks import CountCheck, FollowCheck, GroundingCheck, UnlinkedCheck
-from rlm_runtime.assist.leads import Leads
-from rlm_runtime.assist.notes import EmptyGrepLines, QuestionWords, Records, SearchHint
-from rlm_runtime.assist.settle import ChainAnswer
 
-#: Every assist by name, in hook order.
-REGISTRY: dict[str, type[Assist]] = {cls.name: cls for cls in (
-    EmptyGrepLines, Leads, QuestionWords, SearchHint, Records,
-    CountCheck, GroundingCheck, UnlinkedCheck, FollowCheck,
-    ChainAnswer,
-)}
+#: Every assist by name, in hook order. Empty: the ten assists measured for small models
+#: (notes after a cell, the question's names and the chain from them, the records tally,
+#: four answer checks, the chain settling of the last turn) were removed on 2026-11-26,
+#: because none gained on held-out tasks (bench/EVAL.md, "Records, and the assists measured
+#: on held-out text"). A new assist is added here, by name, where its hooks should run.
+REGISTRY: dict[str, type[Assist]] = {}
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"
 #: The assists measured to help a small model (``rlm_runtime.llm.sizes.is_small_model``) on
 #: held-out tasks, in hook order. Measured 2026-11-26 (bench/EVAL.md, "Records, and the
-#: assists measured on held-out text"): with every assist on, 6/18 held-out tasks against
-#: 7/18 with none, no answer flipped from wrong to right: none kept. No set is measured for
-#: larger models either: ``auto`` gives every model none until a held-out run shows a gain.
+#: assists measured on held-out text"): with every assist then registered on, 6/18 held-out
+#: tasks against 7/18 with none, no answer flipped from wrong to right: none kept. No set is
+#: measured for larger models either: ``auto`` gives every model none until a held-out run
+#: shows a gain.
 SMALL_MODEL_ASSISTS: tuple[str, ...] = ()
-
-
-def _auto(model: str) -> tuple[str, ...]:
-    """The assists ``auto`` gives ``model``: the small-model set for a small model, none for
-    any other (the test suite's seam: it turns the assists on for its scripted model, whose
-    replies replay a small model's moves, to test them)."""
-    from rlm_runtime.llm.sizes import is_small_model
-
-    return SMALL_MODEL_ASSISTS if is_small_model(model) else ()
 
 
 def normalize(setting: str | Sequence[str]) -> str | tuple[str, ...]:
@@ -54,7 +41,8 @@ def normalize(setting: str | Sequence[str]) -> str | tuple[str, ...]:
     names = tuple(dict.fromkeys(str(n).strip().lower() for n in setting if str(n).strip()))
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise ValueError(f"no assist named {unknown[0]!r}; assists: {AUTO}, {SMALL}, {NONE} or names of {', '.join(REGISTRY)}")
+        known = ", ".join(REGISTRY) or "none is registered"
+        raise ValueError(f"no assist named {unknown[0]!r}; assists: {AUTO}, {SMALL}, {NONE} or names of assists ({known})")
     return names
 
 
@@ -68,7 +56,9 @@ def names_for(setting: str | Sequence[str], model: str) -> tuple[str, ...]:
     if value == NONE:
         return ()
     if value == AUTO:
-        return _auto(model)
+        from rlm_runtime.llm.sizes import is_small_model
+
+        return SMALL_MODEL_ASSISTS if is_small_model(model) else ()
     if value == SMALL:
         return SMALL_MODEL_ASSISTS
     return tuple(n for n in REGISTRY if n in value)

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlm_runtime import harness
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.assist.registry import REGISTRY
 from rlm_runtime.sandbox import CellResult
 
-#: A grep printing this many lines (or cut at its max_matches) is too broad to read.
-BROAD_GREP_LINES = 12
 #: Characters of an answer a trace event keeps.
 _ANSWER_CHARS = 200
 
@@ -32,19 +29,10 @@ class Assists:
         """The notes to add after a cell's output ("" for none)."""
         if not self.assists:
             return ""
-        stdout = result.stdout
-        reported = "\n".join([stdout, result.error or "", *result.warnings])
-        self.state.seen.append(stdout)
-        if result.empty_greps:  # printed, indexed (hits[0]) or only tested (if hits:): the worker knows
-            kind = "empty_grep"
-        elif result.has_final:
-            kind = "final"
-        elif harness.shows_many_lines(stdout, BROAD_GREP_LINES):
-            kind = "broad"
-            self.state.broad.append(stdout)
-        else:
-            kind = "cell"
-        cell = Cell(code, stdout, reported, result.error, result.has_final, kind, list(result.empty_greps))
+        self.state.seen.append(result.stdout)
+        # An empty grep printed, indexed (hits[0]) or only tested (if hits:): the worker knows.
+        kind = "empty_grep" if result.empty_greps else "final" if result.has_final else "cell"
+        cell = Cell(code, result.stdout, result.error, result.has_final, kind, list(result.empty_greps))
         notes: list[str] = []
         spoke = False
         for assist in self.assists:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rlm_runtime.assist import REGISTRY, Assist, AssistState, Host
 from rlm_runtime.eval import plots
 from rlm_runtime.eval.report import build_report, compare_runs, token_reduction
 from rlm_runtime.eval.runner import EvalConfig, Runner
@@ -71,7 +72,7 @@ def test_compare_shows_per_family_differences(run_dir: Path, tmp_path: Path) -> 
 
 
 def _counting_run(tmp_path: Path, assists: str) -> Path:
-    """One counting task: the scripted model answers a count no output showed, then counts in code."""
+    """One counting task: the scripted model answers a count no output showed (wrong), then counts in code."""
     import json
 
     (tmp_path / "crates.txt").write_text("".join(f"crate {i}: {'sealed' if i % 3 == 0 else 'open'}\n" for i in range(1, 31)))
@@ -88,15 +89,42 @@ def _counting_run(tmp_path: Path, assists: str) -> Path:
     return out
 
 
-def test_report_counts_what_each_assist_did(tmp_path: Path) -> None:
+class _AskOnce(Assist):
+    """Questions the first answer of a run, whatever it is: a stand-in for an answer check."""
+
+    name = "ask-once"
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+        if self.asked:
+            return None
+        self.asked = True
+        return "Count them in code before answering."
+
+
+class _AskToo(_AskOnce):
+    """Questions the same first answer, after ``ask-once`` in hook order (it never gets to)."""
+
+    name = "ask-too"
+
+    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+        return super().before_answer(host, state, answer, reply) if answer.startswith("There are") else None
+
+
+def test_report_counts_what_each_assist_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It reports, per assist, the tasks it fired in and the answers it flipped, from the trace events; none with the assists off."""
     from rlm_runtime.eval.assist_stats import assist_rows
     from rlm_runtime.eval.report import load
 
-    on = _counting_run(tmp_path, "count_check,records")
+    for cls in (_AskOnce, _AskToo):  # no assist ships: the test's own, registered in hook order
+        monkeypatch.setitem(REGISTRY, cls.name, cls)
+    on = _counting_run(tmp_path, "ask-too,ask-once")
     checks = [r for r in assist_rows(on, load(on)) if r.checked]
-    assert len(checks) == 1  # the first assist that questions an unbacked count wins
+    assert len(checks) == 1  # the first assist that questions an answer wins
     check = checks[0]
+    assert check.name == "ask-once"
     assert (check.tasks, check.fired, check.checked, check.wrong_to_right, check.right_to_wrong) == (1, 1, 1, 1, 0)
     md = build_report(on).markdown.read_text()
     assert "## Assists" in md and f"| rlm | {check.name} | 1/1 | 100% | {check.events} | 1 | 1 | 0 |" in md

@@ -227,11 +227,15 @@ def test_a_run_folder_is_private_whatever_the_umask(needle_tasks: Path, script: 
     assert not wrong, wrong
 
 
-def test_the_assists_setting_is_part_of_the_configuration_hash(needle_tasks: Path, tmp_path: Path) -> None:
+def test_the_assists_setting_is_part_of_the_configuration_hash(needle_tasks: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """It hashes assists for the rlm methods when not auto (auto leaves the hash of results
     made before the setting existed), and refuses an unknown assist."""
+    from rlm_runtime.assist import REGISTRY, Assist
     from rlm_runtime.budget import RunLimits
     from rlm_runtime.eval.results import config_hash
+
+    monkeypatch.setitem(REGISTRY, "leads", type("Leads", (Assist,), {"name": "leads"}))  # no assist ships: one of the test's own
 
     def job(limits: dict[str, object]) -> dict[str, object]:
         return Runner(EvalConfig(model="scripted:x", out=tmp_path, limits=limits), load_tasks(needle_tasks)).job_config("rlm")
@@ -241,6 +245,6 @@ def test_the_assists_setting_is_part_of_the_configuration_hash(needle_tasks: Pat
     assert auto["limits"] == RunLimits.for_model("scripted:x").model_dump(exclude={"assists"})
     assert none["assists"] == "none" and job({"assists": "leads"})["assists"] == ("leads",)
     task = load_tasks(needle_tasks).tasks[0]
-    assert config_hash(task, "rlm", auto) != config_hash(task, "rlm", none)
+    assert config_hash(task, "rlm", auto) != config_hash(task, "rlm", none) != config_hash(task, "rlm", job({"assists": "leads"}))
     with pytest.raises(ConfigError, match="no assist named"):
         job({"assists": "magic"})

@@ -203,12 +203,16 @@ def test_rlm_profile_list_and_show(rlm_cli: CLI) -> None:
     assert data["limits_changed"]["max_depth"] == 2 and data["answer_style"] == "evidence"
 
 
-def test_a_profile_sets_the_assists(_rlm_home: Path) -> None:
+def test_a_profile_sets_the_assists(_rlm_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It takes assists from a profile's [limits] (a word or a list) and names an unknown one."""
+    from rlm_runtime.assist import REGISTRY, Assist
+
+    for name in ("first", "second"):  # no assist ships: two of the test's own, registered
+        monkeypatch.setitem(REGISTRY, name, type(name.title(), (Assist,), {"name": name}))
     user_profile(_rlm_home, "plain", '[limits]\nassists = "none"\n')
     assert resolve(load_profile("plain", brain()), RunLimits(), brain()).limits.assists == "none"
-    user_profile(_rlm_home, "some", '[limits]\nassists = ["records", "leads"]\n')
-    assert resolve(load_profile("some", brain()), RunLimits(), brain()).limits.assists == ("records", "leads")
+    user_profile(_rlm_home, "some", '[limits]\nassists = ["second", "first"]\n')
+    assert resolve(load_profile("some", brain()), RunLimits(), brain()).limits.assists == ("second", "first")
     user_profile(_rlm_home, "bad", '[limits]\nassists = ["magic"]\n')
     with pytest.raises(ConfigError, match="no assist named 'magic'"):
         load_profile("bad", brain())

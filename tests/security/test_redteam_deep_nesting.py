@@ -76,7 +76,7 @@ def test_an_unexpected_exception_in_a_run_is_a_failed_result_with_run_end(tmp_pa
     def broken(*args: object, **kwargs: object) -> None:
         raise RecursionError("planted")
 
-    monkeypatch.setattr(harness, "answer_to_follow", broken)  # the last answer check
+    monkeypatch.setattr(harness, "cell_feedback", broken)  # the host's reading of every cell's output
     one, two, events = _ask_twice(tmp_path, [_code("print('partial output 7731')"), _code("FINAL('first answer')")])
     assert one.answer is None and isinstance(one.exception, RunCrashed)  # type: ignore[attr-defined]
     assert "RecursionError" in one.error and "partial output 7731" in (one.partial or "")  # type: ignore[attr-defined]
