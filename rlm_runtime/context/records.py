@@ -154,9 +154,15 @@ class Records(list[Record]):
 
     def count(self, *args: Any) -> int:  # type: ignore[override]
         """``count(field, value)``: how many records have ``field`` equal to ``value`` (as
-        ``len(where(field, value))``); with one argument, list.count."""
+        ``len(where(field, value))``); ``count(value)``: how many hold ``value`` (as
+        ``len(find(value))``, so ``count("field: value")`` works too); ``count()``: how many
+        records there are. A ``Record`` argument counts its equals, as ``list.count`` does."""
         if len(args) == 2:
             return len(self.where(*args))
+        if not args:
+            return len(self)
+        if len(args) == 1 and not isinstance(args[0], dict):
+            return len(self.find(args[0]))
         return list.count(self, *args)
 
     def where(self, field: str, value: Any) -> Records:
@@ -169,8 +175,21 @@ class Records(list[Record]):
                 note = f"no record has a field {field!r}; the fields are {', '.join(self.fields[:30])}"
             else:
                 top = ", ".join(f"{v} ({n})" for v, n in list(values.items())[:12])
-                note = f"no record has {field} = {value!r}; its values are {top}"
+                note = f"no record has {field} = {value!r}; its values are {top}" + self._held_in(value)
         return self._derived(kept, note)
+
+    def _held_in(self, value: Any) -> str:
+        """Where ``value`` is a whole field value after all (the question's word for the field
+        was not the text's): "; 'x' is the host of 1 record: find('x')"."""
+        holders: Counter[str] = Counter()
+        for r in self:
+            holders.update(k for k, v in r.items() if _same(v, value))
+            if sum(holders.values()) >= _HELD_IN_MOST:
+                break
+        if not holders:
+            return ""
+        where = ", ".join(f"the {k} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
+        return f"; {value!r} is {where}: find({value!r}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
         """How many records have each value of ``field``, most common first; values that
@@ -220,7 +239,8 @@ class Records(list[Record]):
                 raise IndexError(f"there are no records, so no {index!r} to read: {self._note or 'the list is empty'}")
             return list.__getitem__(self, 0)[index]
         if isinstance(index, slice):
-            return self._derived(list.__getitem__(self, index), "", of=len(self))
+            # An empty list's note (why nothing matched) survives the slice a model prints.
+            return self._derived(list.__getitem__(self, index), "" if self else self._note, of=len(self))
         if not self and isinstance(index, int):
             raise IndexError(f"there are no records, so there is no [{index}]: {self._note or 'the list is empty'}")
         return list.__getitem__(self, index)
@@ -242,6 +262,8 @@ class Records(list[Record]):
     __str__ = __repr__
 
 
+#: ``where``'s note names the fields of at most this many records holding the value elsewhere.
+_HELD_IN_MOST = 1000
 #: Values ``fresh`` hands out as they are (immutable); lists and JSON objects are copied whole.
 _SCALARS = (str, int, float, bool, type(None))
 

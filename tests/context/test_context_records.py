@@ -249,6 +249,22 @@ def test_the_calls_small_models_write_are_understood() -> None:
     assert repr(recs.where("state", "open")).startswith("2 records")
 
 
+def test_count_of_one_value_counts_the_records_holding_it() -> None:
+    """It reads count(value) as len(find(value)) (a small model's count of a value, not list.count's 0), count() as len."""
+    recs = parse_text(SHAPES["jsonl"])
+    assert recs.count("mara lind") == 2 and recs.count("OPEN") == 2 and recs.count("state: closed") == 1
+    assert recs.count("nobody") == 0 and recs.count() == 4
+
+
+def test_an_empty_filter_names_the_field_that_holds_the_value() -> None:
+    """It says which field holds a value a filter looked for under another name, and keeps that through a slice."""
+    recs = parse_text(SHAPES["fields"])
+    missed = recs.where("blocks", "mara lind")
+    assert "'mara lind' is the owner of 2 records: find('mara lind') gives them" in repr(missed)
+    assert "is the owner of 2 records" in repr(recs.find("blocks=mara lind")[:3])
+    assert "is the" not in repr(recs.where("state", "pending"))  # held nowhere: no pointer
+
+
 def test_a_field_name_reads_the_first_record() -> None:
     """It reads find(name)["field"] as the first record's field, and says why when nothing was found."""
     recs = parse_text(SHAPES["jsonl"])
