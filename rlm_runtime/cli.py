@@ -247,6 +247,7 @@ def _sandbox_run(args: argparse.Namespace) -> int:
 
 def _ask(args: argparse.Namespace) -> int:
     from rlm_runtime.budget import RunLimits
+    from rlm_runtime.cli_live import LiveView
     from rlm_runtime.config import default_model
     from rlm_runtime.llm import make_client
     from rlm_runtime.orchestrator import RLM
@@ -288,13 +289,15 @@ def _ask(args: argparse.Namespace) -> int:
     sub_name = args.sub_model or (settings.sub_model if settings is not None else None)
     model = make_client(name, **options)
     sub = make_client(sub_name, **options) if sub_name else None
-    show = None if args.quiet else _LiveView()
+    show = None if args.quiet else LiveView()
     rlm = RLM(model, sub, limits=limits, policy=args.policy, trace=args.trace, on_event=show, memory=memory,
               remember=args.remember, profile=profile)
     try:
         result = rlm.run(args.question, contexts=[Path(p) for p in paths])
     finally:
         rlm.close()
+        if show is not None:
+            show.close()
     if args.json:
         _print_json(args, result.to_dict())
     elif result.answer is not None:
@@ -330,40 +333,6 @@ def _repl(args: argparse.Namespace) -> int:
                         budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
                         profile=args.profile, allow_commands=args.allow_commands, assists=args.assists)
     return main(config, home=paths_from_env().home, notes=(f"rlm: {note}",) if note else ())
-
-
-def _lines(text: object) -> list[str]:
-    """The lines of ``text``, escaped first and split second: ``str.splitlines`` would also
-    split on a bare ``\\r`` or ``\\x1c``, hiding the very characters a forged line is made of."""
-    shown = printable(str(text)).strip()
-    return [line.removesuffix("\r") for line in shown.split("\n")] if shown else []
-
-
-class _LiveView:
-    """Prints each iteration to stderr as it happens: the code, then the head of its output.
-
-    Everything shown was written by the model or its cells, so every line is escaped."""
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        pad = "  " * int(event.get("depth") or 0)
-        if kind == "run_start" and event.get("depth"):
-            _say(f"{pad}-> rlm_query (depth {event['depth']}): {one_line(str(event.get('query')))[:80]}", err=True)
-        elif kind == "iteration":
-            tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
-            _say(f"{pad}--- {tag} ({event.get('duration_s', 0):.1f}s)", err=True)
-            for code, out in zip(event.get("code_blocks", []), event.get("outputs", []), strict=False):
-                for line in _lines(code)[:15]:
-                    _say(f"{pad}  > {line}", err=True)
-                text = (out.get("stdout") or "") + (out.get("error") or "")
-                for line in _lines(text)[:8]:
-                    _say(f"{pad}    {line[:160]}", err=True)
-            if not event.get("code_blocks"):
-                _say(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:160]}", err=True)
-        elif kind == "sub_call":
-            _say(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s", err=True)
-        elif kind == "run_end" and not event.get("depth"):
-            _say(f"--- done: {event.get('iterations')} iterations", err=True)
 
 
 def _model_install(args: argparse.Namespace) -> int:

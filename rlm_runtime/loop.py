@@ -16,6 +16,7 @@ their own sandboxes (``subcalls.py``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.records import FIELDED_SHAPES
 from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
-from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, stoppable
+from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, listening, stoppable
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
 from rlm_runtime.tools import Tool
@@ -101,12 +102,15 @@ class Tree:
     """What every run of one question's call tree shares."""
 
     def __init__(self, setup: Setup, budget: Budget, emit: Callable[[Event], None], *, pool_key: str,
-                 search: Any = None) -> None:
+                 search: Any = None, live: Callable[[Event], None] | None = None) -> None:
         self.setup = setup
         #: The session's ``ChunkSearch`` (search_chunks / read_chunk), or None.
         self.search = search
         self.budget = budget
         self.emit = emit
+        #: Where live events go (a display; never the trace): ``model_call`` before a turn's
+        #: call, ``model_text`` as its reply streams in, ``cell_start`` before a cell runs.
+        self.live = live
         self.slots = Slots(setup.max_concurrent_calls())
         self.pool_key = pool_key
         #: The sandboxes running this tree's cells now (the session's, and children's while
@@ -123,13 +127,24 @@ class Tree:
         messages = [{**m, "content": harness.newlines_only(m["content"])} for m in messages]
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
-            with stoppable(self.budget.cancelled):
+            with stoppable(self.budget.cancelled), self._shown(run, client, prompt_tokens, code):
                 completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
             # Settled while still reserved, so no other call sees neither figure.
             self.budget.settle(client.model, completion.usage)
         run.own_usage.setdefault(client.model, Usage()).add(completion.usage)
         self.check_cancelled()  # a call cut short by cancel() ends the run here, settled
         return completion
+
+    def _shown(self, run: Run, client: LLMClient, prompt_tokens: int, turn: bool) -> contextlib.AbstractContextManager[None]:
+        """A turn's call as live events (``model_call``, then ``model_text`` pieces), when
+        something displays them; other calls (llm_query's) are shown by their ``sub_call``."""
+        live = self.live
+        if live is None or not turn:
+            return contextlib.nullcontext()
+        where = {"run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
+                 "iteration": run.iterations + 1 if run.forced else run.iterations, "forced": run.forced}
+        live({"type": "model_call", **where, "model": client.model, "prompt_tokens": prompt_tokens, "t": time.time()})
+        return listening(lambda text: live({"type": "model_text", **where, "text": text}))
 
     def cancel(self) -> None:
         """Stop the tree from any thread: no new call starts, a streaming call stops reading,
@@ -177,6 +192,10 @@ def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wai
     return sandbox, table
 
 
+#: Events that happen during one of a run's turns, and say which (``iteration``).
+_IN_A_TURN = frozenset({"sub_call", "tool_call", "assist", "answer_check", "worker_wait"})
+
+
 class Run:
     """One RLM run: a question, one model, one sandbox, until FINAL or a limit."""
 
@@ -194,6 +213,10 @@ class Run:
         self.own_usage: dict[str, Usage] = {}
         #: Every code block this run executed, in order (what ``remember`` stores).
         self.cells: list[str] = []
+        #: The forced turn (the turns ran out) is under way.
+        self.forced = False
+        #: A child run: the parent's turn that started it (its ``run_start`` says so).
+        self.parent_iteration: int | None = None
         #: The assists of the run (``assist/``), made when its turns start.
         self.assists: Assists | None = None
 
@@ -202,7 +225,11 @@ class Run:
         return self.tree.setup.client if self.depth == 0 else self.tree.setup.sub_client
 
     def emit(self, event: Event) -> None:
+        """Write an event of this run; one that happens during a turn (a sub-call, a tool
+        call, an assist, a wait for a worker) carries the turn's number (``iteration``)."""
         event.update(run_id=self.run_id, parent_id=self.parent_id, depth=self.depth)
+        if event["type"] in _IN_A_TURN:
+            event.setdefault("iteration", self.iterations + 1 if self.forced else self.iterations)
         self.tree.emit(event)
 
     # ----------------------------------------------------------------- a whole run
@@ -226,7 +253,8 @@ class Run:
             finally:
                 self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
                            "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
-                           "contexts": [b.to_dict() for b in briefs]})
+                           "contexts": [b.to_dict() for b in briefs],
+                           **({} if self.parent_iteration is None else {"parent_iteration": self.parent_iteration})})
             table.current = self.functions()
             stats_before = _context_stats(sandbox)
             sandbox.start()
@@ -257,7 +285,9 @@ class Run:
         tree = self.tree
         sandbox, table = open_sandbox(tree.setup, handles, pool_key=tree.pool_key, on_wait=self._on_wait)
         with sandbox:
-            return Run(tree, query, depth=self.depth + 1, parent_id=self.run_id, turn=self.turn).execute(sandbox, table)
+            child = Run(tree, query, depth=self.depth + 1, parent_id=self.run_id, turn=self.turn)
+            child.parent_iteration = self.iterations + 1 if self.forced else self.iterations
+            return child.execute(sandbox, table)
 
     def _on_wait(self, info: dict[str, Any]) -> None:
         self.emit({"type": "worker_wait", "waited_s": float(info.get("waited_s", 0.0)),
@@ -357,6 +387,9 @@ class Run:
                 outputs.append({"stdout": "", "error": None, "error_type": None, "duration_s": 0.0,
                                 "worker_restarted": False, "warnings": [], "read_as": "FINAL in prose"})
                 return said, "", False
+            if self.tree.live is not None:
+                self.tree.live({"type": "cell_start", "run_id": self.run_id, "parent_id": self.parent_id, "depth": self.depth,
+                                "iteration": self.iterations, "code": code})
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
@@ -395,6 +428,7 @@ class Run:
         prompts = self.tree.setup.prompts
         messages.append({"role": "user", "content": prompts.text("force_answer", found=assists.last_found(), question=self.query)})
         began = time.monotonic()
+        self.forced = True
         completion = self.tree.call(self, self.client, messages, code=True)
         model_s = time.monotonic() - began
         reply = completion.text

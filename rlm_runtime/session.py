@@ -59,7 +59,10 @@ class Session:
         tools: the program's own functions the model may call (callables or ``Tool``s).
         trace: a ``.jsonl`` file, or a folder for one file per session (default
             ``$RLM_HOME/traces``); ``False`` writes none.
-        on_event: called with every trajectory event (a JSON-ready dict) as it happens.
+        on_event: called with every trajectory event (a JSON-ready dict) as it happens, and
+            with live events the trace never holds: ``model_call`` (a turn's call begins:
+            its prompt's tokens), ``model_text`` (a piece of its reply as it streams in) and
+            ``cell_start`` (a cell's code, before it runs).
         governor: concurrency caps (default: from this machine's memory and CPUs).
         probe: a ``ProbeConfig`` (default: ``[probe]`` of rlm.toml or pyproject.toml found
             from the current directory, else the defaults).
@@ -183,7 +186,7 @@ class Session:
                                               no_answer=setup.prompts.notes["no_answer"])
             variables = self._variables() if turn > 0 or self._cells > 0 else ""
             tree = Tree(setup, Budget(setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
-                        search=self.search)
+                        search=self.search, live=self._live if self.on_event is not None else None)
             self.search.memory_ids_read = {}
             began = time.monotonic()
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
@@ -218,7 +221,7 @@ class Session:
         with self._turn():
             # A person's cell may call the built-ins and tools by hand, on the session's budget.
             tree = Tree(self.setup, Budget(self.setup.limits, parent=self.budget), self._emit, pool_key=self.session_id,
-                        search=self.search)
+                        search=self.search, live=self._live if self.on_event is not None else None)
             self._table.current = Run(tree, "(a cell typed by a person)", depth=0, parent_id=None, turn=self._questions).functions()
             tree.sandboxes.add(self._sandbox)
             try:
@@ -412,6 +415,15 @@ class Session:
         self._emit({"type": "worker_wait", "run_id": None, "parent_id": None, "depth": 0,
                     "waited_s": float(info.get("waited_s", 0.0)), "pool_size": int(info.get("pool_size", 0)),
                     "detail": str(info.get("detail", ""))})
+
+    def _live(self, event: Event) -> None:
+        """A live event (a reply's text as it streams, a cell starting): for ``on_event``
+        alone, never the trace."""
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a display callback must not break a run
+                pass
 
     def _emit(self, event: Event) -> None:
         event.setdefault("t", time.time())

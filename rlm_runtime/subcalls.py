@@ -80,8 +80,8 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         try:
             child = run.child(prompt, handles)
         except WorkersBusy as e:
-            run.tree.emit({"type": "worker_wait", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
-                           "waited_s": 0.0, "pool_size": e.pool_size, "detail": f"no worker for rlm_query: {e}; a plain call instead"})
+            run.emit({"type": "worker_wait", "waited_s": 0.0, "pool_size": e.pool_size,
+                      "detail": f"no worker for rlm_query: {e}; a plain call instead"})
             return _plain(run, prompt, context, "rlm_query (plain call: no worker free)")
         if child.answer is None:
             if child.error_type == "BudgetExceeded":
@@ -101,8 +101,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         except BudgetExceeded as e:  # the time ran out while a context was indexed
             run.budget_error = run.budget_error or e
             raise HostCallError(f"budget exhausted: {e}") from e
-        run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
-                       "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
+        run.emit({"type": "tool_call", "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
                        "error": None, "duration_s": time.monotonic() - began})
         return hits
 
@@ -162,7 +161,7 @@ def sub_call(run: Run, kind: str, prompt: str) -> str:
         error = hostwrites.host_error(str(e))
         raise HostCallError(f"{kind} failed: {error}") from e
     finally:
-        tree.emit({"type": "sub_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth, "kind": kind,
+        run.emit({"type": "sub_call", "kind": kind,
                    "model": client.model, "prompt": prompt[:EVENT_TEXT_CHARS],
                    "response": None if text is None else text[:EVENT_TEXT_CHARS], "error": error,
                    "usage": usage if error is None else {}, "duration_s": time.monotonic() - began})
@@ -195,8 +194,7 @@ def user_tool(run: Run, tool: Tool) -> Callable[..., Any]:
             error = hostwrites.host_error(f"{type(e).__name__}: {e}")
             raise  # the sandbox's dispatcher redacts and cuts what reaches the cell
         finally:
-            run.tree.emit({"type": "tool_call", "run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
-                           "name": tool.name, "args": _short_repr((args, kwargs)), "result": _short_repr(result),
+            run.emit({"type": "tool_call", "name": tool.name, "args": _short_repr((args, kwargs)), "result": _short_repr(result),
                            "error": error, "duration_s": time.monotonic() - began})
 
     return call

@@ -14,6 +14,9 @@ the calling thread) turns true when the run is cancelled; a streaming client sto
 there and returns what it has, with ``finish_reason="cancelled"``; a call still waiting for
 its first token is abandoned (``abandonable``) and returns empty, also ``"cancelled"``. A
 client that does not look simply finishes its call.
+
+Live text: inside ``listening(listener)``, a client hands the reply's text to ``heard`` as
+it arrives (a streaming client piece by piece, any other once, whole), for a display.
 """
 
 from __future__ import annotations
@@ -49,6 +52,31 @@ def stop_requested() -> bool:
     """Whether the call this thread is making should stop early (its run was cancelled)."""
     event = _stop.get()
     return event is not None and event.is_set()
+
+
+_listener: ContextVar[Callable[[str], None] | None] = ContextVar("rlm_stream_listener", default=None)
+
+
+@contextmanager
+def listening(listener: Callable[[str], None]) -> Iterator[None]:
+    """Within the block (in this thread, and in the threads ``abandonable`` starts from it),
+    a client hands each piece of a reply's text to ``listener`` as it arrives (``heard``)."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+def heard(text: str) -> None:
+    """A client's piece of reply text, for whoever is ``listening`` (a display: what it
+    raises is dropped, the call goes on)."""
+    listener = _listener.get()
+    if listener is not None and text:
+        try:
+            listener(text)
+        except Exception:  # a display must not break a model call
+            pass
 
 
 #: How often a caller waiting on an abandonable call looks at its stop event.

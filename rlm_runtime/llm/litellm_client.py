@@ -18,7 +18,7 @@ from typing import Any
 
 from rlm_runtime import redact
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
-from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, stop_requested
+from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, heard, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
 
 _litellm: Any = None
@@ -218,6 +218,7 @@ class LiteLLMClient:
     def _completion(self, lib: Any, response: Any, start: float) -> Completion:
         choice = response.choices[0]
         text = choice.message.content or ""
+        heard(text)
         u = getattr(response, "usage", None)
         usage = Usage(1, int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0),
                       self._cost(lib, response))
@@ -236,6 +237,7 @@ class LiteLLMClient:
                 delta = piece.choices[0].delta.content if piece.choices else None
                 if delta:
                     parts.append(delta)
+                    heard(delta)
                     if "`" in delta and _fence_closed("".join(parts)):
                         finish = "code_block_closed"
                         break

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.errors import ConfigError, LLMCallError
-from rlm_runtime.llm.base import Completion, Message, Usage
+from rlm_runtime.llm.base import Completion, Message, Usage, heard
 from rlm_runtime.llm.tokens import count_tokens, cut_to_tokens
 
 Responder = Callable[[list[Message]], str]
@@ -96,6 +96,7 @@ class ScriptedClient:
             text = scripted
         if max_tokens is not None:
             text = cut_to_tokens(text, max_tokens)
+        heard(text)
         usage = Usage(1, sum(self.count_tokens(m.get("content", "")) for m in messages), self.count_tokens(text), 0.0)
         return Completion(text, self.model, usage, "stop", time.monotonic() - start)
 

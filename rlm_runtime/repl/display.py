@@ -16,6 +16,7 @@ import threading
 from typing import Any, Protocol, TextIO
 
 from rlm_runtime.termsafe import one_line, printable
+from rlm_runtime.trajectory.live import ReplyLines
 
 Fragments = list[tuple[str, str]]
 
@@ -146,6 +147,8 @@ class Display:
         self.printer = printer
         self.color = color
         self.live = live
+        self._replies = ReplyLines()  # the replies streaming in, joined into lines
+        self._replies_lock = threading.Lock()  # events come from the runs' threads
 
     # ------------------------------------------------------------------ plain notes
 
@@ -174,9 +177,10 @@ class Display:
         kind = event.get("type")
         depth = int(event.get("depth") or 0)
         pad = "  " * depth
-        if kind == "iteration":
-            self._iteration(event, pad)
-        elif kind == "run_start" and depth:
+        if kind in ("model_call", "model_text", "cell_start", "iteration", "run_end"):
+            with self._replies_lock:
+                self._reply(event, pad)
+        if kind == "run_start" and depth:
             self.printer([("class:dim", f"{pad}-> rlm_query (depth {depth}): "), ("", one_line(str(event.get('query')))[:100])], err=True)
         elif kind == "run_end" and depth:
             said = event.get("answer") if event.get("answer") is not None else f"no answer: {event.get('error')}"
@@ -192,13 +196,37 @@ class Display:
         elif kind == "worker_wait" and float(event.get("waited_s") or 0) >= 1.0:
             self.printer([("class:dim", f"{pad}    waited {event.get('waited_s'):.1f}s for a worker")], err=True)
 
-    def _iteration(self, event: dict[str, Any], pad: str) -> None:
+    def _reply(self, event: dict[str, Any], pad: str) -> None:
+        """A turn as it happens: its header when the model is called, the reply a line at a
+        time as it streams, the rest of it when a cell starts, the outputs when it ends."""
+        kind = event.get("type")
+        replies = self._replies
+        if kind == "model_call":
+            replies.begin(event)
+            tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
+            self.printer([("class:dim", f"{pad}--- {tag} ({event.get('prompt_tokens') or 0:,} tokens of prompt)")], err=True)
+        elif kind == "model_text":
+            for line in replies.feed(event):
+                self.printer([("class:dim", f"{pad}  | "), ("", line)], err=True)
+        elif kind == "run_end":
+            replies.end(event.get("run_id"))
+        else:
+            for line in replies.flush(event.get("run_id")):
+                self.printer([("class:dim", f"{pad}  | "), ("", line)], err=True)
+            if kind == "iteration":
+                self._iteration(event, pad, streamed=replies.streamed(event))
+
+    def _iteration(self, event: dict[str, Any], pad: str, *, streamed: bool = False) -> None:
+        """A turn's code (unless it was shown as it streamed) and its cells' output."""
         tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
-        self.printer([("class:dim", f"{pad}--- {tag} ({event.get('duration_s') or 0:.1f}s)")], err=True)
+        if streamed:
+            self.printer([("class:dim", f"{pad}  ({event.get('duration_s') or 0:.1f}s)")], err=True)
+        else:
+            self.printer([("class:dim", f"{pad}--- {tag} ({event.get('duration_s') or 0:.1f}s)")], err=True)
         blocks = event.get("code_blocks") or []
         outputs = event.get("outputs") or []
         for n, code in enumerate(blocks):
-            lines = highlight(code.strip("\n"), self.color)
+            lines = [] if streamed else highlight(code.strip("\n"), self.color)
             for line in lines[:CODE_LINES]:
                 self.printer([("class:dim", f"{pad}  | "), *line], err=True)
             if len(lines) > CODE_LINES:
@@ -211,7 +239,7 @@ class Display:
                 self.printer([("class:dim", f"{pad}    ... {len(shown) - OUTPUT_LINES} more lines")], err=True)
             if out.get("error"):
                 self.printer([("class:dim", f"{pad}    "), ("class:error", one_line(str(out["error"]))[:LINE_CHARS * 2])], err=True)
-        if not blocks:
+        if not blocks and not streamed:
             self.printer([("class:dim", f"{pad}  (no code) "), ("", one_line(str(event.get("response") or ""))[:LINE_CHARS])], err=True)
 
     # ------------------------------------------------------------------ results

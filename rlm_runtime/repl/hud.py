@@ -14,6 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+#: A streamed piece's tokens, estimated (a stream sends about one token a piece; the turn's
+#: own count replaces the estimate when it ends).
+_CHARS_PER_TOKEN = 4
+
 #: Seconds between two redraws of the toolbar while a run is in flight (at most 4 a second).
 REFRESH_S = 0.25
 #: Seconds a reading of the worker's RSS and of free memory is reused.
@@ -103,6 +107,10 @@ class Hud:
         self.output_tokens = 0
         self.cost_usd = 0.0
         self.sub_calls = 0
+        #: Tokens of the prompt the model is reading (prefill) before its first token, and
+        #: the tokens of the reply streamed so far (until its turn's usage arrives).
+        self.reading = 0
+        self.streaming = 0
         self.worker_restarted = False
 
     # ------------------------------------------------------------------ run state
@@ -115,6 +123,7 @@ class Hud:
             self.iteration, self.max_iterations, self.depth = 0, max_iterations, 0
             self._depths = {}
             self.input_tokens = self.output_tokens = self.sub_calls = 0
+            self.reading = self.streaming = 0
             self.cost_usd = 0.0
             self.worker_restarted = False
             self._probed_at = -PROBE_S
@@ -148,9 +157,15 @@ class Hud:
         """Fold one trajectory event into the gauges: a few additions, no I/O."""
         kind = event.get("type")
         with self._lock:
-            if kind == "iteration":
+            if kind == "model_call":
+                self.reading = int(event.get("prompt_tokens") or 0)
+            elif kind == "model_text":
+                self.reading = 0
+                self.streaming += max(1, len(str(event.get("text") or "")) // _CHARS_PER_TOKEN)
+            elif kind == "iteration":
                 if not event.get("depth"):  # the event ends a turn: the next one is under way
                     self.iteration = int(event.get("iteration") or 0) + 1
+                self.reading = self.streaming = 0  # the turn's usage, counted by the model, replaces the estimate
                 self._add_usage(event.get("usage"))
                 for out in event.get("outputs") or ():
                     if out.get("worker_restarted") and not event.get("depth"):
@@ -203,7 +218,10 @@ class Hud:
                 flight = self._in_flight()
                 parts += [("class:hud.key", "  sub-calls "),
                           ("class:hud", f"{self.sub_calls} done" + (f", {flight} running" if flight else ""))]
-                parts += [("class:hud.key", "  tokens "), ("class:hud", f"{human_count(tokens_in)} in / {human_count(tokens_out)} out")]
+                parts += [("class:hud.key", "  tokens "),
+                          ("class:hud", f"{human_count(tokens_in)} in / {human_count(tokens_out + self.streaming)} out")]
+                if self.reading:
+                    parts += [("class:hud.key", "  reading "), ("class:hud", f"{human_count(self.reading)}-token prompt")]
             else:
                 parts += [("class:hud.key", "  running a cell")]
             left = f" (left ${max(0.0, cap - spent):.4f})" if cap is not None else ""

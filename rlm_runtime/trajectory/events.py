@@ -141,11 +141,14 @@ class Record(_Part):
 
 
 class RunRecord(Record):
-    """An event of one run."""
+    """An event of one run. ``iteration``: for an event that happens during one of the
+    run's turns (a sub-call, a tool call, an assist, an answer check, a wait for a worker),
+    the turn's number (traces written before 2026-11-26 have none)."""
 
     run_id: str
     parent_id: str | None = None
     depth: int = 0
+    iteration: int | None = None
 
 
 class TraceStart(Record):
@@ -167,6 +170,7 @@ class RunStart(RunRecord):
     limits: dict[str, Any] = Field(default_factory=dict)
     turn: int = 0  # the question's index in its session, 0-based
     contexts: list[ContextInfo] = Field(default_factory=list)
+    parent_iteration: int | None = None  # a child run: the parent's turn that started it
 
     @field_validator("contexts", mode="before")
     @classmethod

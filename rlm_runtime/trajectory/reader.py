@@ -28,8 +28,10 @@ from rlm_runtime import strictjson
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.trajectory.events import (
     SCHEMA_VERSION,
+    Iteration,
     Record,
     RunEnd,
+    RunRecord,
     RunStart,
     TraceStart,
     UnknownEvent,
@@ -69,9 +71,37 @@ class Run:
         return int(getattr(self.events[0], "depth", 0) or 0) if self.events else 0
 
     def items(self) -> list[Record | Run]:
-        """The run's own events and its child runs, in the order they began."""
+        """The run's own events and its child runs, in the order they began, except that
+        what happened during a turn (``turn_of``) follows that turn's ``iteration`` event:
+        it was written while the turn ran, before the turn's own event."""
         pairs: list[tuple[int, Record | Run]] = [*zip(self._at, self.events, strict=True), *((c.first, c) for c in self.children)]
-        return [x for _, x in sorted(pairs, key=lambda pair: pair[0])]
+        began = [x for _, x in sorted(pairs, key=lambda pair: pair[0])]
+        turns = {e.iteration for e in self.events if isinstance(e, Iteration)}
+        held: dict[int, list[Record | Run]] = {}
+        shown: set[int] = set()
+        out: list[Record | Run] = []
+        for x in began:
+            n = self.turn_of(x)
+            if n is not None and n in turns and n not in shown:
+                held.setdefault(n, []).append(x)
+                continue
+            out.append(x)
+            if isinstance(x, Iteration):
+                shown.add(x.iteration)
+                out.extend(held.pop(x.iteration, ()))
+        for rest in held.values():  # a turn whose event came first after all: in the order they began
+            out.extend(rest)
+        return out
+
+    @staticmethod
+    def turn_of(item: Record | Run) -> int | None:
+        """The turn ``item`` happened during (None: not one of a turn's events, or a trace
+        too old to say): a child run's parent turn, an event's ``iteration``."""
+        if isinstance(item, Run):
+            return item.start.parent_iteration if item.start is not None else None
+        if isinstance(item, Iteration) or not isinstance(item, RunRecord):
+            return None
+        return item.iteration
 
 
 @dataclass

@@ -186,13 +186,15 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
             for line in (c.summary or "").rstrip("\n").split("\n")[:4] if c.summary else []:
                 out.append(f"{indent}    {_clip(line, width)}")
         for item in r.items():
+            # What happened during a turn is shown under it, one step in.
+            inner = indent + ("    " if r.turn_of(item) is not None else "  ")
             if isinstance(item, Run):
                 if level >= _MAX_NESTING:
-                    out.append(f"{indent}  (child run {_flat(item.run_id)} not shown: nested too deep)")
+                    out.append(f"{inner}(child run {_flat(item.run_id)} not shown: nested too deep)")
                 else:
-                    run(item, indent + "  ", level + 1)
+                    run(item, inner, level + 1)
             else:
-                event(item, indent + "  ")
+                event(item, inner)
         end = r.end
         if end is not None:
             what = (f"answer={_clip(end.answer, 80)!r}" if end.answer is not None
@@ -216,7 +218,7 @@ _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}detail
 summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:30em;white-space:pre-wrap}
 .err{color:#b00}.meta{color:#666;font-size:12px}.answer{background:#e8f6e8;padding:.4em}.warn{background:#fff4d6;padding:.3em}
 .cell{border-left:3px solid #58a;padding-left:.5em}table{border-collapse:collapse;margin:.3em 0 .3em 1em;font-size:13px}
-td,th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}"""
+td,th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}.inturn{margin-left:2em}"""
 
 
 def _e(text: Any) -> str:
@@ -315,10 +317,12 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
                  f"{_e(start.model)} &middot; {_e(_clip(start.query, 120))}</summary>", contexts(start.contexts)]
         for item in r.items():
             if isinstance(item, Run):
-                parts.append(run(item, level + 1) if level < _MAX_NESTING else
-                             f"<div class=warn>child run {_e(item.run_id)} not shown: nested too deep</div>")
+                shown = (run(item, level + 1) if level < _MAX_NESTING else
+                         f"<div class=warn>child run {_e(item.run_id)} not shown: nested too deep</div>")
             else:
-                parts.append(event(item))
+                shown = event(item)
+            # What happened during a turn is shown under it, one step in.
+            parts.append(f"<div class=inturn>{shown}</div>" if shown and r.turn_of(item) is not None else shown)
         end = r.end
         if end is not None:
             if end.answer is not None:

@@ -60,8 +60,8 @@ def test_ask_finds_a_needle_over_several_iterations(write_script: Script, hay: P
     assert res.out == "TANGERINE-4471\n"
     for n in (1, 2, 3, 4):
         assert f"--- iteration {n}" in res.err
-    assert "  > hits = grep('launch code')" in res.err
-    assert f"1777: {NEEDLE}" in res.err
+    # The reply as the model wrote it, then what its cell printed.
+    assert res.err.index("  | hits = grep('launch code')") < res.err.index(f"1777: {NEEDLE}")
     assert "--- done: 4 iterations" in res.err
 
 
@@ -162,7 +162,7 @@ def test_malformed_replies_are_forgiven(write_script: Script, hay: Path, rlm_cli
     script = write_script("I will think about it first.", "```python\nn = len(grep('launch'))\nprint(n)", "So the count is FINAL(1)")
     res = rlm_cli("ask", "q", "-c", hay, "--model", f"scripted:{script}")
     assert (res.code, res.out) == (0, "1\n")
-    assert "(no code) I will think about it first." in res.err
+    assert "  | I will think about it first." in res.err
     assert "--- iteration 3" in res.err
 
 
@@ -305,7 +305,7 @@ def test_ask_escapes_terminal_controls(write_script: Script, hay: Path, rlm_cli:
     assert res.out == ATTACK_SHOWN + "\n"
     assert "# \\x1b]0;code-title\\x07" in res.err
     assert f"    {ATTACK_SHOWN[:100]}" in res.err
-    assert "(no code) Thinking\\x1b]0;pwned\\x07 FAILED\\x0dall ok \\u202e" in res.err
+    assert "  | Thinking\\x1b]0;pwned\\x07 FAILED\\x0dall ok \\u202e" in res.err
 
 
 def test_ask_json_round_trips_terminal_controls(write_script: Script, hay: Path, rlm_cli: CLI) -> None:

@@ -490,7 +490,9 @@ def test_on_event_sees_every_event_and_cannot_break_the_run() -> None:
 
     result, _ = run([code("print(1)"), code("FINAL(2)")], on_event=watch)
     assert result.answer == "2"
-    assert seen == ["trace_start", "run_start", "system_prompt", "iteration", "iteration", "run_end", "session_end"]
+    # The trace's events, and the live ones no trace holds: each turn's call, its text, its cell.
+    assert seen == ["trace_start", "run_start", "system_prompt", "model_call", "model_text", "cell_start", "iteration",
+                    "model_call", "model_text", "cell_start", "iteration", "run_end", "session_end"]
 
 
 def test_a_text_with_fields_is_started_with_records() -> None:

@@ -131,7 +131,8 @@ def test_render_tree_nests_children_under_their_parent(trace_file: Path) -> None
     lines = tree.splitlines()
     assert lines[0].startswith("run ") and "depth=0" in lines[0] and "ROOT QUESTION" in lines[0]
     child_line = next(line for line in lines if "query='CHILD QUESTION'" in line)
-    assert child_line.startswith("  run ") and "depth=1" in child_line
+    # Under the parent's turn that started it: two steps in.
+    assert child_line.startswith("    run ") and "depth=1" in child_line
     assert "code[0]: print(grep('needle'))" in tree
     assert "out[0]: 2: the needle here" in tree
     assert "llm_query -> scripted:sub" in tree

@@ -13,6 +13,9 @@ def test_a_question_shows_its_iterations_and_answer(drive, write_script) -> None
     assert "the answer is 42" in run.out
     assert "--- iteration 1" in run.err and "x = 41 + 1" in run.err and "x is 42" in run.err
     assert "2 iterations" in run.err
+    # The reply as it streamed (a line at a time, shown once), then what its cell printed.
+    assert run.err.count("x = 41 + 1") == 1
+    assert run.err.index("--- iteration 1") < run.err.index("  | x = 41 + 1") < run.err.index("x is 42")
 
 
 def test_a_follow_up_uses_the_variables_an_earlier_question_left(drive, write_script) -> None:

@@ -32,6 +32,20 @@ def test_it_folds_a_run_into_its_gauges() -> None:
     assert "depth 0" in hud.text()
 
 
+def test_it_shows_the_prompt_being_read_then_counts_tokens_as_they_stream() -> None:
+    """It names the prompt's size until the first token, counts streamed tokens, and takes the turn's own count at its end."""
+    hud, _ = _hud()
+    hud.start("question", 20)
+    hud.on_event({"type": "model_call", "run_id": "r", "depth": 0, "iteration": 1, "prompt_tokens": 3400})
+    assert "reading 3.4k-token prompt" in hud.text() and "0 in / 0 out" in hud.text()
+    for piece in ("```py", "thon\n", "print(", "grep('x'))"):
+        hud.on_event({"type": "model_text", "run_id": "r", "depth": 0, "iteration": 1, "text": piece})
+    assert "reading" not in hud.text() and "0 in / 5 out" in hud.text()  # about a token a piece, 4 characters a token
+    hud.on_event({"type": "iteration", "run_id": "r", "depth": 0, "iteration": 1,
+                  "usage": {"input_tokens": 3400, "output_tokens": 9, "cost_usd": 0.0}})
+    assert "3.4k in / 9 out" in hud.text()
+
+
 def test_it_notes_a_replaced_worker_and_a_cancel() -> None:
     """It remembers that the worker was replaced, and shows that a cancel is under way."""
     hud, _ = _hud()

@@ -1,0 +1,149 @@
+"""What ``rlm ask`` shows on stderr while a question runs.
+
+Each turn's reply appears as the model writes it, a line at a time (``model_text`` live
+events, joined by ``ReplyLines``), then its cells' output and how long the turn took. Before
+the model's first token, which on a small machine's local model can be a minute of prompt
+prefill, a terminal gets a status line that counts the seconds and names the prompt's size;
+a pipe gets one line saying the model was called. Everything shown was written by the model,
+its cells or a document, so every line is escaped (``termsafe``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from rlm_runtime.termsafe import one_line, printable
+from rlm_runtime.trajectory.live import ReplyLines
+
+#: Lines of a cell's output shown (the trace has them all).
+OUTPUT_LINES = 8
+#: Lines of a turn's code shown when it did not stream.
+CODE_LINES = 15
+#: Characters of one output line shown.
+LINE_CHARS = 160
+#: How often the status line is redrawn.
+TICK_S = 1.0
+
+
+def lines_of(text: object) -> list[str]:
+    """The lines of ``text``, escaped first and split second: ``str.splitlines`` would also
+    split on a bare ``\\r`` or ``\\x1c``, hiding the very characters a forged line is made of."""
+    shown = printable(str(text)).strip()
+    return [line.removesuffix("\r") for line in shown.split("\n")] if shown else []
+
+
+class LiveView:
+    """An ``on_event`` callback that prints a run to ``stream`` as it happens. ``status``:
+    draw the waiting line (default: when ``stream`` is a terminal). Call ``close()`` when
+    the run is over (it stops the status line's thread)."""
+
+    def __init__(self, stream: TextIO | None = None, *, status: bool | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.status = bool(status if status is not None else getattr(self.stream, "isatty", lambda: False)())
+        self.lines = ReplyLines()
+        self._lock = threading.Lock()
+        self._waiting: dict[str, Any] | None = None  # the turn whose model has not written yet
+        self._drawn = False  # a status line is on the screen
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ output
+
+    def _print(self, text: str) -> None:
+        """One line (escaped), below a status line that is cleared first."""
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self._drawn = False
+        self.stream.write(printable(text) + "\n")
+        self.stream.flush()
+
+    def _draw(self) -> None:
+        waiting = self._waiting
+        if waiting is None:
+            return
+        pad = "  " * int(waiting.get("depth") or 0)
+        seconds = time.monotonic() - waiting["since"]
+        self.stream.write(f"\r\x1b[K{pad}  ... the model is reading {waiting.get('prompt_tokens', 0):,} tokens of "
+                          f"prompt ({seconds:.0f}s)")
+        self.stream.flush()
+        self._drawn = True
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_S):
+            with self._lock:
+                self._draw()
+
+    def close(self) -> None:
+        """Stop the status line (cleared) and its thread."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self._lock:
+            if self._drawn:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._drawn = False
+
+    # ------------------------------------------------------------------ events
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            try:
+                self._event(event)
+            except (BrokenPipeError, ValueError):  # stderr closed: the run goes on unseen
+                pass
+
+    def _event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        pad = "  " * int(event.get("depth") or 0)
+        if kind == "model_call":
+            self.lines.begin(event)
+            tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
+            self._print(f"{pad}--- {tag}: {event.get('model')}")
+            self._waiting = {**event, "since": time.monotonic()}
+            if self.status:
+                self._draw()
+                if self._ticker is None:
+                    self._ticker = threading.Thread(target=self._tick, name="rlm-live-status", daemon=True)
+                    self._ticker.start()
+            else:
+                self._print(f"{pad}  ... sent {event.get('prompt_tokens', 0):,} tokens of prompt")
+        elif kind == "model_text":
+            self._waiting = None
+            for line in self.lines.feed(event):
+                self._print(f"{pad}  | {line}")
+        elif kind == "cell_start":
+            for line in self.lines.flush(event.get("run_id")):
+                self._print(f"{pad}  | {line}")
+        elif kind == "run_start" and event.get("depth"):
+            self._print(f"{pad}-> rlm_query (depth {event['depth']}): {one_line(str(event.get('query')))[:80]}")
+        elif kind == "iteration":
+            self._iteration(event, pad)
+        elif kind == "sub_call":
+            self._print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s")
+        elif kind == "run_end":
+            self.lines.end(event.get("run_id"))
+            if not event.get("depth"):
+                self._print(f"--- done: {event.get('iterations')} iterations")
+
+    def _iteration(self, event: dict[str, Any], pad: str) -> None:
+        self._waiting = None
+        for line in self.lines.flush(event.get("run_id")):
+            self._print(f"{pad}  | {line}")
+        streamed = self.lines.streamed(event)
+        if not streamed:  # a client that does not stream, or a live view that missed the turn
+            tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
+            self._print(f"{pad}--- {tag}")
+        for code, out in zip(event.get("code_blocks", []), event.get("outputs", []), strict=False):
+            if not streamed:
+                for line in lines_of(code)[:CODE_LINES]:
+                    self._print(f"{pad}  > {line}")
+            text = (out.get("stdout") or "") + (out.get("error") or "")
+            for line in lines_of(text)[:OUTPUT_LINES]:
+                self._print(f"{pad}    {line[:LINE_CHARS]}")
+        if not event.get("code_blocks") and not streamed:
+            self._print(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:LINE_CHARS]}")
+        self._print(f"{pad}  ({event.get('duration_s', 0):.1f}s)")

@@ -1,0 +1,92 @@
+"""What ``rlm ask`` shows while a question runs: replies a line at a time as they stream,
+cells' output after them, a status line on a terminal while the model reads its prompt."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from rlm_runtime import Session
+from rlm_runtime.cli_live import LiveView
+from rlm_runtime.llm.scripted import ScriptedClient
+from rlm_runtime.trajectory.live import LONG_LINE, ReplyLines
+
+
+def _text(run: str, text: str, iteration: int = 1) -> dict[str, object]:
+    return {"type": "model_text", "run_id": run, "depth": 0, "iteration": iteration, "text": text}
+
+
+def test_pieces_become_lines_per_run() -> None:
+    """It joins pieces split anywhere into whole lines, keeps runs apart and hands back the unfinished last line on flush."""
+    lines = ReplyLines()
+    assert lines.feed(_text("a", "first li")) == []
+    assert lines.feed(_text("b", "other run\nsecond")) == ["other run"]
+    assert lines.feed(_text("a", "ne\nsecond line\nthi")) == ["first line", "second line"]
+    assert lines.flush("a") == ["thi"] and lines.flush("a") == []
+    assert lines.flush("b") == ["second"]
+
+
+def test_a_line_without_end_is_shown_in_parts() -> None:
+    """It hands back a line that never ends in parts of LONG_LINE characters: the held text stays bounded."""
+    lines = ReplyLines()
+    shown: list[str] = []
+    for _ in range(50):
+        shown += lines.feed(_text("a", "x" * 97))
+    assert shown and all(len(line) == LONG_LINE for line in shown)
+    assert sum(map(len, shown)) + len("".join(lines.flush("a"))) == 50 * 97
+
+
+def test_a_turn_that_streamed_is_known_until_the_next_begins() -> None:
+    """It says a run's latest turn streamed once text came, and not after the next turn's model_call."""
+    lines = ReplyLines()
+    lines.feed(_text("a", "x"))
+    assert lines.streamed({"run_id": "a"}) and not lines.streamed({"run_id": "b"})
+    lines.begin({"run_id": "a"})
+    assert not lines.streamed({"run_id": "a"})
+
+
+def _run(view: LiveView, script: list[str], question: str = "q?") -> None:
+    with Session(ScriptedClient(script), contexts=["alpha 1\nbeta 2\n"], trace=False, on_event=view) as s:
+        s.ask(question)
+    view.close()
+
+
+def test_a_run_is_shown_as_it_is_written_then_its_output() -> None:
+    """It shows the turn's header, the reply's lines (code included, once), then the cell's output and the time."""
+    out = io.StringIO()
+    _run(LiveView(out, status=False), ['Looking.\n```python\nprint(grep("beta"))\n```', '```python\nFINAL("2")\n```'])
+    text = out.getvalue()
+    assert text.index("--- iteration 1") < text.index("  | Looking.") < text.index('  | print(grep("beta"))') \
+        < text.index("2: beta 2") < text.index("--- iteration 2")
+    assert text.count('grep("beta")') == 1  # streamed: not printed again from the iteration event
+    assert "tokens of prompt" in text and "--- done: 2 iterations" in text
+
+
+def test_model_text_cannot_drive_the_terminal() -> None:
+    """It escapes control characters a model writes: no escape sequence reaches the terminal, no forged line."""
+    out = io.StringIO()
+    _run(LiveView(out, status=False), ['\x1b[2J\x1b]0;owned\x07 hi\r--- done: 9 iterations\n```python\nFINAL("x")\n```'])
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert not any(line.startswith("--- done: 9") for line in text.split("\n"))  # no forged line of the view
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_sees_a_status_line_until_the_model_writes() -> None:
+    """It draws a status line (prompt size, seconds) on a terminal while the model is silent, and clears it before the reply."""
+    out = _Tty()
+    view = LiveView(out)
+    assert view.status
+    view({"type": "model_call", "run_id": "a", "depth": 0, "iteration": 1, "model": "m", "prompt_tokens": 3400})
+    time.sleep(1.3)  # one tick of the status thread
+    drawn = out.getvalue()
+    assert drawn.count("the model is reading 3,400 tokens of prompt") >= 2  # drawn at once, then redrawn by the thread
+    view(_text("a", "print(1)\n"))
+    view.close()
+    after = out.getvalue()[len(drawn):]
+    assert after.startswith("\r\x1b[K") and "  | print(1)\n" in after
+    assert view._ticker is not None and not view._ticker.is_alive()
