@@ -39,6 +39,7 @@ from rlm_runtime.trajectory.events import (
     WorkerWait,
 )
 from rlm_runtime.trajectory.reader import Run, Trace
+from rlm_runtime.trajectory.timeline import Timeline, questions, timeline, tokens
 
 #: Child runs nested deeper than this are not drawn (a crafted file could nest thousands).
 _MAX_NESTING = 100
@@ -218,7 +219,66 @@ _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}detail
 summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:30em;white-space:pre-wrap}
 .err{color:#b00}.meta{color:#666;font-size:12px}.answer{background:#e8f6e8;padding:.4em}.warn{background:#fff4d6;padding:.3em}
 .cell{border-left:3px solid #58a;padding-left:.5em}table{border-collapse:collapse;margin:.3em 0 .3em 1em;font-size:13px}
-td,th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}.inturn{margin-left:2em}"""
+td,th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}.inturn{margin-left:2em}
+.question{border:1px solid #ddd;padding:.5em;margin:.4em 0}svg.timeline{font:11px system-ui,sans-serif}
+.tick{stroke:#ddd}.axis{fill:#666;text-anchor:middle}.lane{fill:#333}.bar{stroke:#fff;stroke-width:.5}
+.model,.k-model{fill:#4a7fb5;background:#4a7fb5}.cells,.k-cells{fill:#8bc34a;background:#8bc34a}
+.sub_call,.k-sub_call{fill:#e0884a;background:#e0884a}.tool,.k-tool{fill:#a77cc9;background:#a77cc9}
+[class^=k-]{color:#fff;padding:0 .3em;border-radius:3px}"""
+
+
+def _code(text: str) -> str:
+    """Python highlighted for the page (inline styles: the page has no stylesheet to load),
+    its controls escaped first (the lexer only ever sees safe text)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers.python import PythonLexer
+
+    return highlight(printable(text), PythonLexer(), HtmlFormatter(noclasses=True, nowrap=True, style="friendly"))
+
+
+_LANE_H, _LABEL_W, _WIDTH = 20, 280, 1100
+
+
+def _timeline_svg(tl: Timeline) -> str:
+    """The timeline as inline SVG: a lane a row, a bar per stretch of time; hovering a bar
+    shows its label (an SVG ``title``: no script)."""
+    span = max(tl.end - tl.start, 1e-9)
+    scale = (_WIDTH - _LABEL_W - 10) / span
+    top = 24
+    parts = []
+    for k in range(6):  # the time axis: six ticks
+        x = _LABEL_W + k * (_WIDTH - _LABEL_W - 10) / 5
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(tl.lanes) * _LANE_H}" class=tick />'
+                     f'<text x="{x:.1f}" y="{top - 8}" class=axis>{span * k / 5:.1f}s</text>')
+    for i, lane in enumerate(tl.lanes):
+        y = top + i * _LANE_H
+        parts.append(f'<text x="4" y="{y + 14}" class=lane>{_e(_clip(lane.name, 44))}</text>')
+        for b in lane.bars:
+            x = _LABEL_W + (b.start - tl.start) * scale
+            w = max(1.0, (b.end - b.start) * scale)
+            parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{_LANE_H - 6}" class="bar {b.kind}">'
+                         f"<title>{_e(b.label)}</title></rect>")
+    height = top + len(tl.lanes) * _LANE_H + 8
+    legend = ("<div class=meta>bars: <span class=k-model>the model</span> <span class=k-cells>cells</span> "
+              "<span class=k-sub_call>sub-calls</span> <span class=k-tool>tools</span>; hover a bar for its tokens and time"
+              + (f"; {tl.left_out} bars not drawn" if tl.left_out else "") + "</div>")
+    return (f'<svg class=timeline width="{_WIDTH}" height="{height}" viewBox="0 0 {_WIDTH} {height}" '
+            f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline">{"".join(parts)}</svg>{legend}')
+
+
+def _summary(trace: Trace) -> str:
+    """Each question first: its answer (or why there is none) and what it took."""
+    rows = []
+    for q in questions(trace):
+        outcome = (f"<div class=answer>{_e(q.answer)}</div>" if q.answer is not None
+                   else f"<div class=err>no answer: {_e(q.error)}</div>")
+        cost = f"${q.cost_usd:.4f}" if q.cost_usd else "$0"
+        rows.append(f"<div class=question><div><b>{_e(_clip(q.query, 300))}</b></div>{outcome}"
+                    f"<div class=meta>{_e(q.model)} &middot; {q.iterations} iterations &middot; {q.sub_calls} sub-calls "
+                    f"&middot; {tokens(q.input_tokens)} tokens in / {tokens(q.output_tokens)} out &middot; {cost} "
+                    f"&middot; {_secs(q.seconds, 1)}</div></div>")
+    return "".join(rows)
 
 
 def _e(text: Any) -> str:
@@ -267,7 +327,7 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
                      f"{u.output_tokens} out tokens &middot; ${u.cost_usd}{finish}</span></summary>",
                      f"<div class=meta>response</div><pre>{_e(e.response)}</pre>"]
             for k, code in enumerate(e.code_blocks):
-                parts.append(f"<div class=meta>code</div><pre>{_e(code)}</pre>")
+                parts.append(f"<div class=meta>code</div><pre>{_code(code)}</pre>")
                 if k < len(e.outputs):
                     parts += output(e.outputs[k])
             parts.append("</details>")
@@ -337,5 +397,10 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
 
     body = "\n".join(run(x, 0) if isinstance(x, Run) else event(x) for x in trace.top_level()).strip()
     footer = "".join(f"<p class={'warn' if line.startswith('(note') else 'meta'}>{_e(line)}</p>" for line in _footer(trace))
+    summary = _summary(trace)
+    tl = timeline(trace)
+    head = ((f"<h2>Summary</h2>{summary}" if summary else "")
+            + (f"<h2>Timeline</h2>{_timeline_svg(tl)}" if tl is not None else "")
+            + ("<h2>Runs</h2>" if body else ""))
     return (f"<!doctype html><html><head><meta charset=utf-8><title>{_e(title)}</title><style>{_CSS}</style></head>"
-            f"<body><h1>{_e(title)}</h1>{body or '<p>(no runs in this trace)</p>'}{footer}</body></html>\n")
+            f"<body><h1>{_e(title)}</h1>{head}{body or '<p>(no runs in this trace)</p>'}{footer}</body></html>\n")
