@@ -8,6 +8,7 @@ matplotlib never parses one as mathtext.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -37,6 +38,51 @@ def _figure(width: float = 6.4, height: float = 4.0) -> tuple[Any, Any]:
     return fig, fig.add_subplot(1, 1, 1)
 
 
+def _count(value: float, _pos: Any = None) -> str:
+    """An axis tick as a person writes it: 500, 3.5k, 100k, 1M."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if value >= 1_000:
+        return f"{value / 1_000:g}k"
+    return f"{value:g}"
+
+
+def _log_axis(ax: Any, values: Sequence[float]) -> None:
+    """A log x axis when the values span more than tenfold (else linear), its ticks written
+    as counts, and on a log axis only the major ticks labelled (the minor ones collided)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    low, high = min(values), max(values)
+    if low > 0 and high / low > 10:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(_count))
+
+
+def _place_labels(ax: Any, fig: Any, items: list[tuple[str, float, float]]) -> None:
+    """Each label beside its point where it stays inside the plot and overlaps no label placed
+    before it (a fixed order of offsets is tried; the first that fits wins, else the last):
+    labels of points that sit close together no longer print over each other."""
+    fig.canvas.draw()
+    taken: list[Any] = []
+    offsets = [(4, 4), (4, -11), (-4, 4), (-4, -11), (4, 14), (4, -21), (-4, 14), (-4, -21)]
+    renderer = fig.canvas.get_renderer()
+    area = ax.get_window_extent(renderer)
+    for text, x, y in items:
+        placed = None
+        for dx, dy in offsets:
+            placed = ax.annotate(text, (x, y), fontsize=7, xytext=(dx, dy), textcoords="offset points",
+                                 ha="left" if dx > 0 else "right")
+            box = placed.get_window_extent(renderer).expanded(1.05, 1.1)
+            inside = area.x0 <= box.x0 and box.x1 <= area.x1 and area.y0 <= box.y0 and box.y1 <= area.y1
+            if inside and not any(box.overlaps(other) for other in taken):
+                break
+            if (dx, dy) != offsets[-1]:
+                placed.remove()
+        if placed is not None:
+            taken.append(placed.get_window_extent(renderer))
+
+
 def accuracy_by_length(series: dict[str, dict[int, float]], path: Out, *, window_chars: int | None = None,
                        window_tokens: int | None = None, title: str = "Accuracy against context length") -> Out:
     """One line per method: mean score at each context length (log scale), the window marked."""
@@ -48,7 +94,11 @@ def accuracy_by_length(series: dict[str, dict[int, float]], path: Out, *, window
         ax.axvline(window_chars, color="grey", linestyle="--", linewidth=1)
         ax.text(window_chars, 1.04, f"model window ~{window_tokens:,} tokens " if window_tokens else "model window ",
                 fontsize=8, color="grey", va="bottom", ha="right")
-    ax.set_xscale("log")
+    lengths = sorted({x for points in series.values() for x in points})
+    if lengths:
+        _log_axis(ax, lengths)
+        if len(lengths) <= 8:
+            ax.set_xticks(lengths)  # the lengths measured, not the axis's round numbers
     ax.set_ylim(-0.03, 1.1)
     ax.set_xlabel("context length (characters)")
     ax.set_ylabel("accuracy (mean score)")
@@ -68,9 +118,8 @@ def tokens_vs_accuracy(points: list[tuple[str, str, float, float]], path: Out) -
     for i, method in enumerate(methods):
         mine = [p for p in points if p[0] == method]
         ax.scatter([p[2] for p in mine], [p[3] for p in mine], marker=markers[i % len(markers)], label=_label(method), s=40)
-        for _, family, x, y in mine:
-            ax.annotate(_label(family), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
+    if points:
+        _log_axis(ax, [p[2] for p in points])
     ax.set_ylim(-0.03, 1.1)
     ax.set_xlabel("tokens per task (input + output, mean)")
     ax.set_ylabel("accuracy (mean score)")
@@ -78,5 +127,6 @@ def tokens_vs_accuracy(points: list[tuple[str, str, float, float]], path: Out) -
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    _place_labels(ax, fig, [(_label(family), x, y) for _, family, x, y in points])
     fig.savefig(path, format="png")
     return path

@@ -65,12 +65,13 @@ class Row:
     method: str
     family: str
     n: int
-    accuracy: float
+    accuracy: float  # the mean score (a scorer may give partial credit)
     input_tokens: float
     output_tokens: float
     cost_usd: float
     median_s: float
     errors: int
+    correct: int = 0  # tasks judged correct (``_right``)
 
 
 def load(folder: Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
@@ -96,7 +97,8 @@ def table(records: list[dict[str, Any]]) -> list[Row]:
     for (label, family), rs in sorted(groups.items()):
         rows.append(Row(label, family, len(rs), _mean(r.get("score") for r in rs), _mean(r.get("input_tokens") for r in rs),
                         _mean(r.get("output_tokens") for r in rs), sum(float(r.get("cost_usd") or 0) for r in rs),
-                        statistics.median(float(r.get("wall_s") or 0) for r in rs), sum(1 for r in rs if r.get("error"))))
+                        statistics.median(float(r.get("wall_s") or 0) for r in rs), sum(1 for r in rs if r.get("error")),
+                        sum(1 for r in rs if _right(r))))
     return rows
 
 
@@ -113,11 +115,18 @@ def length_table(records: list[dict[str, Any]]) -> list[list[str]]:
         row = [family, f"{length:,}"]
         for label in labels:
             rs = by.get(label, [])
-            right = sum(1 for r in rs if float(r.get("score") or 0) >= 0.999)
+            right = sum(1 for r in rs if _right(r))
             row += [f"{right}/{len(rs)}" if rs else "-",
                     f"{statistics.median(float(r.get('wall_s') or 0) for r in rs):.0f}" if rs else "-"]
         rows.append(row)
     return rows
+
+
+def _right(record: dict[str, Any]) -> bool:
+    """Whether a task counts as correct: as the run judged it (``correct``), else a full score."""
+    if "correct" in record:
+        return bool(record["correct"])
+    return float(record.get("score") or 0) >= 0.999
 
 
 def _length_head(records: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -159,7 +168,7 @@ def token_reduction(records: list[dict[str, Any]], a: str = "rlm", b: str = "dir
             return int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0)
 
         ta, tb = sum(tokens(x) for x, _ in pairs), sum(tokens(y) for _, y in pairs)
-        both = [(x, y) for x, y in pairs if x.get("correct") and y.get("correct")]
+        both = [(x, y) for x, y in pairs if _right(x) and _right(y)]
         ea, eb = sum(tokens(x) for x, _ in both), sum(tokens(y) for _, y in both)
         out.append({"family": family, "tasks": len(pairs), f"{a}_accuracy": _mean(x.get("score") for x, _ in pairs),
                     f"{b}_accuracy": _mean(y.get("score") for _, y in pairs), f"{a}_tokens": ta, f"{b}_tokens": tb,
@@ -302,25 +311,40 @@ def build_report(folder: str | Path) -> Built:
 
 _ASSISTS_NOTE = ("What each assist did (rlm_runtime.assist): the tasks it spoke in, and of the answers it questioned "
                  "or replaced, how many went from wrong to right and from right to wrong by the task's final answer.")
-_HEAD = ("method", "family", "tasks", "accuracy", "input tok", "output tok", "cost $", "median s", "errors")
+_HEAD = ("method", "family", "tasks", "correct", "mean score", "input tok / task", "output tok / task", "cost $",
+         "median s", "errors")
+#: What the first table's columns mean (shown under it).
+_HEAD_NOTE = ("correct: the tasks whose answer the scorer accepted; mean score: the scorers' mean over the tasks "
+              "(a partly right answer counts in part, so it can differ from correct / tasks); tokens are the mean per "
+              "task; errors: tasks that ended without an answer.")
 
 
 def _cells(r: Row) -> list[str]:
-    return [r.method, r.family, str(r.n), f"{r.accuracy:.0%}", f"{r.input_tokens:,.0f}", f"{r.output_tokens:,.0f}",
-            f"{r.cost_usd:.4f}", f"{r.median_s:.1f}", str(r.errors)]
+    return [r.method, r.family, str(r.n), f"{r.correct}/{r.n}", f"{r.accuracy:.0%}", f"{r.input_tokens:,.0f}",
+            f"{r.output_tokens:,.0f}", f"{r.cost_usd:.4f}", f"{r.median_s:.1f}", str(r.errors)]
+
+
+def _fewer(v: Any) -> str:
+    """A token reduction as words: 40% fewer, 2.5x as many."""
+    if v is None:
+        return "-"
+    if v >= 0:
+        return f"{v:.0f}% fewer"
+    return f"{1 - v / 100:.1f}x as many"
 
 
 def _reduction_cells(x: dict[str, Any]) -> list[str]:
-    def pct(v: Any) -> str:
-        return "-" if v is None else f"{v:.1f}%"
-
     return [x["family"], str(x["tasks"]), f"{x['rlm_accuracy']:.0%}", f"{x['direct_accuracy']:.0%}", f"{x['rlm_tokens']:,}",
-            f"{x['direct_tokens']:,}", pct(x["token_reduction_percent"]), str(x["both_correct"]),
-            pct(x["token_reduction_percent_at_equal_accuracy"])]
+            f"{x['direct_tokens']:,}", _fewer(x["token_reduction_percent"]), str(x["both_correct"]),
+            _fewer(x["token_reduction_percent_at_equal_accuracy"])]
 
 
-_RED_HEAD = ("family", "tasks", "rlm acc", "direct acc", "rlm tokens", "direct tokens", "reduction", "both correct",
-             "reduction at equal accuracy")
+_RED_HEAD = ("family", "tasks both ran", "rlm mean score", "direct mean score", "rlm tokens", "direct tokens",
+             "rlm's tokens against direct's", "tasks both got right", "the same, on those tasks")
+#: What the token table says (shown under it).
+_RED_NOTE = ("Tokens (input + output) that rlm spent against direct on the same tasks: \"40% fewer\" means rlm used 60% "
+             "of direct's tokens, \"2.5x as many\" that it used two and a half times as many. The last column compares "
+             "only the tasks both answered right, so that a method is not cheaper merely by giving up.")
 
 
 #: The characters that start Markdown markup: an image that loads, a link, raw HTML, an entity.
@@ -368,12 +392,13 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
            f"{len(records)} results; model: {_md_text(_models(records))}" + (f"; window {window:,} tokens" if window else ""), "",
            "## Accuracy by method and family", ""]
     out += _md_table(_HEAD, [_cells(r) for r in rows])
+    out += ["", _HEAD_NOTE]
     lengths = length_table(records)
     if lengths:
         out += ["", "## By family and context length", ""]
         out += _md_table(_length_head(records), lengths)
     if reduction:
-        out += ["", "## Token reduction of rlm against direct", ""]
+        out += ["", "## Tokens of rlm against direct", "", _RED_NOTE, ""]
         out += _md_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])
     if assists:
         out += ["", "## Assists", "", _ASSISTS_NOTE, ""]
@@ -410,12 +435,14 @@ def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reductio
              f"<style>{_CSS}</style></head><body>", f"<h1>rlm eval report: {html.escape(folder.name)}</h1>",
              f"<p>{len(records)} results; model: {html.escape(_models(records))}"
              + (f"; window {window:,} tokens" if window else "") + "</p>",
-             "<h2>Accuracy by method and family</h2>", _h_table(_HEAD, [_cells(r) for r in rows])]
+             "<h2>Accuracy by method and family</h2>", _h_table(_HEAD, [_cells(r) for r in rows]),
+             f"<p>{html.escape(_HEAD_NOTE)}</p>"]
     lengths = length_table(records)
     if lengths:
         parts += ["<h2>By family and context length</h2>", _h_table(_length_head(records), lengths)]
     if reduction:
-        parts += ["<h2>Token reduction of rlm against direct</h2>", _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]
+        parts += ["<h2>Tokens of rlm against direct</h2>", f"<p>{html.escape(_RED_NOTE)}</p>",
+                  _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]
     if assists:
         parts += ["<h2>Assists</h2>", f"<p>{html.escape(_ASSISTS_NOTE)}</p>",
                   _h_table(ASSIST_HEAD, [assist_cells(a) for a in assists])]

@@ -24,8 +24,10 @@ def test_report_tables_links_and_escaping(run_dir: Path) -> None:
     """It writes report.md and a self-contained report.html with tables, the reduction and trace links."""
     built = build_report(run_dir)
     md = built.markdown.read_text()
-    assert "| rlm | needle | 4 | 100% |" in md and "| direct | needle | 4 | 0% |" in md
-    assert "Token reduction of rlm against direct" in md
+    # The count judged correct and the mean score, each named, with a note saying how they differ.
+    assert "| rlm | needle | 4 | 4/4 | 100% |" in md and "| direct | needle | 4 | 0/4 | 0% |" in md
+    assert "mean score: the scorers' mean" in md
+    assert "Tokens of rlm against direct" in md and "\"40% fewer\" means" in md
     # needle_tasks: two tasks at each of 4,000 and 8,000 characters; rlm finds both, direct neither.
     assert "| family | length (chars) | direct correct | direct median s | rlm correct | rlm median s |" in md
     assert "| needle | 4,000 | 0/2 |" in md and "| needle | 8,000 | 0/2 |" in md
@@ -131,3 +133,32 @@ def test_report_counts_what_each_assist_did(tmp_path: Path, monkeypatch: pytest.
     off = _counting_run(tmp_path, "none")
     assert assist_rows(off, load(off)) == []
     assert "## Assists" not in build_report(off).markdown.read_text()
+
+
+def test_token_figures_read_as_words() -> None:
+    """It writes a reduction as "N% fewer" and an increase as "Nx as many", never a bare negative percent."""
+    from rlm_runtime.eval.report import _fewer
+
+    assert _fewer(40.0) == "40% fewer" and _fewer(-150.0) == "2.5x as many" and _fewer(None) == "-"
+
+
+@pytest.mark.skipif(not plots.available(), reason="matplotlib is not installed (the eval extra)")
+def test_labels_of_close_points_do_not_overlap(tmp_path: Path) -> None:
+    """It places the labels of points that nearly coincide apart, inside the plot, and writes ticks as counts."""
+    from matplotlib.text import Annotation
+
+    from rlm_runtime.eval.plots import _count, _figure, _place_labels
+
+    fig, ax = _figure()
+    points = [("needle", 3500.0, 1.0), ("aggregation", 3510.0, 0.99), ("multi-hop", 3520.0, 1.0), ("lookup", 9000.0, 0.5)]
+    ax.scatter([p[1] for p in points], [p[2] for p in points])
+    ax.set_xlim(3000, 9100)
+    ax.set_ylim(0, 1.1)
+    _place_labels(ax, fig, points)
+    renderer = fig.canvas.get_renderer()
+    boxes = [a.get_window_extent(renderer) for a in ax.get_children() if isinstance(a, Annotation)]
+    assert len(boxes) == 4
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    area = ax.get_window_extent(renderer)
+    assert all(area.x0 <= b.x0 and b.x1 <= area.x1 for b in boxes)  # the last point's label went left, not off the plot
+    assert [_count(v) for v in (500, 3500, 100_000, 1_000_000)] == ["500", "3.5k", "100k", "1M"]
