@@ -20,6 +20,20 @@ _STARTERS = bytes(b for b in range(256) if not 0x80 <= b <= 0xBF)
 _CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b)
 
 
+#: Byte order marks of the wide UTF encodings, UTF-32 first (UTF-32 LE's begins with UTF-16 LE's).
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe", "utf-16-le"),
+         (b"\xfe\xff", "utf-16-be"))
+
+
+def wide_encoding(head: bytes) -> tuple[str, int] | None:
+    """The UTF-16 or UTF-32 encoding a byte order mark at the start of ``head`` names, and the
+    mark's length; None for any other text (UTF-8 is the default, its mark is text)."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name, len(bom)
+    return None
+
+
 def looks_binary(head: bytes) -> bool:
     """Whether the first bytes of a file say it is not text: a NUL, or over 10 % control bytes."""
     if b"\x00" in head:

@@ -26,7 +26,7 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
-from rlm_runtime.context.buffer import TextBuffer, looks_binary
+from rlm_runtime.context.buffer import TextBuffer, looks_binary, wide_encoding
 from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
 from rlm_runtime.context.probe import FolderProbe, probe_corpus
 from rlm_runtime.context.protocol import (
@@ -97,7 +97,7 @@ class Document:
             os.close(fd)
         if not head:
             return "empty"
-        return "binary content" if looks_binary(head) else None
+        return "binary content" if looks_binary(head) and wide_encoding(head) is None else None
 
     @contextmanager
     def read(self) -> Iterator[TextBuffer]:

@@ -14,9 +14,11 @@ the model explored its context.
 from __future__ import annotations
 
 import abc
+import codecs
 import mmap
 import os
 import stat
+import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -26,7 +28,7 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
-from rlm_runtime.context.buffer import TextBuffer, looks_binary
+from rlm_runtime.context.buffer import TextBuffer, looks_binary, wide_encoding
 from rlm_runtime.context.probe import FileProbe, probe_text
 from rlm_runtime.context.protocol import (
     BINARY_SNIFF_BYTES,
@@ -293,6 +295,12 @@ class FileHandle(BufferHandle):
         finally:
             if owned:
                 os.close(fd)
+        #: The file's own encoding when it was UTF-16 or UTF-32 (its text is then a UTF-8
+        #: copy in an unnamed temporary file, not the file itself); None for UTF-8.
+        self.transcoded: str | None = None
+        wide = wide_encoding(bytes(self._map[:4]))
+        if wide is not None:
+            self._map, self.transcoded = _transcoded(self._map, *wide, name=self.name), wide[0]
         self._data = TextBuffer(self._map)
         if looks_binary(self._data.head_bytes(BINARY_SNIFF_BYTES)):
             self.close()
@@ -305,6 +313,30 @@ class FileHandle(BufferHandle):
         self._data.release()
         if isinstance(self._map, mmap.mmap):
             self._map.close()
+
+
+#: A UTF-16 or UTF-32 file is decoded into a UTF-8 copy up to this size (larger: convert it first).
+MAX_TRANSCODED_BYTES = 1 << 30
+_TRANSCODE_BLOCK = 1 << 22
+
+
+def _transcoded(data: Any, encoding: str, bom: int, *, name: str) -> Any:
+    """``data`` (a UTF-16/32 file's map, its mark ``bom`` bytes long) as a read-only map of its
+    UTF-8 text, in an unnamed temporary file: block by block (linear, bounded memory), with
+    what does not decode replaced. The original map is closed."""
+    if len(data) > MAX_TRANSCODED_BYTES:
+        raise ContextError(f"{name} is {encoding} text of {len(data):,} bytes, more than the "
+                           f"{MAX_TRANSCODED_BYTES:,} decoded on the fly; convert it first: iconv -f {encoding} -t utf-8")
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    with tempfile.TemporaryFile(prefix="rlm-utf8-") as out:
+        for start in range(bom, len(data), _TRANSCODE_BLOCK):
+            out.write(decoder.decode(data[start:start + _TRANSCODE_BLOCK]).encode("utf-8"))
+        out.write(decoder.decode(b"", final=True).encode("utf-8"))
+        out.flush()
+        text: Any = mmap.mmap(out.fileno(), 0, access=mmap.ACCESS_READ) if out.tell() else b""
+    if isinstance(data, mmap.mmap):
+        data.close()
+    return text
 
 
 class SliceHandle(BufferHandle):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlm_runtime.context import records as _records
-from rlm_runtime.context.buffer import looks_binary
+from rlm_runtime.context.buffer import looks_binary, wide_encoding
 from rlm_runtime.context.corpus import CorpusHandle, Document
 from rlm_runtime.context.grep import GrepMatch, grep_held, not_searchable
 from rlm_runtime.context.handles import BufferHandle, FileHandle, SliceHandle
@@ -83,7 +83,7 @@ def _open_descriptor(opener: Callable[[], int]) -> int:
 
 def _handle_fd(handle: BufferHandle) -> int:
     path = getattr(handle, "path", None)
-    if isinstance(handle, FileHandle) and path:
+    if isinstance(handle, FileHandle) and path and handle.transcoded is None:  # else its UTF-8 copy is sent
         try:
             return _open_descriptor(lambda: os.open(path, os.O_RDONLY))
         except OSError as e:
@@ -111,10 +111,22 @@ def _document_fd(doc: Document) -> tuple[int | None, str | None]:
     except OSError as e:
         return None, f"unreadable: {e.strerror}"
     try:
-        binary = looks_binary(os.pread(fd, BINARY_SNIFF_BYTES, 0))
+        head = os.pread(fd, BINARY_SNIFF_BYTES, 0)
+        wide = wide_encoding(head)
+        binary = looks_binary(head)
     except OSError as e:
         os.close(fd)
         return None, f"unreadable: {e.strerror}"
+    if wide is not None:  # UTF-16/32: the worker gets the decoded UTF-8 copy
+        os.close(fd)
+        try:
+            handle = FileHandle(path, name=doc.name)
+        except ContextError as e:
+            return None, f"unreadable: {e}"
+        try:
+            return _anonymous_file(handle._buf().view), None
+        finally:
+            handle.close()
     if binary:
         os.close(fd)
         return None, "binary content"

@@ -79,7 +79,7 @@ def test_unreadable_file_is_a_context_error(write_file: Callable[..., Path]) -> 
 
 @pytest.mark.parametrize(
     "content",
-    [b"\x00\x01\x02binary\x00", b"%PDF-1.4\x00\x00\x00", "utf-16 text".encode("utf-16"), bytes(range(1, 9)) * 20],
+    [b"\x00\x01\x02binary\x00", b"%PDF-1.4\x00\x00\x00", bytes(range(1, 9)) * 20],
 )
 def test_binary_file_is_refused(write_file: Callable[..., Path], content: bytes) -> None:
     """It refuses a binary file (NUL or many control bytes) with a clear ContextError."""
