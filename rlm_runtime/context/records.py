@@ -321,26 +321,36 @@ def _field(line: str) -> tuple[str, str] | None:
 
 
 def _logfmt(line: str) -> list[tuple[str, str]] | None:
-    """The pairs of a line of space-separated ``key=value`` tokens (values quoted when they
-    hold spaces), two at least; text before the first pair is kept as ``text``; None when
-    anything but spaces lies between pairs."""
+    """The pairs of a line of space-separated ``key=value`` tokens, two at least: a value is
+    quoted, or runs to the next `` key=`` (``name=Ada Park city=Oslo``); text before the first
+    pair is kept as ``text``; None when text follows a quoted value."""
     head = line[:_LINE_HEAD]
     pairs: list[tuple[str, str]] = []
+    quoted = False
     end = 0
     lead = ""
     for m in _PAIR.finditer(head):
         between = head[end:m.start()]
         if between.strip():
-            if pairs:
+            if not pairs:
+                lead = between.strip()
+            elif quoted:
                 return None
-            lead = between.strip()
+            else:  # the unquoted value goes on, spaces and all, up to this key
+                key, value = pairs[-1]
+                pairs[-1] = (key, (value + between).rstrip())
         elif pairs and not between:
             return None  # two pairs with no space between: not logfmt
         value = m.group(2)
-        pairs.append((_norm(m.group(1)), value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value))
+        quoted = len(value) >= 2 and value[0] == value[-1] == '"'
+        pairs.append((_norm(m.group(1)), value[1:-1] if quoted else value))
         end = m.end()
-    if len(pairs) < 2 or head[end:].strip():
+    rest = head[end:].rstrip()
+    if len(pairs) < 2 or (rest.strip() and quoted):
         return None
+    if rest.strip():
+        key, value = pairs[-1]
+        pairs[-1] = (key, value + rest)
     return ([("text", lead)] if lead else []) + pairs
 
 

@@ -290,3 +290,11 @@ def test_red_team_nested_values_heading_spaces_and_big_lists(tmp_path: Path) -> 
         result = sb.execute("records(['a: ' + 'x' * 1_000_000] * 20)")
         assert result.error_type == "ContextError" and "more than records() reads at once" in (result.error or "")
         assert _run(sb, "len(records())") == "1\n"
+
+
+def test_unquoted_values_with_spaces_run_to_the_next_key() -> None:
+    """It reads ``name=Ada Park city=Oslo`` as two fields (a value runs to the next key), and keeps quoted logfmt as it was."""
+    recs = parse_text("name=Ada Park city=Oslo\nname=Bo city=Rome Italy\nname=Cy Lo city=Lima\n")
+    assert [(r["name"], r["city"]) for r in recs] == [("Ada Park", "Oslo"), ("Bo", "Rome Italy"), ("Cy Lo", "Lima")]
+    logs = parse_text('ts=1 level=info msg="a b" user=x\nts=2 level=warn msg="c" user=y\n')
+    assert logs[0]["msg"] == "a b" and logs[1]["user"] == "y"
