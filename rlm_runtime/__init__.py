@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from rlm_runtime.budget import RunLimits, SessionLimits
     from rlm_runtime.context import open_context
     from rlm_runtime.llm import LLMClient, make_client
-    from rlm_runtime.loop import RunResult
     from rlm_runtime.orchestrator import RLM, retrieve
+    from rlm_runtime.result import RunResult
     from rlm_runtime.sandbox import CellLimits, CellResult, Policy, PolicyReport, Sandbox, load_policy
     from rlm_runtime.session import Session
     from rlm_runtime.tools import Tool, tool

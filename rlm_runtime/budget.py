@@ -1,16 +1,16 @@
-"""One budget for a whole call tree, and the governor that caps concurrency.
+"""One budget for a whole call tree, and the gate that caps concurrent calls.
 
 The budget lives in the host, so sandboxed code cannot raise it. Every model call reserves
 its worst case (the prompt's tokens and ``max_tokens`` of output) before it starts and
 settles the real figures after, so calls in flight count against the limits.
 
-The governor decides how many workers and concurrent sub-calls may run, from available
-memory, the per-worker memory cap and the CPU count, under a configured ceiling.
+``Governor`` (how many workers and calls this machine takes) lives in ``governor.py``, below
+this module and below ``sandbox/`` and ``llm/``, which size themselves with it; it is
+importable from here too.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlm_runtime.errors import BudgetExceeded, Cancelled
+from rlm_runtime.governor import Governor
 from rlm_runtime.llm.base import Usage
+
+__all__ = ["Budget", "Governor", "RunLimits", "SessionBudget", "SessionLimits", "Slots"]
 
 
 class RunLimits(BaseModel):
@@ -270,67 +273,6 @@ class Budget:
 
 
 # --------------------------------------------------------------------- governor
-
-_MIB = 1024 * 1024
-#: Slots of a local llama.cpp server per CPU (see ``Governor.local_model_slots``).
-LOCAL_SLOTS_PER_CPU = 2
-
-
-@dataclass(frozen=True)
-class Governor:
-    """How many workers and concurrent sub-calls this machine can take.
-
-    Args:
-        available_bytes: memory available now (psutil's ``available``).
-        cpu_count: logical CPUs.
-        worker_mb: the memory cap of one worker.
-        headroom_mb: memory left for the host, the OS and a local model.
-        ceiling: the configured maximum of either.
-    """
-
-    available_bytes: int
-    cpu_count: int
-    worker_mb: int = 512
-    headroom_mb: int = 1536
-    ceiling: int = 8
-
-    @classmethod
-    def from_system(cls, worker_mb: int = 512, ceiling: int = 8, headroom_mb: int = 1536) -> Governor:
-        import psutil
-
-        return cls(int(psutil.virtual_memory().available), os.cpu_count() or 1, worker_mb, headroom_mb, ceiling)
-
-    @property
-    def max_workers(self) -> int:
-        """Workers that fit in memory beside the headroom; at least one, at most the ceiling."""
-        spare_mb = self.available_bytes // _MIB - self.headroom_mb
-        return max(1, min(self.ceiling, spare_mb // max(self.worker_mb, 1), 2 * self.cpu_count))
-
-    @property
-    def max_concurrent_calls(self) -> int:
-        """Sub-calls in flight: mostly waiting on the network, so more than CPUs, but each
-        may lead to a child worker, so never more than memory allows for those."""
-        return max(1, min(self.ceiling, 4 * self.cpu_count, self.max_workers * 4))
-
-    def local_model_slots(self, *, model_bytes: int, kv_bytes_per_token: int, root_tokens: int, slot_tokens: int) -> int:
-        """Slots of a local llama.cpp server: how many requests it decodes together.
-
-        Each slot beyond the first adds ``slot_tokens`` of KV cache, which must fit in the
-        memory left beside the headroom, the model and the root conversation's window. CPUs
-        cap it too: batched decoding shares each weight read among the slots, so on a CPU
-        the throughput grows with slots until the arithmetic saturates the cores
-        (``LOCAL_SLOTS_PER_CPU``, measured in bench/LOCAL_ENGINES.md).
-        """
-        spare = self.available_bytes - self.headroom_mb * _MIB - model_bytes - root_tokens * kv_bytes_per_token
-        per_slot = max(1, slot_tokens * kv_bytes_per_token)
-        by_memory = 1 + max(0, spare) // per_slot
-        by_cpu = LOCAL_SLOTS_PER_CPU * self.cpu_count
-        return int(max(1, min(self.ceiling, by_memory, by_cpu)))
-
-    def describe(self) -> str:
-        return (f"{self.available_bytes // _MIB} MB available, {self.cpu_count} CPUs, {self.worker_mb} MB per worker: "
-                f"up to {self.max_workers} workers and {self.max_concurrent_calls} concurrent sub-calls")
-
 
 class Slots:
     """A counting gate that queues callers beyond its size (a fair semaphore)."""

@@ -20,19 +20,18 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlm_runtime import harness, subcalls
 from rlm_runtime.assist import Assists, Host, names_for
-from rlm_runtime.budget import Budget, Governor, RunLimits, Slots
+from rlm_runtime.budget import Budget, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.records import FIELDED_SHAPES
 from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, listening, stoppable
-from rlm_runtime.prompts import Prompts
-from rlm_runtime.sandbox import CellLimits, CellResult, Policy, Sandbox
-from rlm_runtime.tools import Tool
+from rlm_runtime.result import RunResult
+from rlm_runtime.sandbox import CellResult, Sandbox
+from rlm_runtime.setup import Setup
 
 Event = dict[str, Any]
 
@@ -41,61 +40,6 @@ Event = dict[str, Any]
 _REPEATS_BEFORE_FORCING = 2
 #: A block is a repeat when it is the code of one of this many turns before.
 _REPEAT_WINDOW = 3
-
-
-@dataclass
-class RunResult:
-    """What a run produced. ``answer`` is None when it failed; then ``error`` says why,
-    ``error_type`` names the class and ``exception`` holds it (an ``RLMError``)."""
-
-    answer: str | None
-    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    iterations: int = 0
-    max_depth_reached: int = 0
-    trajectory: str | None = None
-    error: str | None = None
-    error_type: str | None = None
-    partial: str | None = None
-    duration_s: float = 0.0
-    exception: RLMError | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def failed(cls, error: RLMError, *, iterations: int = 0, partial: str | None = None) -> RunResult:
-        partial = getattr(error, "partial", None) or partial
-        return cls(None, error=str(error), error_type=type(error).__name__, partial=partial, iterations=iterations,
-                   exception=error)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (without ``exception``)."""
-        out = asdict(self.__class__(**{k: v for k, v in self.__dict__.items() if k != "exception"}))
-        out.pop("exception", None)
-        return out
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What every question of a session uses. Built once by ``Session``."""
-
-    client: LLMClient
-    sub_client: LLMClient
-    limits: RunLimits
-    policy: Policy
-    cell_limits: CellLimits | None
-    prompts: Prompts
-    tools: tuple[Tool, ...]
-    governor: Governor
-    probe: Any = None  # a ProbeConfig, or None for the defaults
-    pool: Any = None  # a sandbox WorkerPool, or None for the process's default pool
-    protect_host: bool = True
-    #: Appended to every system prompt (a profile's addendum and answer style).
-    system_addendum: str = ""
-
-    def max_concurrent_calls(self) -> int:
-        """Sub-calls in flight: the governor's cap, the limit, and what the sub-model's server
-        serves at once when it says (a local server's slots; more would only queue there)."""
-        cap = min(self.governor.max_concurrent_calls, self.limits.max_concurrency)
-        parallel = getattr(self.sub_client, "parallel", None)
-        return max(1, min(cap, parallel)) if isinstance(parallel, int) and parallel > 0 else cap
 
 
 class Tree:
@@ -549,10 +493,3 @@ def _stats_delta(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> l
                 row[key] = value
         out.append(row)
     return out
-
-
-def raise_for(result: RunResult) -> str:
-    """The answer of ``result``, or its failure raised as the ``RLMError`` it was."""
-    if result.answer is not None:
-        return result.answer
-    raise result.exception or RLMError(result.error or "no answer")

@@ -22,8 +22,9 @@ from rlm_runtime.context.brief import load_probe_config
 from rlm_runtime.errors import SessionClosed
 from rlm_runtime.harness import parse_code_blocks, prose_final
 from rlm_runtime.llm import LLMClient, make_client
-from rlm_runtime.loop import Event, RunResult, raise_for
+from rlm_runtime.loop import Event
 from rlm_runtime.profiles import Profile
+from rlm_runtime.result import RunResult, raise_for
 from rlm_runtime.sandbox import CellLimits, Policy, load_policy
 from rlm_runtime.session import Session
 from rlm_runtime.tools import Tool, as_tools

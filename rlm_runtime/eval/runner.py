@@ -122,7 +122,7 @@ def default_concurrency(model: str, policy: str = "default") -> int:
     """Jobs at once: the governor's worker count (memory, CPUs), 1 for a ``local:`` model."""
     if model.startswith("local:"):
         return 1
-    from rlm_runtime.budget import Governor
+    from rlm_runtime.governor import Governor
     from rlm_runtime.sandbox import load_policy
 
     return Governor.from_system(worker_mb=load_policy(policy).limits.memory_mb).max_workers

@@ -39,6 +39,7 @@ from typing import IO, Any
 from rlm_runtime import private
 from rlm_runtime.config import local_engine_choice, paths_from_env
 from rlm_runtime.errors import ConfigError, ModelUnavailable
+from rlm_runtime.governor import Governor
 from rlm_runtime.llm.base import Completion, Message
 from rlm_runtime.llm.engines import Engine, ServerSettings, find_engine
 from rlm_runtime.llm.models import ModelError, ModelSpec, spec, verify
@@ -62,8 +63,6 @@ def server_settings(available_bytes: int, cpu_count: int, model: ModelSpec, *, s
     each further slot adds ``SLOT_TOKENS`` to the shared KV pool, and the governor chooses
     how many slots the memory and CPUs take (``slots`` overrides it, for benches).
     """
-    from rlm_runtime.budget import Governor
-
     free_mb = available_bytes // _MIB
     root_ctx = min(32768 if free_mb > 12_000 else 16384 if free_mb > 6_000 else 8192, model.context_window)
     if slots is None:
@@ -300,8 +299,6 @@ class LocalModelClient:
         if running is not None:
             self.settings = running.settings
         else:
-            from rlm_runtime.budget import Governor
-
             gov = Governor.from_system()
             self.settings = server_settings(gov.available_bytes, gov.cpu_count, s, slots=slots)
         #: How many calls the server serves at once (the orchestrator sizes its sub-call pool by it).

@@ -30,6 +30,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from rlm_runtime.errors import SandboxError, WorkersBusy
+from rlm_runtime.governor import Governor
 from rlm_runtime.sandbox.cleanup import hold_interrupts
 
 __all__ = ["Lease", "WaitInfo", "WorkerPool", "default_pool", "set_default_pool"]
@@ -207,8 +208,6 @@ def default_pool() -> WorkerPool:
     global _default
     with _default_lock:
         if _default is None:
-            from rlm_runtime.budget import Governor  # here: budget is above the sandbox
-
             _default = WorkerPool(Governor.from_system().max_workers)
         return _default
 
