@@ -109,6 +109,16 @@ def _inside(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+
+def _walked_twice(path: str, folder: str) -> str:
+    """Why a folder reached again is not walked again: a link back to a folder above it (a
+    loop), or a second path to a folder already walked (a link beside it, say ``latest -> v2``)."""
+    target, here = os.path.realpath(path), os.path.realpath(folder)
+    if here == target or here.startswith(target.rstrip(os.sep) + os.sep):
+        return "symlink loop (a link back to a folder above it)"
+    return "a second path to a folder already walked"
+
+
 def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
             report: IngestReport) -> tuple[list[tuple[str, os.stat_result]], list[str], set[str]]:
     """The files to ingest (absolute path, stat), sorted, the folders walked, and the
@@ -177,7 +187,7 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
                 if stat.S_ISDIR(st.st_mode):
                     key = (st.st_dev, st.st_ino)
                     if key in seen_dirs:
-                        skip(entry.path, "symlink loop (folder already walked)")
+                        skip(entry.path, _walked_twice(entry.path, folder))
                         continue
                     seen_dirs.add(key)
                     stack.append(entry.path)

@@ -55,10 +55,21 @@ def test_survives_symlink_loops_and_broken_links(store: MemoryStore, write: Call
     os.symlink(docs / "missing.txt", docs / "broken.txt")
     report = store.ingest([docs])
     found = reasons(report)
-    assert found["back"] == "symlink loop (folder already walked)"
+    assert found["back"] == "symlink loop (a link back to a folder above it)"
     assert found["self"] == "symlink loop"
     assert found["broken.txt"] == "broken symlink"
     assert report.files == 1 and len(store.search("axolotl", record=False)) == 1
+
+
+def test_a_second_link_to_a_folder_is_not_called_a_loop(store: MemoryStore, write: Callable[..., Path]) -> None:
+    """It walks a folder linked twice (latest -> v2) once and says why, without calling it a loop."""
+    doc = write("docs/v2/guide.txt", "the pangolin curls into a ball\n")
+    docs = doc.parent.parent
+    os.symlink(docs / "v2", docs / "latest")
+    report = store.ingest([docs])
+    found = reasons(report)
+    assert list(found.values()) == ["a second path to a folder already walked"]  # v2 or latest, whichever came second
+    assert report.files == 1 and len(store.search("pangolin", record=False)) == 1
 
 
 def test_skips_unreadable_files(store: MemoryStore, write: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
