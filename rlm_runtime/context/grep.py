@@ -208,12 +208,20 @@ class GrepResult(list[GrepMatch]):
 _WORD = re.compile(r"[^\W_]{3,}")
 
 
+#: The regex glue a phrase's words are joined with (``\\s+``, ``.*``, ``\\b``, a group): it
+#: stands between words, never inside one.
+_GLUE = re.compile(r"\\[sSwWbB][*+?]?|\.[*+?]|[()^$*+?]")
+
+
 def _hint_words(pattern: str, most: int = 3) -> list[str]:
-    """Up to ``most`` words of a plain multi-word pattern worth grepping alone: names first
-    (capitalised), then the longest. None for a pattern that is not plain words."""
-    if re.search(r"[\\\[\](){}|*+?^$]", pattern):
+    """Up to ``most`` words of a multi-word pattern worth grepping alone: names first
+    (capitalised), then the longest. A pattern may join its words with regex glue
+    (``vessel\\s+has\\s+salt``, ``tea.*green``); one with anything else (a class, an
+    alternative, a count, another escape) says nothing about its words: none."""
+    plain = _GLUE.sub(" ", pattern)
+    if re.search(r"[\\\[\]{}|*+?.]", plain):
         return []
-    words = list(dict.fromkeys(_WORD.findall(pattern)))
+    words = list(dict.fromkeys(_WORD.findall(plain)))
     if len(words) < 2:
         return []
     words.sort(key=lambda w: (not w[0].isupper(), -len(w)))

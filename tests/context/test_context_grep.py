@@ -268,9 +268,9 @@ def test_an_empty_phrase_result_names_the_words_that_match_alone() -> None:
     assert "Try grep('Casey', ignore_case=True)" in hint
 
 
-@pytest.mark.parametrize("pattern", ["zebra", "zebra unicorn", r"Casey.*work", "Quinn (works|sits) nowhere"])
+@pytest.mark.parametrize("pattern", ["zebra", "zebra unicorn", r"Casey [a-z]+ work", "Quinn (works|sits) nowhere"])
 def test_an_empty_result_suggests_nothing_that_would_not_match(pattern: str) -> None:
-    """It denies suggestions for one-word or regex patterns, and words that match nothing."""
+    """It denies suggestions for one-word patterns, regexes beyond words and glue, and words that match nothing."""
     hint = repr(TextHandle(HINT_TEXT).grep(pattern))
     assert hint == f"(no lines match /{pattern}/; try fewer or other words)"
 
@@ -332,6 +332,13 @@ def test_a_result_answers_string_methods_as_its_printed_text() -> None:
     assert hits.count() == 1 and hits.index(hits[0]) == 0 and hits.lines() == ["2: the code is K-7"]
     with pytest.raises(AttributeError, match="no attribute 'tokens'"):
         hits.tokens  # noqa: B018
+
+
+@pytest.mark.parametrize("pattern", [r"Casey\s+reports\s+nowhere", r"Casey.*nowhere", r"\bCasey\b (reports) nowhere"])
+def test_words_joined_by_regex_glue_are_counted_alone(pattern: str) -> None:
+    """It reads the words of a phrase a model wrote as a regex (\\s+, .*, \\b, a group) and suggests the rarest that occurs."""
+    hint = repr(TextHandle(HINT_TEXT).grep(pattern))
+    assert "single words of it do" in hint and "Try grep('Casey', ignore_case=True)" in hint
 
 
 def test_an_empty_result_suggests_a_pattern_as_data() -> None:
