@@ -208,16 +208,16 @@ class GrepResult(list[GrepMatch]):
 _WORD = re.compile(r"[^\W_]{3,}")
 
 
-#: The regex glue a phrase's words are joined with (``\\s+``, ``.*``, ``\\b``, a group): it
-#: stands between words, never inside one.
-_GLUE = re.compile(r"\\[sSwWbB][*+?]?|\.[*+?]|[()^$*+?]")
+#: The regex glue a phrase's words are joined with (``\\s+``, ``.*``, ``\\b``, a group, an
+#: alternative): it stands between words, never inside one.
+_GLUE = re.compile(r"\\[sSwWbB][*+?]?|\.[*+?]|[()^$*+?|]")
 
 
 def _hint_words(pattern: str, most: int = 3) -> list[str]:
     """Up to ``most`` words of a multi-word pattern worth grepping alone: names first
     (capitalised), then the longest. A pattern may join its words with regex glue
-    (``vessel\\s+has\\s+salt``, ``tea.*green``); one with anything else (a class, an
-    alternative, a count, another escape) says nothing about its words: none."""
+    (``vessel\\s+has\\s+salt``, ``tea.*green``, alternatives ``a b|c d``); one with anything
+    else (a class, a count, another escape) says nothing about its words: none."""
     plain = _GLUE.sub(" ", pattern)
     if re.search(r"[\\\[\]{}|*+?.]", plain):
         return []

@@ -268,7 +268,7 @@ def test_an_empty_phrase_result_names_the_words_that_match_alone() -> None:
     assert "Try grep('Casey', ignore_case=True)" in hint
 
 
-@pytest.mark.parametrize("pattern", ["zebra", "zebra unicorn", r"Casey [a-z]+ work", "Quinn (works|sits) nowhere"])
+@pytest.mark.parametrize("pattern", ["zebra", "zebra unicorn", r"Casey [a-z]+ work", r"Quinn\d{2} nowhere"])
 def test_an_empty_result_suggests_nothing_that_would_not_match(pattern: str) -> None:
     """It denies suggestions for one-word patterns, regexes beyond words and glue, and words that match nothing."""
     hint = repr(TextHandle(HINT_TEXT).grep(pattern))
@@ -334,7 +334,8 @@ def test_a_result_answers_string_methods_as_its_printed_text() -> None:
         hits.tokens  # noqa: B018
 
 
-@pytest.mark.parametrize("pattern", [r"Casey\s+reports\s+nowhere", r"Casey.*nowhere", r"\bCasey\b (reports) nowhere"])
+@pytest.mark.parametrize("pattern", [r"Casey\s+reports\s+nowhere", r"Casey.*nowhere", r"\bCasey\b (reports) nowhere",
+                                     r"Casey\s+is\s+boss|Casey\s+leads"])
 def test_words_joined_by_regex_glue_are_counted_alone(pattern: str) -> None:
     """It reads the words of a phrase a model wrote as a regex (\\s+, .*, \\b, a group) and suggests the rarest that occurs."""
     hint = repr(TextHandle(HINT_TEXT).grep(pattern))
