@@ -222,7 +222,7 @@ def _hint_words(pattern: str, most: int = 3) -> list[str]:
     if re.search(r"[\\\[\]{}|*+?.]", plain):
         return []
     words = list(dict.fromkeys(_WORD.findall(plain)))
-    if len(words) < 2:
+    if len(words) < (2 if plain == pattern else 1):  # one plain word that matched nothing matches nothing alone
         return []
     words.sort(key=lambda w: (not w[0].isupper(), -len(w)))
     return words[:most]

@@ -335,7 +335,7 @@ def test_a_result_answers_string_methods_as_its_printed_text() -> None:
 
 
 @pytest.mark.parametrize("pattern", [r"Casey\s+reports\s+nowhere", r"Casey.*nowhere", r"\bCasey\b (reports) nowhere",
-                                     r"Casey\s+is\s+boss|Casey\s+leads"])
+                                     r"Casey\s+is\s+boss|Casey\s+leads", r"Casey: (\w+)"])
 def test_words_joined_by_regex_glue_are_counted_alone(pattern: str) -> None:
     """It reads the words of a phrase a model wrote as a regex (\\s+, .*, \\b, a group) and suggests the rarest that occurs."""
     hint = repr(TextHandle(HINT_TEXT).grep(pattern))
