@@ -1,6 +1,6 @@
 """Where rlm_runtime finds its files, and the one place that reads the environment.
 
-Other modules receive paths and settings as arguments; only this module and ``cli.py`` look
+Other modules receive paths and settings as arguments; only this module and ``cli/`` look
 at ``os.environ``.
 """
 

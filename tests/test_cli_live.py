@@ -7,7 +7,7 @@ import io
 import time
 
 from rlm_runtime import Session
-from rlm_runtime.cli_live import LiveView
+from rlm_runtime.cli.live import LiveView
 from rlm_runtime.llm.scripted import ScriptedClient
 from rlm_runtime.trajectory.live import LONG_LINE, ReplyLines
 

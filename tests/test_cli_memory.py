@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime.cli import main
-from rlm_runtime.cli_memory import _Progress
+from rlm_runtime.cli.memory import Progress
 from rlm_runtime.memory import IngestProgress, MemoryStore, default_store_path
 
 SENTENCE = "The quokka named Bartholomew sleeps inside the zeppelin hangar every second Tuesday."
@@ -355,7 +355,7 @@ def _step(done: int, total: int = 3, path: str = "/d/file.txt") -> IngestProgres
 def test_progress_on_a_terminal_rewrites_one_line() -> None:
     """It rewrites one escaped progress line in place on a terminal and clears it at the end."""
     stream, now = _Stream(tty=True), [0.0]
-    progress = _Progress(stream, clock=lambda: now[0])
+    progress = Progress(stream, clock=lambda: now[0])
     for done in (1, 2, 3):
         now[0] += 1
         progress(_step(done, path=f"/d/f{done}\x1b[2J.txt"))
@@ -369,7 +369,7 @@ def test_progress_on_a_terminal_rewrites_one_line() -> None:
 def test_progress_elsewhere_prints_plain_lines_now_and_then() -> None:
     """It prints plain lines, at most one every few seconds, when stderr is not a terminal."""
     stream, now = _Stream(tty=False), [0.0]
-    progress = _Progress(stream, clock=lambda: now[0])
+    progress = Progress(stream, clock=lambda: now[0])
     for done in range(1, 11):
         now[0] += 1
         progress(_step(done, total=10))

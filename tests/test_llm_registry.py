@@ -19,6 +19,7 @@ from rlm_runtime.llm import (
     Message,
     ScriptedClient,
     Usage,
+    checked_client,
     count_tokens,
     is_small_model,
     make_client,
@@ -150,6 +151,46 @@ def test_the_built_in_providers_are_registered(tmp_path: Path) -> None:
     assert isinstance(client, ScriptedClient) and client.model == f"scripted:{script}"
     with pytest.raises(ConfigError, match="unknown local model 'no-such-model'"):
         make_client("local:no-such-model")
+
+
+def test_a_local_model_typo_names_the_nearest() -> None:
+    """It suggests the local model meant by a near name."""
+    with pytest.raises(ConfigError, match=r"unknown local model 'qwen2.5-coder-1.5'.*did you mean 'qwen2.5-coder-1.5b'\?$"):
+        make_client("local:qwen2.5-coder-1.5")
+
+
+class _Checked(EchoClient):
+    """A client with its own early check, refusing names that end in "-bad"."""
+
+    closed = False
+
+    def check(self) -> None:
+        if self.model.endswith("-bad"):
+            raise UnknownModel(f"unknown model {self.model!r}")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_checked_client_runs_the_clients_check() -> None:
+    """It makes the client, runs its check() and closes a client that fails it."""
+    made: list[_Checked] = []
+
+    def factory(name: str, **options: Any) -> _Checked:
+        made.append(_Checked(name))
+        return made[-1]
+
+    register_provider("checked:", factory)
+    assert checked_client("checked:ok").model == "checked:ok"
+    with pytest.raises(UnknownModel, match="checked:x-bad"):
+        checked_client("checked:x-bad")
+    assert [c.closed for c in made] == [False, True]
+
+
+def test_checked_client_takes_a_client_without_check() -> None:
+    """It returns a client that has no check() as make_client does."""
+    client = ScriptedClient(["x"])
+    assert checked_client(client) is client
 
 
 def test_a_client_passes_through_unchanged() -> None:

@@ -48,7 +48,7 @@ def test_rlm_ask_with_local_model_runs_end_to_end(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rlm_runtime.cli", "ask", "What is the magic number?", "-c", str(doc),
          "--model", f"local:{MODEL}", "--max-iterations", "2", "--trace", str(trace), "--json", "-q"],
-        capture_output=True, text=True, timeout=900, env=env,
+        capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode in (0, 1), proc.stderr
     assert "Traceback" not in proc.stderr

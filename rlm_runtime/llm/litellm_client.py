@@ -96,6 +96,19 @@ def _quiet() -> Iterator[None]:
                 sys.stdout = _MUTE.real
 
 
+def _nearest(lib: Any, model: str) -> str:
+    """``; did you mean 'NAME'?`` for the known model name closest to ``model`` (litellm's
+    price map, read offline), or nothing when none is close."""
+    import difflib
+
+    try:
+        names = [k for k in lib.model_cost if isinstance(k, str) and k != "sample_spec"]
+    except Exception:  # a litellm without the map: no suggestion, the message stands
+        return ""
+    match = difflib.get_close_matches(model, names, n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
 def _fence_closed(text: str) -> bool:
     """True once a fenced code block has opened and closed in ``text``."""
     first = text.find("```")
@@ -143,7 +156,7 @@ class LiteLLMClient:
         except Exception as e:
             raise UnknownModel(
                 f"unknown model {self.model!r}: use a litellm name such as openai/gpt-4o-mini, "
-                "anthropic/claude-3-5-haiku-latest or ollama/qwen2.5-coder, or scripted:PATH"
+                f"anthropic/claude-3-5-haiku-latest or ollama/qwen2.5-coder, or scripted:PATH{_nearest(lib, self.model)}"
             ) from e
         if self.api_key is None and self.api_base is None:
             env = lib.validate_environment(self.model)

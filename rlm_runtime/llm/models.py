@@ -10,6 +10,7 @@ resumes where it stopped; installing an installed model only re-verifies it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import shutil
@@ -65,7 +66,9 @@ def spec(name: str) -> ModelSpec:
     try:
         return MODELS[name]
     except KeyError:
-        raise ConfigError(f"unknown local model {name!r}; available: {', '.join(MODELS)}") from None
+        match = difflib.get_close_matches(name, list(MODELS), n=1, cutoff=0.6)
+        hint = f"; did you mean {match[0]!r}?" if match else ""
+        raise ConfigError(f"unknown local model {name!r}; available: {', '.join(MODELS)}{hint}") from None
 
 
 def model_path(name: str, models_dir: Path) -> Path:

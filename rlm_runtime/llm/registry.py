@@ -79,6 +79,28 @@ def make_client(name: str | LLMClient, **options: Any) -> LLMClient:
     return factory(name, **options)
 
 
+def checked_client(name: str | LLMClient, **options: Any) -> LLMClient:
+    """``make_client(name, **options)``, then the client's own ``check()`` when it has one
+    (``LiteLLMClient.check``: the provider knows the name, its key is set), so a wrong name
+    fails before any work rather than at the first model call.
+
+    Raises:
+        UnknownModel: as ``make_client``, or a name the provider does not know.
+        MissingAPIKey: the provider's key is not set.
+        ConfigError: what the provider's factory raises (a missing script, an unknown or
+            uninstalled local model).
+    """
+    client = make_client(name, **options)
+    check = getattr(client, "check", None)
+    if callable(check):
+        try:
+            check()
+        except BaseException:
+            client.close()
+            raise
+    return client
+
+
 # ------------------------------------------------------------------- built-in providers
 
 

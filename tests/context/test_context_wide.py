@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rlm_runtime.context import open_context
 from rlm_runtime.context import handles as handles_module
+from rlm_runtime.context import open_context
 from rlm_runtime.errors import ContextError
 from rlm_runtime.sandbox import Sandbox
 

@@ -6,6 +6,7 @@ same client users select with ``--model scripted:PATH``.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -38,9 +39,12 @@ def rlm_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
     """Run ``rlm ARGS...`` through the console script's entry point (``rlm_runtime.cli:entry``)."""
     from rlm_runtime.cli import entry
 
-    def run(*args: str | Path) -> CLIResult:
+    def run(*args: str | Path, stdin: bytes = b"") -> CLIResult:
+        """``stdin``: what ``-c -`` reads. Without a descriptor of its own it is never read
+        otherwise, whatever the test runner's standard input is (a pipe, with ``pytest -s``)."""
         capsys.readouterr()
         monkeypatch.setattr(sys, "argv", ["rlm", *map(str, args)])
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
         with pytest.raises(SystemExit) as exit_info:
             entry()
         captured = capsys.readouterr()

@@ -275,7 +275,8 @@ def test_the_installed_command_in_a_real_process(write_script: Script, hay: Path
     script = write_script(*NEEDLE_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run([sys.executable, "-c", "from rlm_runtime.cli import entry; entry()", "ask", "q", "-c", str(hay),
-                           "--model", f"scripted:{script}", "--json"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+                           "--model", f"scripted:{script}", "--json"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["answer"] == "TANGERINE-4471"
     assert proc.stdout.count("\n") == 1

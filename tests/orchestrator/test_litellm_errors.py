@@ -112,6 +112,21 @@ def test_an_unknown_model_is_refused_with_examples() -> None:
     assert "openai/gpt-4o-mini" in str(info.value) and "scripted:PATH" in str(info.value)
 
 
+@pytest.mark.parametrize(("name", "meant"), [("gpt4o", "gpt-4o"), ("gpt-4o-mni", "gpt-4o-mini")])
+def test_an_unknown_model_names_the_nearest_known_one(name: str, meant: str) -> None:
+    """It ends the UnknownModel message with the closest name litellm knows."""
+    with pytest.raises(UnknownModel) as info:
+        LiteLLMClient(name).check()
+    assert str(info.value).startswith(f"unknown model {name!r}:") and str(info.value).endswith(f"did you mean {meant!r}?")
+
+
+def test_an_unknown_model_far_from_any_has_no_suggestion() -> None:
+    """It suggests nothing when no known name is close."""
+    with pytest.raises(UnknownModel) as info:
+        LiteLLMClient("nosuch/model").check()
+    assert "did you mean" not in str(info.value)
+
+
 def test_a_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """It raises MissingAPIKey naming OPENAI_API_KEY when it is not set."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -34,29 +34,41 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime import cli
+from rlm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, print_json, say
 from rlm_runtime.termsafe import one_line
 
 SUBCOMMANDS = ("suites", "make", "check", "report", "compare")
 
 
-def add_eval_commands(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Register ``rlm eval ...`` on ``rlm``'s subcommand table (``add_subparsers()``)."""
     # Every word after "eval" is handed to _main unparsed (no prefix character is "-").
     ev = commands.add_parser("eval", help="batch evaluation: run tasks or a suite under methods, make suites, reports",
-                             add_help=False, prefix_chars="\x00")
+                             add_help=False, prefix_chars="\x00")  # rlm eval --help is the run parser's (_main)
     ev.add_argument("argv", nargs="*")
     ev.set_defaults(run=_main)
 
 
+def _parser(prog: str, description: str, examples: tuple[str, ...], notes: str = "") -> argparse.ArgumentParser:
+    """A parser of ``rlm eval``'s: its description, then examples (and notes) laid out as written."""
+    epilog = "\n".join(["examples:", *(f"  {e}" for e in examples)]) + (f"\n\n{notes}" if notes else "")
+    return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    run = argparse.ArgumentParser(
-        prog="rlm eval", description="Run a task file or a built-in suite under one or more methods; results append "
-        "to DIR/results.jsonl as each task ends, then DIR/report.md and report.html are written.",
-        epilog="other forms: rlm eval suites | make SUITE -o FILE | check FILE | report DIR | compare DIR_A DIR_B "
-               "(each with --help). Exit: 0 finished; 1 stopped by the budget; 2 bad usage; 130 interrupted.")
+    run = _parser(
+        "rlm eval", "Run a task file or a built-in suite under one or more methods; results append to\n"
+        "DIR/results.jsonl as each task ends, then DIR/report.md and report.html are written.",
+        ("rlm eval needle -m local:qwen2.5-coder-1.5b --method rlm,direct --n 2",
+         "rlm eval tasks.jsonl -m openai/gpt-4o-mini --budget-usd 2 --out runs/mini",
+         "rlm eval tasks.jsonl -m openai/gpt-4o-mini --out runs/mini --resume"),
+        "other forms: rlm eval suites | make SUITE -o FILE | check FILE | report DIR | compare DIR_A DIR_B\n"
+        "(each with --help).\n\n"
+        "exit codes: 0 finished (whatever the scores); 1 stopped by the budget; 2 bad usage;\n"
+        "130 interrupted (the results so far stay; --resume continues)")
     run.add_argument("tasks", metavar="TASKS.jsonl|SUITE", help="a task file, or a suite name (rlm eval suites)")
-    run.add_argument("--model", help="the model, e.g. local:qwen2.5-coder-1.5b or scripted:PATH (default: $RLM_MODEL)")
+    run.add_argument("-m", "--model", help="the model, e.g. local:qwen2.5-coder-1.5b or scripted:PATH (default: $RLM_MODEL)")
     run.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
     run.add_argument("--method", default="rlm", help="comma-separated: rlm, rlm-nosub, direct, rag (default: rlm)")
     run.add_argument("--profile", help="a profile name or TOML path (rlm profile list)")
@@ -89,10 +101,12 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
     subs: dict[str, argparse.ArgumentParser] = {}
-    p = subs["suites"] = argparse.ArgumentParser(prog="rlm eval suites", description="List the built-in suites.")
+    p = subs["suites"] = _parser("rlm eval suites", "List the built-in suites, and the text shapes and question wordings\n"
+                                 "of their dev and held-out splits.", ("rlm eval suites", "rlm eval suites --json"))
     p.add_argument("--json", action="store_true")
-    p = subs["make"] = argparse.ArgumentParser(prog="rlm eval make", description="Write a built-in suite as a task file, "
-                                               "its contexts as files beside it (<name>_contexts/).")
+    p = subs["make"] = _parser("rlm eval make", "Write a built-in suite as a task file, its contexts as files beside it\n"
+                               "(<name>_contexts/).", ("rlm eval make needle -o needle.jsonl",
+                                                       "rlm eval make core --split heldout --lengths 20000 --n 3 -o core.jsonl"))
     p.add_argument("suite")
     p.add_argument("--lengths", default="10000,100000", help="context lengths in characters, comma-separated")
     p.add_argument("--n", type=int, default=5, help="tasks per length and family (default 5)")
@@ -102,16 +116,18 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
                    "template pair in both; rlm eval suites lists them); default: the suites as they always were")
     p.add_argument("-o", "--output", required=True, help="the task file to write (.jsonl)")
     p.add_argument("--json", action="store_true")
-    p = subs["check"] = argparse.ArgumentParser(prog="rlm eval check", description="Validate a task file (exit 1 on a bad "
-                                                "line, a context outside the allowed folder included).")
+    p = subs["check"] = _parser("rlm eval check", "Validate a task file (exit 1 on a bad line, a context outside the\n"
+                                "allowed folder included).", ("rlm eval check tasks.jsonl",
+                                                             "rlm eval check tasks.jsonl --context-root ~/corpora --json"))
     p.add_argument("tasks")
     _add_source_flags(p)
     p.add_argument("--json", action="store_true")
-    p = subs["report"] = argparse.ArgumentParser(prog="rlm eval report", description="(Re)build DIR/report.md and report.html.")
+    p = subs["report"] = _parser("rlm eval report", "(Re)build DIR/report.md and report.html from DIR/results.jsonl.",
+                                 ("rlm eval report eval-runs/needle",))
     p.add_argument("dir")
     p.add_argument("--json", action="store_true")
-    p = subs["compare"] = argparse.ArgumentParser(prog="rlm eval compare",
-                                                  description="Per-family differences between two runs (B minus A).")
+    p = subs["compare"] = _parser("rlm eval compare", "Per-family differences between two runs (B minus A).",
+                                  ("rlm eval compare runs/before runs/after", "rlm eval compare runs/before runs/after --json"))
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--json", action="store_true")
@@ -132,7 +148,7 @@ def _rules(args: argparse.Namespace) -> Any:
     if args.context_root:
         root = Path(args.context_root).expanduser()
         if not root.is_dir():
-            raise cli._Usage(f"--context-root is not a folder: {args.context_root}")
+            raise UsageError(f"--context-root is not a folder: {args.context_root}")
     return SourceRules(root=root, allow_memory=args.allow_memory)
 
 
@@ -146,7 +162,7 @@ def _main(outer: argparse.Namespace) -> int:
         return handler(args, outer)
     if not argv or argv[0] in ("-h", "--help"):
         run.print_help()
-        return cli.EXIT_OK if argv else cli.EXIT_USAGE
+        return EXIT_OK if argv else EXIT_USAGE
     args = run.parse_args(argv)
     outer.json = args.json
     return _run(args, outer)
@@ -156,9 +172,9 @@ def _lengths(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x.replace("_", "").strip()) for x in text.split(",") if x.strip())
     except ValueError as e:
-        raise cli._Usage(f"--lengths takes comma-separated numbers, not {text!r}") from e
+        raise UsageError(f"--lengths takes comma-separated numbers, not {text!r}") from e
     if not values:
-        raise cli._Usage("--lengths is empty")
+        raise UsageError("--lengths is empty")
     return values
 
 
@@ -167,18 +183,18 @@ def _suites(args: argparse.Namespace, outer: argparse.Namespace) -> int:
 
     rows = list_suites()
     if args.json:
-        cli._print_json(outer, {"suites": [{"name": s.name, "families": list(s.families), "description": s.description,
-                                            "source": s.source} for s in rows],
-                                "splits": {name: {"suites": list(shaped.FAMILIES), "shapes": list(p.shapes),
-                                                  "templates": list(p.templates)} for name, p in shaped.SPLITS.items()}})
-        return cli.EXIT_OK
+        print_json(outer, {"suites": [{"name": s.name, "families": list(s.families), "description": s.description,
+                                       "source": s.source} for s in rows],
+                           "splits": {name: {"suites": list(shaped.FAMILIES), "shapes": list(p.shapes),
+                                             "templates": list(p.templates)} for name, p in shaped.SPLITS.items()}})
+        return EXIT_OK
     for s in rows:
-        cli._say(f"{s.name:13} {s.description}")
-        cli._say(f"{'':13} text: {s.source}")
-    cli._say(f"\n--split (make {', '.join(shaped.FAMILIES)} or core over text shapes; no shape and template pair in both):")
+        say(f"{s.name:13} {s.description}")
+        say(f"{'':13} text: {s.source}")
+    say(f"\n--split (make {', '.join(shaped.FAMILIES)} or core over text shapes; no shape and template pair in both):")
     for line in shaped.describe():
-        cli._say(f"  {line}")
-    return cli.EXIT_OK
+        say(f"  {line}")
+    return EXIT_OK
 
 
 def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
@@ -188,10 +204,10 @@ def _make(args: argparse.Namespace, outer: argparse.Namespace) -> int:
                         split=args.split)
     folder = Path(args.output).parent / f"{Path(args.output).stem}_contexts"
     if args.json:
-        cli._print_json(outer, {"tasks": len(tasks), "file": args.output, "contexts": str(folder)})
+        print_json(outer, {"tasks": len(tasks), "file": args.output, "contexts": str(folder)})
     else:
-        cli._say(f"wrote {len(tasks)} tasks to {args.output} (contexts in {folder})")
-    return cli.EXIT_OK
+        say(f"wrote {len(tasks)} tasks to {args.output} (contexts in {folder})")
+    return EXIT_OK
 
 
 def _load(path: str, rules: Any = None) -> Any:
@@ -200,23 +216,23 @@ def _load(path: str, rules: Any = None) -> Any:
     try:
         return load_tasks(path, rules)
     except FileNotFoundError as e:
-        raise cli._Usage(f"no such task file: {path}") from e
+        raise UsageError(f"no such task file: {path}") from e
     except IsADirectoryError as e:
-        raise cli._Usage(f"is a folder, not a task file: {path}") from e
+        raise UsageError(f"is a folder, not a task file: {path}") from e
     except OSError as e:
-        raise cli._Usage(f"cannot read {path}: {e.strerror or e}") from e
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
 
 
 def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     loaded = _load(args.tasks, _rules(args))
     if args.json:
-        cli._print_json(outer, {"tasks": len(loaded.tasks), "errors": [{"line": e.line, "field": e.field, "message": e.message}
-                                                                        for e in loaded.errors]})
+        print_json(outer, {"tasks": len(loaded.tasks), "errors": [{"line": e.line, "field": e.field, "message": e.message}
+                                                                   for e in loaded.errors]})
     else:
         for e in loaded.errors:
-            cli._say(f"{args.tasks}:{one_line(str(e))}", err=True)
-        cli._say(f"{len(loaded.tasks)} valid tasks, {len(loaded.errors)} bad lines")
-    return cli.EXIT_OK if not loaded.errors else cli.EXIT_FAILED
+            say(f"{args.tasks}:{one_line(str(e))}", err=True)
+        say(f"{len(loaded.tasks)} valid tasks, {len(loaded.errors)} bad lines")
+    return EXIT_OK if not loaded.errors else EXIT_FAILED
 
 
 def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
@@ -229,11 +245,11 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     if not name:
         name, note = default_model()
         if note and not args.quiet:
-            cli._say(f"rlm: {note}", err=True)
+            say(f"rlm: {note}", err=True)
     target = args.tasks
     is_suite = target in suite_names() and not Path(target).exists()
     if args.split and not is_suite:
-        raise cli._Usage("--split is for a suite name, not a task file")
+        raise UsageError("--split is for a suite name, not a task file")
     made = f"{target}-{args.split}" if args.split else target
     out = Path(args.out) if args.out else Path("eval-runs") / (made if is_suite else Path(target).stem)
     if is_suite:
@@ -244,12 +260,12 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
             write_suite(target, path, lengths=lengths, n=args.n, seed=args.seed, split=args.split)
         target = str(path)
     elif not Path(target).exists():
-        raise cli._Usage(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
+        raise UsageError(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
     loaded = _load(target, _rules(args))
     for e in loaded.errors:
-        cli._say(f"rlm: {target}:{one_line(str(e))} (skipped)", err=True)
+        say(f"rlm: {target}:{one_line(str(e))} (skipped)", err=True)
     if not loaded.tasks:
-        raise cli._Usage(f"{target} has no valid task")
+        raise UsageError(f"{target} has no valid task")
     methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
     config = EvalConfig(model=name, methods=methods, sub_model=args.sub_model, profile=args.profile,
                         limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s,
@@ -271,14 +287,14 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         report_path = build_report(out).markdown
     data = {**summary.to_dict(), "report": str(report_path) if report_path else None, "results": str(out / "results.jsonl")}
     if args.json:
-        cli._print_json(outer, data)
+        print_json(outer, data)
     else:
         acc = ", ".join(f"{m} {v:.0%}" for m, v in summary.accuracy.items()) or "-"
-        cli._say(f"accuracy: {acc}; {summary.done} recorded ({summary.failed} failed), {summary.skipped} skipped; "
-                 f"results: {out / 'results.jsonl'}" + (f"; report: {report_path}" if report_path else ""))
+        say(f"accuracy: {acc}; {summary.done} recorded ({summary.failed} failed), {summary.skipped} skipped; "
+            f"results: {out / 'results.jsonl'}" + (f"; report: {report_path}" if report_path else ""))
     if summary.stopped == "interrupted":
-        return cli.EXIT_INTERRUPTED
-    return cli.EXIT_FAILED if summary.stopped == "budget" else cli.EXIT_OK
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if summary.stopped == "budget" else EXIT_OK
 
 
 def _sigterm_as_interrupt() -> Any:
@@ -298,18 +314,18 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
 
     folder = Path(args.dir)
     if not (folder / "results.jsonl").exists():
-        raise cli._Usage(f"no results in {folder} (expected {folder / 'results.jsonl'})")
+        raise UsageError(f"no results in {folder} (expected {folder / 'results.jsonl'})")
     built = build_report(folder)
     if args.json:
-        cli._print_json(outer, built.to_dict())
+        print_json(outer, built.to_dict())
     else:
         for line in built.skipped[:20]:
-            cli._say(f"rlm: {folder / 'results.jsonl'}:{one_line(line)} (skipped)", err=True)
+            say(f"rlm: {folder / 'results.jsonl'}:{one_line(line)} (skipped)", err=True)
         if len(built.skipped) > 20:
-            cli._say(f"rlm: {len(built.skipped) - 20} more bad lines skipped (--json lists them all)", err=True)
-        cli._say(f"wrote {built.markdown} and {built.html}" + (f" ({len(built.plots)} plots)" if built.plots else
-                                                               " (no plots: pip install 'rlm_runtime[eval]' for matplotlib)"))
-    return cli.EXIT_OK
+            say(f"rlm: {len(built.skipped) - 20} more bad lines skipped (--json lists them all)", err=True)
+        say(f"wrote {built.markdown} and {built.html}" + (f" ({len(built.plots)} plots)" if built.plots else
+                                                          " (no plots: pip install 'rlm_runtime[eval]' for matplotlib)"))
+    return EXIT_OK
 
 
 def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
@@ -317,11 +333,11 @@ def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
 
     for d in (args.a, args.b):
         if not (Path(d) / "results.jsonl").exists():
-            raise cli._Usage(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")
+            raise UsageError(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")
     result = compare_runs(Path(args.a), Path(args.b))
     if args.json:
-        cli._print_json(outer, result.to_dict())
+        print_json(outer, result.to_dict())
     else:
-        cli._say(result.text())
-    return cli.EXIT_OK
+        say(result.text())
+    return EXIT_OK
 

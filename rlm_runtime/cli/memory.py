@@ -8,7 +8,7 @@ Every command takes ``--store PATH`` (default ``$RLM_HOME/brain/memory.db``). ``
 that only look (``search``, ``show``, ``stats``, ``export``, ``prune --dry-run``) open it
 read-only, so they never wait for a writer and work on a store on a read-only disk.
 
-Exit codes (those of ``rlm``, see ``cli``): 0 done; 1 nothing found or nothing done: an
+Exit codes (those of ``rlm``, see ``cli.common``): 0 done; 1 nothing found or nothing done: an
 unknown chunk id, a search without hits, ``forget --source`` of a source the store does not
 hold, an ``add`` that stored nothing because every path was skipped, or the store refused the
 change (another writer held it past the busy timeout); 2 bad usage: options, a missing input
@@ -18,7 +18,7 @@ migrations when opened read-only); 130 interrupted. Errors are one line on stder
 ``--json`` the one JSON object on stdout.
 
 Everything stored is someone else's text (files, model answers, imports): what is printed from
-it goes through ``termsafe`` (``cli._say`` escapes every line; single-line fields go through
+it goes through ``termsafe`` (``common.say`` escapes every line; single-line fields go through
 ``one_line`` first, so a stored newline cannot forge a line of the report).
 """
 
@@ -36,7 +36,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlm_runtime import cli, private
+from rlm_runtime import private
+from rlm_runtime.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    OutputClosed,
+    UsageError,
+    add_actions,
+    add_command,
+    print_json,
+    report_error,
+    say,
+)
 from rlm_runtime.termsafe import one_line
 
 if TYPE_CHECKING:
@@ -61,7 +73,7 @@ class _Unusable(Exception):
 # ---------------------------------------------------------------------------------- parser
 
 
-def add_memory_commands(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """Register ``rlm memory ...`` on ``rlm``'s subcommand table (``add_subparsers()``)."""
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="PATH", help="the memory store file (default: $RLM_HOME/brain/memory.db)")
@@ -69,20 +81,25 @@ def add_memory_commands(commands: Any) -> None:
     as_json.add_argument("--json", action="store_true", help="print one JSON object")
     both = [store, as_json]
 
-    memory = commands.add_parser(
-        "memory", help="the persistent memory store: add, search, show, link, stats, prune, export, import, forget",
-        description="The persistent memory store (one SQLite file).",
-        epilog="exit codes: 0 done; 1 nothing found or done (unknown id, no hits, every path skipped); "
-               "2 bad usage or not a usable memory store; 130 interrupted")
-    actions = memory.add_subparsers(dest="action", required=True, metavar="ACTION")
+    memory = add_command(
+        commands, "memory", help="the persistent memory store: add, search, show, link, stats, prune, export, import, forget",
+        description="The persistent memory store (one SQLite file): files and remembered answers, chunked and\n"
+                    "searchable, for rlm ask|repl --memory.",
+        examples=("rlm memory add notes/ --tags work", 'rlm memory search "launch code" -k 5',
+                  'rlm ask "What did we decide about the parser?" --memory'),
+        notes="exit codes: 0 done; 1 nothing found or done (unknown id, no hits, every path skipped);\n"
+              "2 bad usage or not a usable memory store; 130 interrupted")
+    actions = add_actions(memory)
 
-    ad = actions.add_parser("add", parents=both, help="chunk and store files and folders (unchanged files are skipped)")
+    ad = add_command(actions, "add", parents=both, help="chunk and store files and folders (unchanged files are skipped)",
+                     examples=("rlm memory add notes/", "rlm memory add report.md --tags q3,finance --kind report"))
     ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder")
     ad.add_argument("--tags", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
     ad.add_argument("--kind", help="the kind of every chunk (default: detected per file)")
     ad.set_defaults(run=_guarded(_add))
 
-    se = actions.add_parser("search", parents=both, help="ranked full-text search (read-only: not counted as recalls)")
+    se = add_command(actions, "search", parents=both, help="ranked full-text search (read-only: not counted as recalls)",
+                     examples=('rlm memory search "launch code"', 'rlm memory search parser --tags work -k 3 --json'))
     se.add_argument("query")
     se.add_argument("-k", type=_positive, default=10, metavar="N", help="hits wanted (default 10)")
     se.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
@@ -90,35 +107,43 @@ def add_memory_commands(commands: Any) -> None:
     se.add_argument("--source", metavar="PATH", help="only chunks from this file, folder or memory label")
     se.set_defaults(run=_guarded(_search))
 
-    sh = actions.add_parser("show", parents=both, help="one chunk: its text, where it came from, its statistics")
+    sh = add_command(actions, "show", parents=both, help="one chunk: its text, where it came from, its statistics",
+                     examples=("rlm memory show 42", "rlm memory show 42 --around 1 --links"))
     sh.add_argument("id", type=_chunk_id, metavar="ID")
     sh.add_argument("--around", type=_count, default=0, metavar="N", help="neighbouring chunks to show on each side")
     sh.add_argument("--links", action="store_true", help="list the chunk's links")
     sh.set_defaults(run=_guarded(_show))
 
-    li = actions.add_parser("link", parents=both, help="link chunk A to chunk B (supports, contradicts, any type)")
+    li = add_command(actions, "link", parents=both, help="link chunk A to chunk B (supports, contradicts, any type)",
+                     examples=("rlm memory link 12 40 supports", "rlm memory link 12 57 contradicts --strength 0.5"))
     li.add_argument("a", type=_chunk_id, metavar="A")
     li.add_argument("b", type=_chunk_id, metavar="B")
     li.add_argument("type", metavar="TYPE")
     li.add_argument("--strength", type=_strength, default=1.0, metavar="S", help="the link's strength (default 1.0)")
     li.set_defaults(run=_guarded(_link))
 
-    st = actions.add_parser("stats", parents=both, help="chunks, sources, links by type, tiers, size on disk")
+    st = add_command(actions, "stats", parents=both, help="chunks, sources, links by type, tiers, size on disk",
+                     examples=("rlm memory stats", "rlm memory stats --store team.db --json"))
     st.set_defaults(run=_guarded(_stats))
 
-    pr = actions.add_parser("prune", parents=both, help="decay strengths, promote often-recalled chunks, drop expired and faded ones")
+    pr = add_command(actions, "prune", parents=both,
+                     help="decay strengths, promote often-recalled chunks, drop expired and faded ones",
+                     examples=("rlm memory prune --dry-run", "rlm memory prune"))
     pr.add_argument("--dry-run", action="store_true", help="only say what would change")
     pr.set_defaults(run=_guarded(_prune))
 
-    ex = actions.add_parser("export", parents=[store], help="write the whole store as JSON lines")
+    ex = add_command(actions, "export", parents=[store], help="write the whole store as JSON lines",
+                     examples=("rlm memory export backup.jsonl", "rlm memory export - | gzip > backup.jsonl.gz"))
     ex.add_argument("file", metavar="FILE", help="the JSONL file to write, or - for standard output")
     ex.set_defaults(run=_guarded(_export))
 
-    im = actions.add_parser("import", parents=both, help="read an export into the store (merged when the store has content)")
+    im = add_command(actions, "import", parents=both, help="read an export into the store (merged when the store has content)",
+                     examples=("rlm memory import backup.jsonl", "gunzip -c backup.jsonl.gz | rlm memory import - --store new.db"))
     im.add_argument("file", metavar="FILE", help="a JSONL export, or - for standard input")
     im.set_defaults(run=_guarded(_import))
 
-    fo = actions.add_parser("forget", parents=both, help="delete one chunk, or every chunk of a source")
+    fo = add_command(actions, "forget", parents=both, help="delete one chunk, or every chunk of a source",
+                     examples=("rlm memory forget 42", "rlm memory forget --source notes/old/ --dry-run"))
     which = fo.add_mutually_exclusive_group(required=True)
     which.add_argument("id", nargs="?", type=_chunk_id, metavar="ID", help="the chunk to delete")
     which.add_argument("--source", metavar="PATH",
@@ -174,13 +199,13 @@ def _words(values: Sequence[str]) -> list[str]:
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Report an unusable store as its StoreError with exit 2; every other error goes on to
-    ``cli.main`` (an unknown id, ChunkNotFound, is a StoreError and exits 1 there)."""
+    ``common.run_guarded`` (an unknown id, ChunkNotFound, is a StoreError and exits 1 there)."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
         except _Unusable as e:
-            return cli._report(args, f"error: {e.error}", str(e.error), type(e.error).__name__, cli.EXIT_USAGE)
+            return report_error(args, f"error: {e.error}", str(e.error), type(e.error).__name__, EXIT_USAGE)
 
     return run
 
@@ -274,7 +299,7 @@ def _tags(tags: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------- add
 
 
-class _Progress:
+class Progress:
     """The ingest's progress on stderr: one line rewritten in place on a terminal (at most ten
     times a second), else a plain line every few seconds, so a log is not flooded."""
 
@@ -321,8 +346,8 @@ class _Progress:
 def _add(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not os.path.lexists(path):
-            raise cli._Usage(f"no such file or folder: {path}")
-    progress = _Progress(sys.stderr)
+            raise UsageError(f"no such file or folder: {path}")
+    progress = Progress(sys.stderr)
     with _open(args, readonly=False, must_exist=False) as store:
         try:
             report = store.ingest(args.paths, tags=_words(args.tags), kind=args.kind or None, progress=progress)
@@ -332,20 +357,20 @@ def _add(args: argparse.Namespace) -> int:
     skipped = [s for s in report.skipped if not s.stored]
     nothing = bool(skipped) and report.files == 0 and report.unchanged == 0
     if args.json:
-        cli._print_json(args, {**report.to_dict(), "store": str(store.path), "store_chunks": total.chunks})
-        return cli.EXIT_FAILED if nothing else cli.EXIT_OK
-    cli._say(f"stored {_plural(report.files, 'file')} ({_size(report.bytes)} in {report.seconds:.2f} s, {report.mb_per_s:.1f} MB/s): "
-             f"{_plural(report.chunks_added, 'new chunk')}, {report.chunks_kept:,} kept, {report.chunks_removed:,} removed")
+        print_json(args, {**report.to_dict(), "store": str(store.path), "store_chunks": total.chunks})
+        return EXIT_FAILED if nothing else EXIT_OK
+    say(f"stored {_plural(report.files, 'file')} ({_size(report.bytes)} in {report.seconds:.2f} s, {report.mb_per_s:.1f} MB/s): "
+        f"{_plural(report.chunks_added, 'new chunk')}, {report.chunks_kept:,} kept, {report.chunks_removed:,} removed")
     if report.unchanged or report.removed_files:
-        cli._say(f"unchanged: {_plural(report.unchanged, 'file')}; gone from their folder: {_plural(report.removed_files, 'file')}")
+        say(f"unchanged: {_plural(report.unchanged, 'file')}; gone from their folder: {_plural(report.removed_files, 'file')}")
     for note in (s for s in report.skipped if s.stored):
-        cli._say(f"note: {one_line(note.path)}: {one_line(note.reason)}")
+        say(f"note: {one_line(note.path)}: {one_line(note.reason)}")
     if skipped:
-        cli._say(f"skipped {_plural(len(skipped), 'path')}:")
+        say(f"skipped {_plural(len(skipped), 'path')}:")
         for s in skipped:
-            cli._say(f"  {one_line(s.path)}: {one_line(s.reason)}")
-    cli._say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
-    return cli.EXIT_FAILED if nothing else cli.EXIT_OK
+            say(f"  {one_line(s.path)}: {one_line(s.reason)}")
+    say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
+    return EXIT_FAILED if nothing else EXIT_OK
 
 
 # ---------------------------------------------------------------------------------- search, show
@@ -360,21 +385,21 @@ def _search(args: argparse.Namespace) -> int:
         hits = store.search(args.query, k=args.k, kind=_words(args.kind) or None, tags=_words(args.tags) or None,
                             source=args.source, record=False)
     if args.json:
-        cli._print_json(args, {**hits.to_dict(), "store": str(store.path)})
-        return cli.EXIT_OK if hits else cli.EXIT_FAILED
+        print_json(args, {**hits.to_dict(), "store": str(store.path)})
+        return EXIT_OK if hits else EXIT_FAILED
     if hits.dropped or hits.capped:
         left = f"left out common words: {', '.join(one_line(w) for w in hits.dropped)}" if hits.dropped else ""
         capped = f"only common words: ranked the {hits.scanned:,} newest matching chunks" if hits.capped else ""
-        cli._say(f"rlm: note: {'; '.join(x for x in (left, capped) if x)}", err=True)
+        say(f"rlm: note: {'; '.join(x for x in (left, capped) if x)}", err=True)
     if not hits:
         terms = " ".join(one_line(t) for t in hits.terms) or one_line(args.query)
-        cli._say(f"rlm: no chunks match: {terms}", err=True)
-        return cli.EXIT_FAILED
+        say(f"rlm: no chunks match: {terms}", err=True)
+        return EXIT_FAILED
     for h in hits:
         tags = f"  tags: {_tags(h.tags)}" if h.tags else ""
-        cli._say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}")
-        cli._say(f"    {one_line(h.snippet)[:400]}")
-    return cli.EXIT_OK
+        say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}")
+        say(f"    {one_line(h.snippet)[:400]}")
+    return EXIT_OK
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -389,29 +414,29 @@ def _show(args: argparse.Namespace) -> int:
         value: dict[str, Any] = {"chunk": view.to_dict(), "stats": stats.to_dict()}
         if args.links:
             value["links"] = [link.to_dict() for link in found]
-        cli._print_json(args, value)
-        return cli.EXIT_OK
+        print_json(args, value)
+        return EXIT_OK
     tags = f", tags: {_tags(view.tags)}" if view.tags else ""
-    cli._say(f"chunk {view.chunk_id} of {one_line(view.source)} ({one_line(view.source_kind)}), lines {view.start_line}-{view.end_line}, "
-             f"bytes {view.start_byte}-{view.end_byte}, {view.tokens:,} tokens, kind {one_line(view.kind)}{tags}")
-    cli._say(f"created {_when(view.created)}; recalled {_plural(stats.recall_count, 'time')} (last {_when(stats.last_recall)}); "
-             f"strength {stats.strength:.2f}, {stats.tier}{', pinned' if stats.pinned else ''}; expires {_when(stats.expires_at)}")
+    say(f"chunk {view.chunk_id} of {one_line(view.source)} ({one_line(view.source_kind)}), lines {view.start_line}-{view.end_line}, "
+        f"bytes {view.start_byte}-{view.end_byte}, {view.tokens:,} tokens, kind {one_line(view.kind)}{tags}")
+    say(f"created {_when(view.created)}; recalled {_plural(stats.recall_count, 'time')} (last {_when(stats.last_recall)}); "
+        f"strength {stats.strength:.2f}, {stats.tier}{', pinned' if stats.pinned else ''}; expires {_when(stats.expires_at)}")
     if view.run_id or view.meta:
-        cli._say(f"run {one_line(view.run_id or '-')}; meta {one_line(repr(view.meta))[:300]}")
+        say(f"run {one_line(view.run_id or '-')}; meta {one_line(repr(view.meta))[:300]}")
     if view.before or view.after:
         for v in (*view.before, view, *view.after):
-            cli._say(f"--- chunk {v.chunk_id}, lines {v.start_line}-{v.end_line}{' (this one)' if v is view else ''} ---")
-            cli._say(v.text)
+            say(f"--- chunk {v.chunk_id}, lines {v.start_line}-{v.end_line}{' (this one)' if v is view else ''} ---")
+            say(v.text)
     else:
-        cli._say("---")
-        cli._say(view.text)
+        say("---")
+        say(view.text)
     if args.links:
-        cli._say(f"--- {_plural(len(found), 'link')} ---")
+        say(f"--- {_plural(len(found), 'link')} ---")
         for link in found[:_LIST_LINKS]:
-            cli._say(_link_line(link, args.id, others, SYMMETRIC_TYPES))
+            say(_link_line(link, args.id, others, SYMMETRIC_TYPES))
         if len(found) > _LIST_LINKS:
-            cli._say(f"... and {len(found) - _LIST_LINKS} more (--json lists them all)")
-    return cli.EXIT_OK
+            say(f"... and {len(found) - _LIST_LINKS} more (--json lists them all)")
+    return EXIT_OK
 
 
 def _other(link: Link, chunk_id: int) -> int:
@@ -434,36 +459,36 @@ def _link(args: argparse.Namespace) -> int:
 
     kind = args.type.strip()
     if not kind:
-        raise cli._Usage("a link needs a type (supports, contradicts, ...)")
+        raise UsageError("a link needs a type (supports, contradicts, ...)")
     if args.a == args.b:
-        raise cli._Usage("a chunk cannot be linked to itself")
+        raise UsageError("a chunk cannot be linked to itself")
     with _open(args, readonly=False) as store:
         store.link(args.a, args.b, kind, args.strength)
         made = next((x for x in store.links(args.a, kind) if {x.src, x.dst} == {args.a, args.b}), None)
     if args.json:
-        cli._print_json(args, made.to_dict() if made else {"src": args.a, "dst": args.b, "type": kind, "strength": args.strength})
-        return cli.EXIT_OK
+        print_json(args, made.to_dict() if made else {"src": args.a, "dst": args.b, "type": kind, "strength": args.strength})
+        return EXIT_OK
     arrow = "<->" if kind in SYMMETRIC_TYPES else "->"
-    cli._say(f"linked {args.a} {arrow} {args.b} as {one_line(kind)} (strength {args.strength:g})")
-    return cli.EXIT_OK
+    say(f"linked {args.a} {arrow} {args.b} as {one_line(kind)} (strength {args.strength:g})")
+    return EXIT_OK
 
 
 def _stats(args: argparse.Namespace) -> int:
     with _open(args, readonly=True) as store:
         s = store.stats()
     if args.json:
-        cli._print_json(args, s.to_dict())
-        return cli.EXIT_OK
+        print_json(args, s.to_dict())
+        return EXIT_OK
     links = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.links_by_type.items()) or "none"
     tiers = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.tiers.items()) or "none"
-    cli._say(f"store: {s.path}")
-    cli._say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {_plural(s.sources, 'source')}")
-    cli._say(f"links: {sum(s.links_by_type.values()):,} ({links})")
-    cli._say(f"tiers: {tiers}; pinned {s.pinned:,}")
-    cli._say(f"recall traces: {s.traces:,}")
-    cli._say(f"size on disk: {_size(s.size_bytes)}")
-    cli._say(f"migrations: {len(s.migrations)} ({s.migrations[-1] if s.migrations else 'none'})")
-    return cli.EXIT_OK
+    say(f"store: {s.path}")
+    say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {_plural(s.sources, 'source')}")
+    say(f"links: {sum(s.links_by_type.values()):,} ({links})")
+    say(f"tiers: {tiers}; pinned {s.pinned:,}")
+    say(f"recall traces: {s.traces:,}")
+    say(f"size on disk: {_size(s.size_bytes)}")
+    say(f"migrations: {len(s.migrations)} ({s.migrations[-1] if s.migrations else 'none'})")
+    return EXIT_OK
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -473,21 +498,21 @@ def _prune(args: argparse.Namespace) -> int:
         decay = store.decay_and_promote(dry_run=args.dry_run)
         pruned = store.prune(dry_run=args.dry_run)
     if args.json:
-        cli._print_json(args, {"dry_run": args.dry_run, "decay": decay.to_dict(), "prune": pruned.to_dict()})
-        return cli.EXIT_OK
+        print_json(args, {"dry_run": args.dry_run, "decay": decay.to_dict(), "prune": pruned.to_dict()})
+        return EXIT_OK
     would = "would be " if args.dry_run else ""
     promoted = f": {_ids(decay.promoted)}" if decay.promoted else ""
-    cli._say(f"decay: {_plural(decay.decayed, 'strength')} {would}decayed; {_plural(len(decay.promoted), 'chunk')} {would}promoted "
-             f"to long-term{promoted}")
+    say(f"decay: {_plural(decay.decayed, 'strength')} {would}decayed; {_plural(len(decay.promoted), 'chunk')} {would}promoted "
+        f"to long-term{promoted}")
     why: dict[str, list[int]] = {}
     for chunk_id in pruned.removed:
         why.setdefault(one_line(pruned.reasons.get(chunk_id, "?")), []).append(chunk_id)
     detail = "; ".join(f"{reason}: {_ids(ids)}" for reason, ids in why.items())
-    cli._say(f"prune: {_plural(len(pruned.removed), 'chunk')} {would}removed{f' ({detail})' if detail else ''}; "
-             f"{_plural(pruned.traces_removed, 'recall trace')} {would}removed")
+    say(f"prune: {_plural(len(pruned.removed), 'chunk')} {would}removed{f' ({detail})' if detail else ''}; "
+        f"{_plural(pruned.traces_removed, 'recall trace')} {would}removed")
     if args.dry_run:
-        cli._say("dry run: nothing was changed")
-    return cli.EXIT_OK
+        say("dry run: nothing was changed")
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------------------------- export, import, forget
@@ -500,12 +525,12 @@ def _export(args: argparse.Namespace) -> int:
                 n = store.export_jsonl(sys.stdout)
                 sys.stdout.flush()
             except BrokenPipeError as e:
-                raise cli._OutputClosed() from e
-            cli._say(f"exported {_plural(n, 'record')}", err=True)
-            return cli.EXIT_OK
+                raise OutputClosed() from e
+            say(f"exported {_plural(n, 'record')}", err=True)
+            return EXIT_OK
         target = Path(args.file)
         if target.exists() and target.resolve() in {Path(f"{store.path.resolve()}{end}") for end in ("", "-wal", "-shm")}:
-            raise cli._Usage(f"{args.file} is the store itself")
+            raise UsageError(f"{args.file} is the store itself")
         # Written beside the target and renamed at the end: a failed export leaves no half file.
         partial = target.with_name(f"{target.name}.partial")
         try:
@@ -513,12 +538,12 @@ def _export(args: argparse.Namespace) -> int:
                 n = store.export_jsonl(fh)
             os.replace(partial, target)
         except OSError as e:
-            raise cli._Usage(f"cannot write {args.file}: {e.strerror or e}") from e
+            raise UsageError(f"cannot write {args.file}: {e.strerror or e}") from e
         finally:
             if partial.exists():
                 partial.unlink()
-    cli._say(f"exported {_plural(n, 'record')} to {args.file}")
-    return cli.EXIT_OK
+    say(f"exported {_plural(n, 'record')} to {args.file}")
+    return EXIT_OK
 
 
 @contextmanager
@@ -530,11 +555,11 @@ def _input(name: str) -> Iterator[TextIO]:
         # Undecodable bytes are read as surrogates: the import names the line that holds them.
         fh = open(name, encoding="utf-8", newline="", errors="surrogateescape")  # closed by the with below
     except FileNotFoundError as e:
-        raise cli._Usage(f"no such file: {name}") from e
+        raise UsageError(f"no such file: {name}") from e
     except IsADirectoryError as e:
-        raise cli._Usage(f"is a directory, not a file: {name}") from e
+        raise UsageError(f"is a directory, not a file: {name}") from e
     except OSError as e:
-        raise cli._Usage(f"cannot read {name}: {e.strerror or e}") from e
+        raise UsageError(f"cannot read {name}: {e.strerror or e}") from e
     with fh:
         yield fh
 
@@ -546,16 +571,16 @@ def _import(args: argparse.Namespace) -> int:
         try:
             counts = store.import_jsonl(fh)
         except UnicodeDecodeError as e:
-            raise cli._Usage(f"{args.file} is not a memory store export: not UTF-8 text ({e.reason})") from e
+            raise UsageError(f"{args.file} is not a memory store export: not UTF-8 text ({e.reason})") from e
         except StoreError as e:
             raise _Unusable(StoreError(f"{args.file}: {e}")) from e  # the file is not a (valid) export
     if args.json:
-        cli._print_json(args, {**counts, "store": str(store.path)})
-        return cli.EXIT_OK
+        print_json(args, {**counts, "store": str(store.path)})
+        return EXIT_OK
     merged = f"; {_plural(counts['merged'], 'chunk')} already stored" if counts.get("merged") else ""
-    cli._say(f"imported {_plural(counts.get('source', 0), 'source')}, {_plural(counts.get('chunk', 0), 'chunk')}, "
-             f"{_plural(counts.get('link', 0), 'link')}, {_plural(counts.get('trace', 0), 'recall trace')}{merged} into {store.path}")
-    return cli.EXIT_OK
+    say(f"imported {_plural(counts.get('source', 0), 'source')}, {_plural(counts.get('chunk', 0), 'chunk')}, "
+        f"{_plural(counts.get('link', 0), 'link')}, {_plural(counts.get('trace', 0), 'recall trace')}{merged} into {store.path}")
+    return EXIT_OK
 
 
 def _forget(args: argparse.Namespace) -> int:
@@ -575,7 +600,7 @@ def _forget(args: argparse.Namespace) -> int:
             value = {"source": args.source, "chunks": n, "dry_run": dry}
             line = f"{'would forget' if dry else 'forgot'} {_plural(n, 'chunk')} of {args.source}"
     if args.json:
-        cli._print_json(args, value)
+        print_json(args, value)
     else:
-        cli._say(line)
-    return cli.EXIT_OK
+        say(line)
+    return EXIT_OK

@@ -1,0 +1,5 @@
+"""``python -m rlm_runtime.cli ARGS``: the ``rlm`` command."""
+
+from rlm_runtime.cli import entry
+
+entry()

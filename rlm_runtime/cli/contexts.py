@@ -1,0 +1,107 @@
+"""``rlm probe``, ``peek``, ``grep`` and ``chunk``: a context as a model sees it, from a shell.
+
+A context file is as untrusted as a model's output: what peek, grep and chunk show is escaped
+(``common.say``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_command, print_json, say
+
+
+def add_commands(commands: Any) -> None:
+    """Register the context tools on ``rlm``'s subcommand table."""
+    pr = add_command(commands, "probe", help="the shape of a file or folder, and whether to load it",
+                     description="The shape of a file or folder (size, tokens, kind, relevance to keywords) and whether "
+                                 "a model should load it whole.",
+                     examples=("rlm probe notes/", "rlm probe minutes.md -k revenue -k 2024 --json"))
+    pr.add_argument("path")
+    pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
+    pr.add_argument("--json", action="store_true", help="print the probe as one JSON object")
+    pr.set_defaults(run=_probe)
+
+    pk = add_command(commands, "peek", help="the first characters of a context, as a model sees them",
+                     examples=("rlm peek notes.txt", "rlm peek notes/ -n 500"))
+    pk.add_argument("path")
+    pk.add_argument("-n", type=int, default=2000, help="characters (default 2000)")
+    pk.set_defaults(run=_peek)
+
+    gr = add_command(commands, "grep", help="matching lines of a context (RE2), as a model sees them",
+                     description="Matching lines of a context, as a model's grep() returns them (RE2 syntax). "
+                                 "Exit 1 when nothing matches.",
+                     examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/", "rlm grep -c TODO src/"))
+    gr.add_argument("pattern")
+    gr.add_argument("path")
+    gr.add_argument("-C", "--context-lines", type=int, default=0, help="lines of context around each match")
+    gr.add_argument("-m", "--max-matches", type=int, default=100, help="stop after this many matching lines")
+    gr.add_argument("-i", "--ignore-case", action="store_true")
+    gr.add_argument("-c", "--count", action="store_true", help="print only the number of matching lines")
+    gr.set_defaults(run=_grep)
+
+    ch = add_command(commands, "chunk", help="one chunk of a context, with navigation info",
+                     description="One chunk of a context, with how many there are and where it starts, as a model's "
+                                 "chunk() returns it.",
+                     examples=("rlm chunk book.txt 0", "rlm chunk book.txt 3 --size 4000 --unit chars"))
+    ch.add_argument("path")
+    ch.add_argument("index", type=int, help="0-based chunk index")
+    ch.add_argument("--size", type=int, help="chunk size in units (default: 200 lines, 8000 chars, 2000 tokens)")
+    ch.add_argument("--unit", choices=["lines", "chars", "tokens"], default="lines")
+    ch.set_defaults(run=_chunk)
+
+
+def _open(path: str) -> Any:
+    from rlm_runtime.context import open_context
+
+    return open_context(Path(path))
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from rlm_runtime.config import load_probe_settings
+    from rlm_runtime.context import ProbeConfig, probe_path
+    from rlm_runtime.errors import ConfigError
+
+    settings, source = load_probe_settings()
+    if args.keyword:
+        settings = {**settings, "keywords": [*settings.get("keywords", []), *args.keyword]}  # type: ignore[misc]
+    try:
+        config = ProbeConfig(**settings)  # type: ignore[arg-type]
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {detail}") from e
+    except TypeError as e:
+        raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {e}") from e
+    if not Path(args.path).exists():
+        raise UsageError(f"no such file or folder: {args.path}")
+    result = probe_path(args.path, config)
+    if args.json:
+        print_json(args, result.to_dict())
+    else:
+        say(result.summary())
+    return EXIT_OK
+
+
+def _peek(args: argparse.Namespace) -> int:
+    say(_open(args.path).peek(args.n))
+    return EXIT_OK
+
+
+def _grep(args: argparse.Namespace) -> int:
+    handle = _open(args.path)
+    if args.count:
+        say(handle.count(args.pattern, ignore_case=args.ignore_case))
+        return EXIT_OK
+    result = handle.grep(args.pattern, context_lines=args.context_lines, max_matches=args.max_matches,
+                         ignore_case=args.ignore_case)
+    say(repr(result))
+    return EXIT_OK if result else EXIT_FAILED
+
+
+def _chunk(args: argparse.Namespace) -> int:
+    say(repr(_open(args.path).chunk(args.index, args.size, args.unit)))
+    return EXIT_OK
