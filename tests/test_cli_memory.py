@@ -62,6 +62,24 @@ def test_add_stores_a_folder_and_lists_what_it_skipped(notes: Path, capsys: pyte
         assert s.stats().sources == 2
 
 
+def test_add_of_a_tree_that_skips_many_counts_them_by_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It sums up many skipped paths by reason (with the first of each) in a few lines, and lists them all with --verbose."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(f"# Guide\n\n{SENTENCE}\n")
+    for n in range(40):
+        (docs / f"img{n:02d}.dat").write_bytes(b"\x00\x01binary\x00" * 10)
+        (docs / f"empty{n:02d}.txt").write_text("")
+    assert main(["memory", "add", str(docs)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped 80 paths (--verbose lists them):" in out
+    assert "  40 binary content (the first: " in out and "  40 empty file (the first: " in out
+    assert out.count("\n") < 10
+    assert main(["memory", "add", str(docs), "--verbose"]) == 0  # unchanged files now, the skipped ones listed
+    listed = capsys.readouterr().out
+    assert listed.count(": binary content") == 40 and listed.count(": empty file") == 40
+
+
 def test_add_again_skips_unchanged_files(store: Path, notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """It reports unchanged files on a second add, as JSON too."""
     assert main(["memory", "add", str(notes), "--json"]) == 0

@@ -96,6 +96,7 @@ def add_commands(commands: Any) -> None:
     ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder")
     ad.add_argument("--tags", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
     ad.add_argument("--kind", help="the kind of every chunk (default: detected per file)")
+    ad.add_argument("-v", "--verbose", action="store_true", help="list every path skipped (default: counts by reason)")
     ad.set_defaults(run=_guarded(_add))
 
     se = add_command(actions, "search", parents=both, help="ranked full-text search (read-only: not counted as recalls)",
@@ -366,11 +367,35 @@ def _add(args: argparse.Namespace) -> int:
     for note in (s for s in report.skipped if s.stored):
         say(f"note: {one_line(note.path)}: {one_line(note.reason)}")
     if skipped:
+        _say_skipped(skipped, verbose=args.verbose)
+    say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
+    return EXIT_FAILED if nothing else EXIT_OK
+
+
+#: Paths listed by ``memory add`` without ``--verbose``: beyond them, counts by reason.
+SKIPPED_LISTED = 5
+
+
+def _say_skipped(skipped: list[Any], *, verbose: bool) -> None:
+    """What ``add`` skipped: each path with ``verbose`` or when there are few; else how many
+    for each reason and the first path of each (a documentation tree skips thousands)."""
+    if verbose or len(skipped) <= SKIPPED_LISTED:
         say(f"skipped {_plural(len(skipped), 'path')}:")
         for s in skipped:
             say(f"  {one_line(s.path)}: {one_line(s.reason)}")
-    say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
-    return EXIT_FAILED if nothing else EXIT_OK
+        return
+    by_reason: dict[str, list[Any]] = {}
+    for s in skipped:
+        by_reason.setdefault(_reason_kind(s.reason), []).append(s)
+    say(f"skipped {_plural(len(skipped), 'path')} (--verbose lists them):")
+    for reason, paths in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        say(f"  {len(paths):,} {one_line(reason)} (the first: {one_line(paths[0].path)})")
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its particulars (an OS message after a colon, a count): what groups it."""
+    head = reason.split(":", 1)[0].strip()
+    return head[:80] or "no reason given"
 
 
 # ---------------------------------------------------------------------------------- search, show
