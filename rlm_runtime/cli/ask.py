@@ -78,6 +78,8 @@ def add_commands(commands: Any) -> None:
     ask.add_argument("--trace", help="trajectory JSONL file (default: a new file under $RLM_HOME/traces)")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the result")
     ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
+    ask.add_argument("--strict", action="store_true",
+                     help="stop with exit status 1, before the model runs, when no context has text to read")
     ask.set_defaults(run=run_ask)
 
     rp = add_command(commands, "repl", help="an interactive session: questions, Python cells, slash commands, a live HUD",
@@ -132,6 +134,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from rlm_runtime.cli.live import LiveView
     from rlm_runtime.cli.stdin import NAME, read_stdin, stdin_is_input
     from rlm_runtime.config import default_model
+    from rlm_runtime.context.sources import nothing_to_read
     from rlm_runtime.llm import checked_client
 
     if not args.question.strip():
@@ -175,6 +178,12 @@ def run_ask(args: argparse.Namespace) -> int:
             handle = open_context(text, name=NAME, as_text=True)
             # -c - stands where it was given; a piped standard input comes after the -c paths.
             contexts.insert(paths.index("-") if "-" in paths else len(contexts), handle)
+    if contexts and (why := nothing_to_read(contexts)) is not None:
+        if args.strict:
+            say(f"rlm: error: no context has text to read: {one_line(why)}", err=True)
+            return EXIT_FAILED
+        say(f"rlm: warning: no context has text to read ({one_line(why)}); the model sees none of it "
+            "(--strict stops here instead)", err=True)
     return _answer(args, model, sub, limits, memory, profile, contexts, None if args.quiet else LiveView())
 
 

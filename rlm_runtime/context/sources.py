@@ -82,3 +82,51 @@ def probe_path(path: str | Path, config: ProbeConfig | None = None) -> FileProbe
 
 # For the type checker: every handle class keeps the protocol (a mismatch fails mypy here).
 _HANDLE_CLASSES: tuple[type[ContextHandle], ...] = (TextHandle, FileHandle, LazyHandle, CorpusHandle)
+
+
+def nothing_to_read(sources: list[Any]) -> str | None:
+    """Why none of ``sources`` has text a model could read, or None when one has: each
+    source's reason ("a.txt: empty", "docs: 12 documents, every one empty or skipped: binary
+    content 10, empty 2"). A folder stops being looked at with its first readable document;
+    its documents' heads (a few KB each) are read, nothing is kept open."""
+    reasons = []
+    for source in sources:
+        try:
+            handle = open_context(source)
+        except ContextError as e:
+            reasons.append(str(e))
+            continue
+        try:
+            reason = _unreadable(handle, getattr(handle, "name", None) or str(source))
+        finally:
+            close = getattr(handle, "close", None)
+            if callable(close) and not isinstance(source, ContextHandle):
+                close()
+        if reason is None:
+            return None
+        reasons.append(reason)
+    return "; ".join(reasons) if reasons else None
+
+
+def _unreadable(handle: Any, name: str) -> str | None:
+    """Why ``handle`` has no text to read, or None."""
+    if isinstance(handle, CorpusHandle):
+        why: dict[str, int] = {}
+        for doc in handle.documents:
+            reason = doc.check()
+            if reason is None:
+                return None
+            kind = reason.split(":", 1)[0]
+            why[kind] = why.get(kind, 0) + 1
+        if not why:
+            return f"{name}: a folder with no documents"
+        counted = ", ".join(f"{k} {n}" for k, n in sorted(why.items(), key=lambda kv: -kv[1]))
+        n = sum(why.values())
+        return f"{name}: {n} document{'s' if n != 1 else ''}, {'every one' if n != 1 else 'it'} empty or skipped: {counted}"
+    try:
+        size = handle.n_bytes
+    except ContextError as e:
+        return f"{name}: {e}"
+    if not size:
+        return f"{name}: empty"
+    return None

@@ -276,3 +276,43 @@ def test_m_is_short_for_model(write_script: Script, tmp_path: Path, rlm_cli: CLI
     hay.write_text(haystack(), encoding="utf-8")
     res = rlm_cli("ask", "q", "-c", hay, "-m", f"scripted:{write_script(code('FINAL(len(context))'))}", "-q")
     assert res.code == 0 and int(res.out) > 100_000
+
+
+# ----------------------------------------------------------------- contexts with nothing to read
+
+
+def _nothing(tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "blobs"
+    folder.mkdir()
+    (folder / "a.dat").write_bytes(b"\x00\x01\x02binary\x00" * 10)
+    (folder / "b.txt").write_text("", encoding="utf-8")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    return folder, empty
+
+
+def test_contexts_with_nothing_to_read_are_warned_of(write_script: Script, rlm_cli: CLI, tmp_path: Path) -> None:
+    """It warns, naming each context's reason, when every context is empty or skipped, and still runs."""
+    folder, empty = _nothing(tmp_path)
+    res = rlm_cli("ask", "q?", "-c", folder, "-c", empty, "-m", f"scripted:{write_script(code('FINAL(1)'))}", "-q")
+    assert res.code == 0 and res.out == "1\n"
+    assert "rlm: warning: no context has text to read (blobs: 2 documents, every one empty or skipped: " in res.err
+    assert "binary content 1" in res.err and "empty.txt: empty" in res.err
+
+
+def test_strict_stops_before_the_model_runs(write_script: Script, rlm_cli: CLI, tmp_path: Path) -> None:
+    """It exits 1 with --strict, before any model call (the script's one reply is left unused), and says why."""
+    folder, _ = _nothing(tmp_path)
+    trace = tmp_path / "t.jsonl"
+    res = rlm_cli("ask", "q?", "-c", folder, "--strict", "-m", f"scripted:{write_script(code('FINAL(1)'))}", "--trace", trace)
+    assert res.code == 1 and res.out == ""
+    assert res.err.startswith("rlm: error: no context has text to read: blobs: 2 documents")
+    assert not trace.exists()
+
+
+def test_one_readable_context_is_enough(write_script: Script, notes: Path, rlm_cli: CLI, tmp_path: Path) -> None:
+    """It says nothing when any context has text, even beside empty ones, --strict or not."""
+    folder, empty = _nothing(tmp_path)
+    res = rlm_cli("ask", "q?", "-c", folder, "-c", empty, "-c", notes, "--strict", "-m",
+                  f"scripted:{write_script(code('FINAL(1)'))}", "-q")
+    assert res.code == 0 and "warning" not in res.err
