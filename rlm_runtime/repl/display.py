@@ -219,9 +219,7 @@ class Display:
     def _iteration(self, event: dict[str, Any], pad: str, *, streamed: bool = False) -> None:
         """A turn's code (unless it was shown as it streamed) and its cells' output."""
         tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
-        if streamed:
-            self.printer([("class:dim", f"{pad}  ({event.get('duration_s') or 0:.1f}s)")], err=True)
-        else:
+        if not streamed:
             self.printer([("class:dim", f"{pad}--- {tag} ({event.get('duration_s') or 0:.1f}s)")], err=True)
         blocks = event.get("code_blocks") or []
         outputs = event.get("outputs") or []
@@ -241,6 +239,8 @@ class Display:
                 self.printer([("class:dim", f"{pad}    "), ("class:error", one_line(str(out["error"]))[:LINE_CHARS * 2])], err=True)
         if not blocks and not streamed:
             self.printer([("class:dim", f"{pad}  (no code) "), ("", one_line(str(event.get("response") or ""))[:LINE_CHARS])], err=True)
+        if streamed:  # the turn's header came when it began: its time comes after its output
+            self.printer([("class:dim", f"{pad}  ({event.get('duration_s') or 0:.1f}s)")], err=True)
 
     # ------------------------------------------------------------------ results
 
