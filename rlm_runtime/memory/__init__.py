@@ -9,7 +9,6 @@ Modules, one job each: ``db`` (connection, transactions), ``migrations`` (the sc
 """
 
 from rlm_runtime.memory.errors import ChunkNotFound, NotAMemoryStore, StoreError
-from rlm_runtime.memory.lifecycle import RecallConfig
 from rlm_runtime.memory.records import (
     ChunkStats,
     ChunkView,
@@ -23,7 +22,7 @@ from rlm_runtime.memory.records import (
     Skipped,
     StoreStats,
 )
-from rlm_runtime.memory.settings import IngestConfig, LinkConfig, MemorySettings, SearchConfig
+from rlm_runtime.memory.settings import IngestConfig, LinkConfig, MemorySettings, RecallConfig, SearchConfig
 from rlm_runtime.memory.store import MemoryStore, default_store_path
 
 __all__ = [

@@ -1,6 +1,7 @@
 """Settings of the memory store, grouped by concern: ingest (windows, batches, chunk sizes,
 excludes), links (how ``related_to`` and ``co_recalled`` are made), search (caps that bound
-the cost of any query) and recall (``lifecycle.RecallConfig``). Pydantic models, frozen.
+the cost of any query) and recall (``RecallConfig``: the lifecycle's weights, time constants
+and thresholds; ``lifecycle.py`` applies them). Pydantic models, frozen.
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlm_runtime.context.protocol import DEFAULT_EXCLUDES
-from rlm_runtime.memory.lifecycle import RecallConfig
+
+_HOUR = 3600.0
 
 
 class IngestConfig(BaseModel):
@@ -86,6 +88,50 @@ class SearchConfig(BaseModel):
     max_terms: int = Field(16, ge=1)
     rank_budget: int = Field(10_000, ge=1)
     snippet_tokens: int = Field(24, ge=4, le=64)
+
+
+class RecallConfig(BaseModel):
+    """Weights, time constants and thresholds of the lifecycle (see ``lifecycle.py``'s docstring).
+
+    Args:
+        w_text / w_link / w_recency / w_reinforcement: the weights of the four terms.
+        recency_tau_hours: tau of ``exp(-age / tau)``.
+        rate_half_per_day: the recall rate (recalls per day) that scores 0.5.
+        min_rate_window_hours: the shortest time a rate is measured over (a chunk created a
+            minute ago and recalled once is not "1,440 recalls a day").
+        half_life_hours: strength half-life in the working tier (default one day).
+        long_term_half_life_hours: strength half-life once promoted (default 30 days).
+        promote_after: recalls that promote a chunk to long-term (default 3).
+        reinforce_boost / max_strength: strength added per recall, and its cap.
+        strength_floor: ``prune`` drops working memories whose strength fell below this.
+        candidates / link_candidates: how many text matches / linked chunks are ranked.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    w_text: float = Field(1.0, ge=0)
+    w_link: float = Field(0.5, ge=0)
+    w_recency: float = Field(0.2, ge=0)
+    w_reinforcement: float = Field(0.3, ge=0)
+    recency_tau_hours: float = Field(72.0, gt=0)
+    rate_half_per_day: float = Field(1.0, gt=0)
+    min_rate_window_hours: float = Field(24.0, gt=0)
+    half_life_hours: float = Field(24.0, gt=0)
+    long_term_half_life_hours: float = Field(24.0 * 30, gt=0)
+    promote_after: int = Field(3, ge=1)
+    reinforce_boost: float = Field(1.0, ge=0)
+    max_strength: float = Field(10.0, gt=0)
+    strength_floor: float = Field(0.05, ge=0)
+    candidates: int = Field(100, ge=1)
+    link_candidates: int = Field(200, ge=1)
+
+    @property
+    def half_life_s(self) -> float:
+        return self.half_life_hours * _HOUR
+
+    @property
+    def long_half_life_s(self) -> float:
+        return self.long_term_half_life_hours * _HOUR
 
 
 class MemorySettings(BaseModel):
