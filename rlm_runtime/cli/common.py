@@ -112,12 +112,17 @@ def read_source(name: str) -> bytes:
     path = Path(name)
     try:
         return path.read_bytes()
-    except FileNotFoundError as e:
-        raise UsageError(f"no such file: {name}") from e
-    except IsADirectoryError as e:
-        raise UsageError(f"is a directory, not a file: {name}") from e
     except OSError as e:
-        raise UsageError(f"cannot read {name}: {e.strerror or e}") from e
+        raise unreadable(name, e) from e
+
+
+def unreadable(name: str, error: OSError, what: str = "file") -> UsageError:
+    """The usage error for a file named on the command line that could not be read."""
+    if isinstance(error, FileNotFoundError):
+        return UsageError(f"no such {what}: {name}")
+    if isinstance(error, IsADirectoryError):
+        return UsageError(f"is a directory, not a {what}: {name}")
+    return UsageError(f"cannot read {name}: {error.strerror or error}")
 
 
 # ---------------------------------------------------------------------------------- errors

@@ -34,7 +34,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, print_json, say
+from rlm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, print_json, say, unreadable
 from rlm_runtime.termsafe import one_line
 
 SUBCOMMANDS = ("suites", "make", "check", "report", "compare")
@@ -215,12 +215,8 @@ def _load(path: str, rules: Any = None) -> Any:
 
     try:
         return load_tasks(path, rules)
-    except FileNotFoundError as e:
-        raise UsageError(f"no such task file: {path}") from e
-    except IsADirectoryError as e:
-        raise UsageError(f"is a folder, not a task file: {path}") from e
     except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
+        raise unreadable(str(path), e, "task file") from e
 
 
 def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:

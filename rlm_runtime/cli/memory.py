@@ -48,6 +48,7 @@ from rlm_runtime.cli.common import (
     print_json,
     report_error,
     say,
+    unreadable,
 )
 from rlm_runtime.termsafe import one_line
 
@@ -579,12 +580,8 @@ def _input(name: str) -> Iterator[TextIO]:
     try:
         # Undecodable bytes are read as surrogates: the import names the line that holds them.
         fh = open(name, encoding="utf-8", newline="", errors="surrogateescape")  # closed by the with below
-    except FileNotFoundError as e:
-        raise UsageError(f"no such file: {name}") from e
-    except IsADirectoryError as e:
-        raise UsageError(f"is a directory, not a file: {name}") from e
     except OSError as e:
-        raise UsageError(f"cannot read {name}: {e.strerror or e}") from e
+        raise unreadable(name, e) from e
     with fh:
         yield fh
 
