@@ -46,9 +46,11 @@ class Prompts:
         (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``fielded`` (the main
         context has fields ``records()`` reads) picks the example first turn; ``addendum``
         (a profile's text) comes last."""
-        # A small model copies the first tool it reads about: records() leads for a text with fields.
+        # A small model copies the first tool it reads about: records() leads for a text with
+        # fields. For one without, its entry leaves out counting and following links (with
+        # them, the 1.5B wrote demonstration code about a Python topic instead of reading it).
         order = (("records",) + tuple(n for n in WORKER_FUNCTIONS if n != "records")) if fielded else WORKER_FUNCTIONS
-        entries = [self.function_entry(name) for name in order]
+        entries = [self.function_entry(name if fielded or name != "records" else "records_no_fields") for name in order]
         entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:

@@ -506,9 +506,12 @@ def test_a_text_with_fields_is_started_with_records() -> None:
     assert functions.index("- records()") < functions.index("- grep(")
     assert "first turn (the text has fields)" in system and "begin with records()" in first
     assert "fields: shelf, label, state" in system
+    assert "is a link: follow it with" in system and "Count with count()" in system
     assert "150" in client.prompts[1][-1]["content"]
     _, client = run([code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400)
     system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
     functions = system[system.index("Functions you can call"):]
     assert functions.index("- grep(") < functions.index("- records()")
     assert "first turn (the text has fields)" not in system and "records()" not in first
+    # Counting and following links are said only where there are fields to count and follow.
+    assert "is a link" not in system and "Count with count()" not in system
