@@ -55,6 +55,14 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
+def printable_lines(text: str) -> list[str]:
+    """The lines of ``printable(text)``, escaped first and split second (at ``\\n`` alone:
+    ``str.splitlines`` would also split at a bare ``\\r`` or ``\\x1c``, the characters a forged
+    line is made of); outer blank lines dropped, indentation kept; [] for blank text."""
+    shown = printable(text).strip("\n")
+    return [line.removesuffix("\r") for line in shown.split("\n")] if shown.strip() else []
+
+
 def one_line(text: str) -> str:
     """``printable(text)`` on one line: line breaks become `` / `` (for error messages)."""
     return " / ".join(part.strip() for part in printable(text).splitlines() if part.strip())

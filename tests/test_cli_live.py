@@ -79,11 +79,15 @@ class _Tty(io.StringIO):
 def test_a_terminal_sees_a_status_line_until_the_model_writes() -> None:
     """It draws a status line (prompt size, seconds) on a terminal while the model is silent, and clears it before the reply."""
     out = _Tty()
-    view = LiveView(out)
+    view = LiveView(out, tick_s=0.02)
     assert view.status
     view({"type": "model_call", "run_id": "a", "depth": 0, "iteration": 1, "model": "m", "prompt_tokens": 3400})
-    time.sleep(1.3)  # one tick of the status thread
-    drawn = out.getvalue()
+    deadline = time.monotonic() + 30
+    while out.getvalue().count("the model is reading") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    view({"type": "model_text", "run_id": "a", "depth": 0, "iteration": 1, "text": ""})  # the reply begins: no more redraws
+    with view._lock:
+        drawn = out.getvalue()
     assert drawn.count("the model is reading 3,400 tokens of prompt") >= 2  # drawn at once, then redrawn by the thread
     view(_text("a", "print(1)\n"))
     view.close()

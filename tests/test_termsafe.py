@@ -68,3 +68,11 @@ def test_it_is_fast_on_a_megabyte() -> None:
         started = time.perf_counter()
         printable(text)
         assert time.perf_counter() - started < 0.5 + SLACK_S  # ~40 ms; a quadratic escape would take minutes
+
+
+def test_printable_lines_split_at_newlines_only_and_keep_indentation() -> None:
+    """It escapes before splitting (a bare CR or \\x1c stays inside its line) and keeps a line's leading spaces."""
+    from rlm_runtime.termsafe import printable_lines
+
+    assert printable_lines("\n  indented\r\nx\ry\x1cz\n\n") == ["  indented", "x\\x0dy\\x1cz"]
+    assert printable_lines(" \n \n") == []

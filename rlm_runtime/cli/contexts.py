@@ -33,7 +33,7 @@ def add_commands(commands: Any) -> None:
     gr = add_command(commands, "grep", help="matching lines of a context (RE2), as a model sees them",
                      description="Matching lines of a context, as a model's grep() returns them (RE2 syntax). "
                                  "Exit 1 when nothing matches.",
-                     examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/", "rlm grep -c TODO src/"))
+                     examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/", "rlm grep -c '^def ' app.py"))
     gr.add_argument("pattern")
     gr.add_argument("path")
     gr.add_argument("-C", "--context-lines", type=int, default=0, help="lines of context around each match")

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from rlm_runtime.termsafe import one_line, printable
+from rlm_runtime.termsafe import one_line, printable, printable_lines
 from rlm_runtime.trajectory.live import ReplyLines
 
 #: Lines of a cell's output shown (the trace has them all).
@@ -28,19 +28,12 @@ LINE_CHARS = 160
 TICK_S = 1.0
 
 
-def lines_of(text: object) -> list[str]:
-    """The lines of ``text``, escaped first and split second: ``str.splitlines`` would also
-    split on a bare ``\\r`` or ``\\x1c``, hiding the very characters a forged line is made of."""
-    shown = printable(str(text)).strip()
-    return [line.removesuffix("\r") for line in shown.split("\n")] if shown else []
-
-
 class LiveView:
     """An ``on_event`` callback that prints a run to ``stream`` as it happens. ``status``:
     draw the waiting line (default: when ``stream`` is a terminal). Call ``close()`` when
     the run is over (it stops the status line's thread)."""
 
-    def __init__(self, stream: TextIO | None = None, *, status: bool | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, status: bool | None = None, tick_s: float = TICK_S) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.status = bool(status if status is not None else getattr(self.stream, "isatty", lambda: False)())
         self.lines = ReplyLines()
@@ -49,6 +42,7 @@ class LiveView:
         self._drawn = False  # a status line is on the screen
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._tick_s = tick_s
 
     # ------------------------------------------------------------------ output
 
@@ -72,7 +66,7 @@ class LiveView:
         self._drawn = True
 
     def _tick(self) -> None:
-        while not self._stop.wait(TICK_S):
+        while not self._stop.wait(self._tick_s):
             with self._lock:
                 self._draw()
 
@@ -139,10 +133,10 @@ class LiveView:
             self._print(f"{pad}--- {tag}")
         for code, out in zip(event.get("code_blocks", []), event.get("outputs", []), strict=False):
             if not streamed:
-                for line in lines_of(code)[:CODE_LINES]:
+                for line in printable_lines(code)[:CODE_LINES]:
                     self._print(f"{pad}  > {line}")
             text = (out.get("stdout") or "") + (out.get("error") or "")
-            for line in lines_of(text)[:OUTPUT_LINES]:
+            for line in printable_lines(text)[:OUTPUT_LINES]:
                 self._print(f"{pad}    {line[:LINE_CHARS]}")
         if not event.get("code_blocks") and not streamed:
             self._print(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:LINE_CHARS]}")

@@ -216,7 +216,7 @@ _GLUE = re.compile(r"\\[sSwWbB][*+?]?|\.[*+?]|[()^$*+?|]")
 def _hint_words(pattern: str, most: int = 3) -> list[str]:
     """Up to ``most`` words of a multi-word pattern worth grepping alone: names first
     (capitalised), then the longest. A pattern may join its words with regex glue
-    (``vessel\\s+has\\s+salt``, ``tea.*green``, alternatives ``a b|c d``); one with anything
+    (``train\\s+left\\s+late``, ``tea.*green``, alternatives ``a b|c d``); one with anything
     else (a class, a count, another escape) says nothing about its words: none."""
     plain = _GLUE.sub(" ", pattern)
     if re.search(r"[\\\[\]{}|*+?.]", plain):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.config import user_path
-from rlm_runtime.context.corpus import CorpusHandle
+from rlm_runtime.context.corpus import CorpusHandle, Document
 from rlm_runtime.context.handles import FileHandle, LazyHandle, TextHandle
 from rlm_runtime.context.probe import FileProbe, FolderProbe, probe_corpus
 from rlm_runtime.context.protocol import ContextHandle
@@ -87,46 +87,44 @@ _HANDLE_CLASSES: tuple[type[ContextHandle], ...] = (TextHandle, FileHandle, Lazy
 def nothing_to_read(sources: list[Any]) -> str | None:
     """Why none of ``sources`` has text a model could read, or None when one has: each
     source's reason ("a.txt: empty", "docs: 12 documents, every one empty or skipped: binary
-    content 10, empty 2"). A folder stops being looked at with its first readable document;
-    its documents' heads (a few KB each) are read, nothing is kept open."""
+    content 10, empty 2"). A file or a folder's document is judged by its head (a few KB,
+    as a folder's documents are: ``Document.check``), never opened or decoded whole; a
+    folder stops being looked at with its first readable document."""
     reasons = []
     for source in sources:
-        try:
-            handle = open_context(source)
-        except ContextError as e:
-            reasons.append(str(e))
-            continue
-        try:
-            reason = _unreadable(handle, getattr(handle, "name", None) or str(source))
-        finally:
-            close = getattr(handle, "close", None)
-            if callable(close) and not isinstance(source, ContextHandle):
-                close()
+        reason = _unreadable(source)
         if reason is None:
             return None
         reasons.append(reason)
     return "; ".join(reasons) if reasons else None
 
 
-def _unreadable(handle: Any, name: str) -> str | None:
-    """Why ``handle`` has no text to read, or None."""
-    if isinstance(handle, CorpusHandle):
-        why: dict[str, int] = {}
-        for doc in handle.documents:
-            reason = doc.check()
-            if reason is None:
-                return None
-            kind = reason.split(":", 1)[0]
-            why[kind] = why.get(kind, 0) + 1
-        if not why:
-            return f"{name}: a folder with no documents"
-        counted = ", ".join(f"{k} {n}" for k, n in sorted(why.items(), key=lambda kv: -kv[1]))
-        n = sum(why.values())
-        return f"{name}: {n} document{'s' if n != 1 else ''}, {'every one' if n != 1 else 'it'} empty or skipped: {counted}"
-    try:
-        size = handle.n_bytes
-    except ContextError as e:
-        return f"{name}: {e}"
-    if not size:
-        return f"{name}: empty"
-    return None
+def _unreadable(source: Any) -> str | None:
+    """Why ``source`` has no text to read, or None."""
+    if isinstance(source, ContextHandle) or not isinstance(source, (str, os.PathLike)):
+        try:
+            return None if open_context(source).n_bytes else f"{getattr(source, 'name', 'text')}: empty"
+        except ContextError as e:
+            return str(e)
+    path = Path(source)
+    if path.is_dir():
+        try:
+            documents = CorpusHandle.from_folder(path).documents
+        except ContextError as e:
+            return f"{path.name}: {e}"
+    else:
+        documents = [Document(0, path.name, path=str(path))]
+    why: dict[str, int] = {}
+    for doc in documents:
+        reason = doc.check()
+        if reason is None:
+            return None
+        kind = reason.split(":", 1)[0]
+        why[kind] = why.get(kind, 0) + 1
+    if not path.is_dir():
+        return f"{path.name}: {next(iter(why))}"
+    if not why:
+        return f"{path.name}: a folder with no documents"
+    counted = ", ".join(f"{k} {n}" for k, n in sorted(why.items(), key=lambda kv: -kv[1]))
+    n = sum(why.values())
+    return f"{path.name}: {n} document{'s' if n != 1 else ''}, {'every one' if n != 1 else 'it'} empty or skipped: {counted}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol, TextIO
 
-from rlm_runtime.termsafe import one_line, printable
+from rlm_runtime.termsafe import one_line, printable, printable_lines
 from rlm_runtime.trajectory.live import ReplyLines
 
 Fragments = list[tuple[str, str]]
@@ -128,12 +128,6 @@ def highlight(code: str, color: bool) -> list[Fragments]:
     return [[(part[0], part[1]) for part in line] for line in lines]
 
 
-def _lines(text: str) -> list[str]:
-    """Escaped first, split second (a bare CR or \\x1c must not split a forged line)."""
-    shown = printable(text).strip("\n")
-    return [line.removesuffix("\r") for line in shown.split("\n")] if shown.strip() else []
-
-
 class Display:
     """Turns events and results into printed blocks.
 
@@ -230,7 +224,7 @@ class Display:
             if len(lines) > CODE_LINES:
                 self.printer([("class:dim", f"{pad}  | ... {len(lines) - CODE_LINES} more lines")], err=True)
             out = outputs[n] if n < len(outputs) else {}
-            shown = _lines(out.get("stdout") or "")
+            shown = printable_lines(out.get("stdout") or "")
             for row in shown[:OUTPUT_LINES]:
                 self.printer([("class:dim", f"{pad}    "), ("class:output", row[:LINE_CHARS])], err=True)
             if len(shown) > OUTPUT_LINES:

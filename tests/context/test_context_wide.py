@@ -60,3 +60,19 @@ def test_a_wide_file_past_the_cap_is_refused_with_the_way_to_convert_it(tmp_path
     big.write_bytes(("line\n" * 100).encode("utf-16"))
     with pytest.raises(ContextError, match="iconv -f utf-16-le -t utf-8"):
         open_context(big)
+
+
+def test_the_check_for_something_to_read_does_not_decode_a_wide_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It judges a UTF-16 file by its head (text: something to read), without decoding it (the run decodes it once)."""
+    from rlm_runtime.context.sources import nothing_to_read
+
+    path = tmp_path / "wide.txt"
+    path.write_bytes(FORMS["utf-16"])
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("decoded during the check")
+
+    monkeypatch.setattr(handles_module, "_transcoded", refuse)
+    assert nothing_to_read([path]) is None
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert nothing_to_read([tmp_path / "empty.txt"]) == "empty.txt: empty"
