@@ -355,3 +355,14 @@ def test_remember_then_ask_the_memory(write_script: Script, rlm_cli: CLI) -> Non
     res = rlm_cli("ask", "Where did we say they meet?", "-c", "memory:", "-q", "--model", f"scripted:{later}")
     assert res.code == 0, res.err
     assert "They meet in Ljubljana" in res.out
+
+
+def test_the_readmes_scripted_example_prints_what_the_readme_says(rlm_cli: CLI) -> None:
+    """It answers the README's scripted example (examples/scripted_payments.jsonl) as shown there."""
+    root = Path(__file__).resolve().parents[2]
+    res = rlm_cli("ask", "Which incidents touched payments?", "-c", root / "examples" / "incidents.md",
+                  "-m", f"scripted:{root / 'examples' / 'scripted_payments.jsonl'}")
+    assert res.code == 0, res.err
+    assert res.out == "['INC-101', 'INC-112']\n"
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "['INC-101', 'INC-112']" in readme and "INC-112 payments: duplicate charges" in res.err
