@@ -29,7 +29,7 @@ from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.context import open_context
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
 from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
-from rlm_runtime.llm import LLMClient, make_client
+from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output, open_sandbox
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
@@ -280,15 +280,17 @@ class Session:
             self._limits_follow_model = False
 
     def set_models(self, model: str | LLMClient | None = None, sub_model: str | LLMClient | None = None) -> None:
-        """Switch the root model and/or the sub-model for later questions. A sub-model that
+        """Switch the root model and/or the sub-model for later questions (a name is checked
+        first: a wrong one raises ``UnknownModel``, ``MissingAPIKey`` or ``ConfigError`` and
+        nothing changes). A sub-model that
         was the root model's (none given at start) follows a new root model. Limits that
         came from the model (none given) follow the new root model too."""
         with self._turn():
             setup = self.setup
             temperature = self._profile_settings(RunLimits()).temperature
-            client = self._client(model, temperature) if model is not None else setup.client
+            client = self._client(model, temperature, checked=True) if model is not None else setup.client
             if sub_model is not None:
-                sub_client = self._client(sub_model, temperature)
+                sub_client = self._client(sub_model, temperature, checked=True)
             else:
                 sub_client = client if setup.sub_client is setup.client else setup.sub_client
             self._models = (model if model is not None else self._models[0],
@@ -333,10 +335,13 @@ class Session:
             return profiles.Settings(limits=base, sub_model=None, temperature=None, system_addendum="")
         return profiles.resolve(self.profile, base, self.paths.brain_dirs)
 
-    def _client(self, model: str | LLMClient, temperature: float | None = None) -> LLMClient:
+    def _client(self, model: str | LLMClient, temperature: float | None = None, *, checked: bool = False) -> LLMClient:
+        """A client for ``model``; ``checked``: the name is checked first (``llm.checked_client``:
+        the provider knows it, its key is set), so a switch to a wrong name changes nothing."""
         if not isinstance(model, str):
             return model
-        client = make_client(model, **({} if temperature is None else {"temperature": temperature}))
+        make = checked_client if checked else make_client
+        client = make(model, **({} if temperature is None else {"temperature": temperature}))
         self._made.append(client)
         return client
 

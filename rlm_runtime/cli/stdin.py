@@ -72,7 +72,7 @@ def decode_text(data: bytes, name: str) -> str:
     """``data`` as text (see the module docstring); ``name`` is said in errors and warnings.
 
     Raises:
-        UsageError: binary data (without a UTF-16 or UTF-32 byte-order mark).
+        UsageError: binary data (its bytes, or the text a UTF-16 or UTF-32 mark decodes them to).
     """
     from rlm_runtime.context.buffer import looks_binary, wide_encoding
     from rlm_runtime.context.protocol import BINARY_SNIFF_BYTES
@@ -87,7 +87,10 @@ def decode_text(data: bytes, name: str) -> str:
             raise UsageError(f"{name} looks like binary data (NUL or control bytes): only text can be a context")
         encoding = "utf-8"
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError:
         warnings.warn(f"{name}: invalid {encoding.upper()} was decoded with replacement characters", stacklevel=2)
-        return data.decode(encoding, "replace")
+        text = data.decode(encoding, "replace")
+    if wide is not None and looks_binary(text[:BINARY_SNIFF_BYTES].encode("utf-8", "replace")):
+        raise UsageError(f"{name} looks like binary data (NUL or control characters): only text can be a context")
+    return text

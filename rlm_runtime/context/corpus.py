@@ -61,6 +61,26 @@ class Document:
     skip: str | None = None
     _handle: BufferHandle | None = field(default=None, repr=False)
     _fd: int | None = field(default=None, repr=False)
+    #: Listed by a folder walk, which takes regular files only: a symlink found at its path
+    #: later was put there since (to reach a file outside the folder), and is not followed.
+    walked: bool = False
+
+    def open_fd(self) -> int:
+        """A read-only descriptor of the document's file (OSError if it cannot be opened,
+        ELOOP for a walked document whose path became a symlink)."""
+        assert self.path is not None
+        return os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if self.walked else 0))
+
+    def _open(self) -> FileHandle:
+        """The document's file mapped, through ``open_fd``."""
+        try:
+            fd = self.open_fd()
+        except OSError as e:
+            raise ContextError(f"cannot open document {self.name}: {e.strerror}") from e
+        try:
+            return FileHandle(fd=fd, name=self.name)
+        finally:
+            os.close(fd)
 
     @property
     def handle(self) -> BufferHandle:
@@ -68,7 +88,7 @@ class Document:
             if self._fd is not None:
                 self._handle = FileHandle(fd=self._fd, name=self.name)
             elif self.path is not None:
-                self._handle = FileHandle(self.path, name=self.name)
+                self._handle = self._open()
             else:
                 raise ContextError(f"document {self.name} cannot be read: {self.skip or 'it has no content'}")
         return self._handle
@@ -86,7 +106,7 @@ class Document:
         if self.path is None:
             return None if self._fd is not None else (self.skip or "no content")
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = self.open_fd()
         except OSError as e:
             return f"unreadable: {e.strerror}"
         try:
@@ -107,7 +127,7 @@ class Document:
         if self._handle is not None or self.path is None:
             yield self.handle._buf()
             return
-        handle = FileHandle(self.path, name=self.name)
+        handle = self._open()
         try:
             yield handle._buf()
         finally:
@@ -172,7 +192,7 @@ class CorpusHandle:
     @classmethod
     def from_folder(cls, root: str | Path, **walk: Any) -> CorpusHandle:
         files = walk_folder(root, **walk)
-        docs = [Document(i, rel, str(Path(root) / rel), size) for i, (rel, size) in enumerate(files)]
+        docs = [Document(i, rel, str(Path(root) / rel), size, walked=True) for i, (rel, size) in enumerate(files)]
         return cls(docs, name=Path(root).name or str(root), root=str(root))
 
     @classmethod

@@ -292,7 +292,34 @@ def _json_object(line: str) -> dict[str, Any] | None:
         obj = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    return obj if isinstance(obj, dict) else None
+    if not isinstance(obj, dict):
+        return None
+    return {k: v if _depth(v) <= MAX_VALUE_DEPTH else _as_json(v) for k, v in obj.items()}
+
+
+#: A JSON value nested deeper than this is kept as its JSON text: matching, copying and
+#: printing a record recurse into its values (a line nested 900 deep broke them).
+MAX_VALUE_DEPTH = 20
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest in ``value``, counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d + 1)
+            if deepest > MAX_VALUE_DEPTH:
+                return deepest
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _as_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        return "(a value nested too deep to keep)"
 
 
 def _heading_text(heading: re.Match[str]) -> str:

@@ -74,10 +74,15 @@ def _model(repl: Repl, arg: str, *, sub: bool = False) -> bool:
     if not name:
         repl.display.info(f"model: {setup.client.model}; sub-model: {setup.sub_client.model}")
         return True
-    if sub:
-        repl.session.set_models(sub_model=name)
-    else:
-        repl.session.set_models(model=name)
+    try:  # set_models checks a name before switching (the check rlm ask makes before any work)
+        if sub:
+            repl.session.set_models(sub_model=name)
+        else:
+            repl.session.set_models(model=name)
+    except (RLMError, OSError, ValueError) as e:
+        current = setup.sub_client.model if sub else setup.client.model
+        repl.display.error(f"{'/sub-model' if sub else '/model'}: {one_line(str(e))} (still using {current})")
+        return False
     setup = repl.session.setup
     repl.hud.model = setup.client.model
     repl.display.info(f"model: {setup.client.model}; sub-model: {setup.sub_client.model} (for the next questions)")

@@ -3,9 +3,7 @@
 ``Repl.handle`` takes one entry (a question, a ``>>>`` cell, a ``/command``) and returns
 whether it went well; it never raises for bad input or a failed run. An entry that was
 replayed (a ``/load``ed transcript, piped lines) runs a command only under the rule of
-``replay.py``. ``exit`` or ``quit`` alone leaves, as Ctrl-D does; ``/model NAME`` and
-``/sub-model NAME`` are refused, the models kept, when NAME fails the check ``rlm ask``
-makes before any work. Questions and cells
+``replay.py``. ``exit`` or ``quit`` alone leaves, as Ctrl-D does. Questions and cells
 run on a thread of their own (``Operation``) so that the front end stays responsive: it
 draws the HUD and turns Ctrl-C into ``Session.cancel()`` while it waits (``Frontend.wait``).
 The front ends are in ``app.py`` (a terminal, with prompt-toolkit) and ``plain.py`` (lines
@@ -21,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rlm_runtime.errors import RLMError
-from rlm_runtime.repl.commands import run_command, split_command
+from rlm_runtime.repl.commands import run_command
 from rlm_runtime.repl.display import Display
 from rlm_runtime.repl.hud import Hud
 from rlm_runtime.repl.replay import question, read_only, refusal, shown
@@ -33,8 +30,6 @@ from rlm_runtime.termsafe import one_line
 MAX_REPLAY_DEPTH = 3
 #: Entries that leave the REPL, as Ctrl-D and /exit do (any case): nobody means them as a question.
 LEAVE_WORDS = frozenset({"exit", "quit"})
-#: Commands whose argument is a model name, checked before the session switches to it.
-MODEL_COMMANDS = frozenset({"/model", "/sub-model"})
 
 
 @dataclass
@@ -175,8 +170,6 @@ class Repl:
                     self._echo(Entry("command", entry))
                 if replayed_from is not None and not self._may_run(entry, replayed_from):
                     return False
-                if not self._model_usable(entry):
-                    return False
                 ok = run_command(self, entry)
                 if ok:
                     self.transcript.add("command", entry)
@@ -243,26 +236,6 @@ class Repl:
             self.names = self.session.variable_names()
         except Exception:  # the session is closing or the worker is gone: no names to offer
             self.names = []
-
-    def _model_usable(self, command: str) -> bool:
-        """Whether ``/model NAME`` or ``/sub-model NAME`` names a model that passes the check
-        ``rlm ask`` makes before any work (``llm.checked_client``: the provider knows the name,
-        its key is set). One that does not is refused with one line, and the session keeps
-        its models; any other command passes."""
-        name, arg = split_command(command)
-        model = arg.strip()
-        if name not in MODEL_COMMANDS or not model:
-            return True
-        from rlm_runtime.llm import checked_client
-
-        try:
-            checked_client(model).close()
-        except (RLMError, OSError, ValueError) as e:
-            setup = self.session.setup
-            current = setup.sub_client.model if name == "/sub-model" else setup.client.model
-            self.display.error(f"{name}: {one_line(str(e))} (still using {current})")
-            return False
-        return True
 
     def _may_run(self, command: str, source: str) -> bool:
         """Whether a replayed command may run: a read-only one may; any other is asked about

@@ -105,9 +105,8 @@ def _document_fd(doc: Document) -> tuple[int | None, str | None]:
             if _out_of_descriptors(e):
                 raise  # the host's lack, not the document's: the export fails
             return None, f"unreadable: {e}"
-    path = doc.path
     try:
-        fd = _open_descriptor(lambda: os.open(path, os.O_RDONLY))
+        fd = _open_descriptor(doc.open_fd)  # a walked document's path is not followed if it became a symlink
     except OSError as e:
         return None, f"unreadable: {e.strerror}"
     try:
@@ -117,12 +116,13 @@ def _document_fd(doc: Document) -> tuple[int | None, str | None]:
     except OSError as e:
         os.close(fd)
         return None, f"unreadable: {e.strerror}"
-    if wide is not None:  # UTF-16/32: the worker gets the decoded UTF-8 copy
-        os.close(fd)
+    if wide is not None:  # UTF-16/32: the worker gets the decoded UTF-8 copy, of the file opened above
         try:
-            handle = FileHandle(path, name=doc.name)
+            handle = FileHandle(fd=fd, name=doc.name)
         except ContextError as e:
             return None, f"unreadable: {e}"
+        finally:
+            os.close(fd)
         try:
             return _anonymous_file(handle._buf().view), None
         finally:

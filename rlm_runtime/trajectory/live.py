@@ -36,9 +36,10 @@ class ReplyLines:
         self._streamed.add(run)
         text = self._held.pop(run, "") + str(event.get("text") or "")
         *lines, rest = text.split("\n")
-        while len(rest) > LONG_LINE:
-            lines.append(rest[:LONG_LINE])
-            rest = rest[LONG_LINE:]
+        if len(rest) > LONG_LINE:  # cut once (a loop of rest = rest[LONG_LINE:] copied it over and over)
+            parts = (len(rest) - 1) // LONG_LINE
+            lines += [rest[k * LONG_LINE:(k + 1) * LONG_LINE] for k in range(parts)]
+            rest = rest[parts * LONG_LINE:]
         if rest:
             self._held[run] = rest
         return lines

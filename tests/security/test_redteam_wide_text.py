@@ -2,7 +2,7 @@
 count / where notes, grep's empty-result hint, the live reply views and standard input.
 
 Each test is one attack; those that held assert they hold, those that got through are
-strict xfails asserting the desired behaviour.
+tests of the fixes they led to.
 """
 
 from __future__ import annotations
@@ -198,11 +198,12 @@ def test_corpus_symlink_to_outside_secret_is_not_read(tmp_path: Path) -> None:
     assert SECRET not in (r.stdout or "") + (r.error or "")
 
 
-def test_corpus_document_swapped_for_symlink_after_walk(tmp_path: Path) -> None:
-    outside = _write(tmp_path / "secret.txt", _u16(SECRET + "\n"))
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_corpus_document_swapped_for_symlink_after_walk(tmp_path: Path, encoding: str) -> None:
+    outside = _write(tmp_path / "secret.txt", (SECRET + "\n").encode(encoding))
     folder = tmp_path / "docs"
     folder.mkdir()
-    _write(folder / "a.txt", _u16("public text\n"))
+    _write(folder / "a.txt", "public text\n".encode(encoding))
     corpus = CorpusHandle.from_folder(folder)
     (folder / "a.txt").unlink()
     (folder / "a.txt").symlink_to(outside)
@@ -273,9 +274,6 @@ def test_count_and_where_with_json_list_and_dict_values() -> None:
     assert recs.count("e", "x") == 50
 
 
-@pytest.mark.xfail(strict=True, reason="a JSON line with lists nested ~400 deep (json.loads accepts ~1000) makes "
-                   "Records.count/find/where raise RecursionError (_same recurses per level) and, at ~900, records() "
-                   "itself (fresh() deep-copies): a traceback from library internals instead of an answer or a ContextError")
 def test_records_deeply_nested_json_values(tmp_path: Path) -> None:
     depth = 900
     p = _write(tmp_path / "n.jsonl", ('{"e": "x"}\n{"a": ' + "[" * depth + "]" * depth + ', "e": "y"}\n').encode())
@@ -295,7 +293,7 @@ def test_grep_hint_counts_at_most_three_words() -> None:
     pattern = "|".join(f"Word{i}long" for i in range(5000))[:4000]
     words = _hint_words(pattern)
     assert len(words) <= 3
-    assert _hint_words("((((((a" + "(" * 500 + "bbb ccc" + ")" * 500) == ["bbb", "ccc"] or True
+    assert _hint_words("((((((a" + "(" * 500 + "bbb ccc" + ")" * 500) == ["bbb", "ccc"]
     assert len(_hint_words(" ".join(f"Zq{i}xx" for i in range(2000)))) <= 3
 
 
@@ -352,16 +350,14 @@ def test_reply_lines_hold_is_bounded() -> None:
     assert len(r._held) <= 1
 
 
-@pytest.mark.xfail(strict=True, reason="ReplyLines.feed cuts an unbroken line with rest = rest[LONG_LINE:] in a loop: "
-                   "quadratic in a piece's length (a non-streaming client hands the whole reply at once); 8 MB ~4 s")
 def test_reply_lines_one_huge_piece_is_linear() -> None:
     from rlm_runtime.trajectory.live import ReplyLines
     r = ReplyLines()
     t = time.perf_counter()
-    lines = r.feed({"run_id": 1, "text": "a" * 6_000_000})
+    lines = r.feed({"run_id": 1, "text": "a" * 20_000_000})  # cut in a loop of copies: about 25 s here
     took = time.perf_counter() - t
-    assert sum(map(len, lines)) + len(r._held.get("1", "")) == 6_000_000
-    assert took < 0.5, took
+    assert sum(map(len, lines)) + len(r._held.get("1", "")) == 20_000_000
+    assert took < 5, took  # once: a few tens of milliseconds
 
 
 # ----------------------------------------------------------------- 5. standard input
@@ -397,9 +393,6 @@ def test_stdin_binary_without_mark_refused(monkeypatch: pytest.MonkeyPatch) -> N
         stdin_mod.read_stdin()
 
 
-@pytest.mark.xfail(strict=True, reason="stdin's decode_text checks for binary only without a wide mark: UTF-16/32 "
-                   "input whose decoded text is NUL/control bytes is accepted, while the same bytes as a file "
-                   "are refused as binary (FileHandle checks the decoded copy)")
 def test_stdin_utf16_with_control_chars_refused_like_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from rlm_runtime.cli import stdin as stdin_mod
     data = _u16("\x01\x00\x02\x03binary" * 200)
