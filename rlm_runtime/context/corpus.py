@@ -15,6 +15,7 @@ import difflib
 import fnmatch
 import glob
 import os
+import stat
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
+from rlm_runtime.context.beneath import Root, open_beneath, walk_beneath
 from rlm_runtime.context.buffer import TextBuffer, looks_binary, wide_encoding
 from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
 from rlm_runtime.context.probe import FolderProbe, probe_corpus
@@ -61,15 +63,20 @@ class Document:
     skip: str | None = None
     _handle: BufferHandle | None = field(default=None, repr=False)
     _fd: int | None = field(default=None, repr=False)
-    #: Listed by a folder walk, which takes regular files only: a symlink found at its path
-    #: later was put there since (to reach a file outside the folder), and is not followed.
-    walked: bool = False
+    #: The folder whose walk listed the document (its name is then its path under it). The
+    #: walk takes regular files and real folders only: a symlink found on the way later, at
+    #: any component, was put there since (to reach a file outside the folder), and is not
+    #: followed (``beneath.open_beneath``).
+    folder: Root | None = field(default=None, repr=False)
 
     def open_fd(self) -> int:
-        """A read-only descriptor of the document's file (OSError if it cannot be opened,
-        ELOOP for a walked document whose path became a symlink)."""
+        """A read-only descriptor of the document's file (OSError if it cannot be opened;
+        for a walked document, ELOOP when a component of its path became a symlink and
+        EINVAL when it is no longer a regular file)."""
+        if self.folder is not None:
+            return open_beneath(self.folder, self.name)
         assert self.path is not None
-        return os.open(self.path, os.O_RDONLY | (os.O_NOFOLLOW if self.walked else 0))
+        return os.open(self.path, os.O_RDONLY)
 
     def _open(self) -> FileHandle:
         """The document's file mapped, through ``open_fd``."""
@@ -138,37 +145,44 @@ class Document:
         return f"<document {self.id}: {self.name} ({self.size} bytes{skipped})>"
 
 
-def walk_folder(root: str | Path, *, extensions: Sequence[str] | None = None, max_depth: int | None = None,
+def walk_folder(root: str | Path | Root, *, extensions: Sequence[str] | None = None, max_depth: int | None = None,
                 excludes: Sequence[str] = DEFAULT_EXCLUDES, pattern: str | None = None) -> list[tuple[str, int]]:
-    """(relative path, size) of the text candidates under ``root``, sorted, binaries excluded."""
-    root = Path(root)
-    if not root.is_dir():
-        raise ContextError(f"context folder not found: {root}")
+    """(relative path, size) of the text candidates under ``root``, sorted, binaries excluded.
+
+    Regular files only, and never through a symlinked folder (``beneath.walk_beneath``)."""
+    folder = root if isinstance(root, Root) else _root(root)
     exts = {(e if e.startswith(".") else f".{e}").lower() for e in extensions} if extensions else None
+
+    def excluded(rel: str) -> bool:
+        name = os.path.basename(rel)
+        return any(fnmatch.fnmatch(name, ex) for ex in excludes)
+
+    def enter(rel: str, depth: int) -> bool:
+        return not excluded(rel) and (max_depth is None or depth <= max_depth)
+
     found: list[tuple[str, int]] = []
-    stack = [(str(root), 0)]
-    while stack:
-        folder, depth = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if any(fnmatch.fnmatch(entry.name, ex) for ex in excludes):
+    try:
+        for rel, st in walk_beneath(folder, enter):
+            if not stat.S_ISREG(st.st_mode) or excluded(rel):
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                if max_depth is None or depth < max_depth:
-                    stack.append((entry.path, depth + 1))
-            elif entry.is_file(follow_symlinks=False):
-                ext = os.path.splitext(entry.name)[1].lower()
-                if ext in BINARY_EXTENSIONS or (exts is not None and ext not in exts):
-                    continue
-                rel = os.path.relpath(entry.path, root)
-                if pattern and not fnmatch.fnmatch(rel, pattern):
-                    continue
-                found.append((rel, entry.stat(follow_symlinks=False).st_size))
+            ext = os.path.splitext(rel)[1].lower()
+            if ext in BINARY_EXTENSIONS or (exts is not None and ext not in exts):
+                continue
+            if pattern and not fnmatch.fnmatch(rel, pattern):
+                continue
+            found.append((rel, st.st_size))
+    except OSError as e:
+        raise ContextError(f"cannot read context folder {folder.path}: {e.strerror or e}") from e
     found.sort()
     return found
+
+
+def _root(path: str | Path) -> Root:
+    """The folder at ``path``, to walk and open documents under."""
+    try:
+        return Root.of(path)
+    except OSError as e:
+        raise ContextError(f"context folder not found: {path}") from e
 
 
 class CorpusHandle:
@@ -191,8 +205,9 @@ class CorpusHandle:
 
     @classmethod
     def from_folder(cls, root: str | Path, **walk: Any) -> CorpusHandle:
-        files = walk_folder(root, **walk)
-        docs = [Document(i, rel, str(Path(root) / rel), size, walked=True) for i, (rel, size) in enumerate(files)]
+        folder = _root(root)
+        files = walk_folder(folder, **walk)
+        docs = [Document(i, rel, str(Path(root) / rel), size, folder=folder) for i, (rel, size) in enumerate(files)]
         return cls(docs, name=Path(root).name or str(root), root=str(root))
 
     @classmethod

@@ -164,11 +164,16 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
 def context_text(sources: list[Any], limit: int | None = None) -> tuple[str, int]:
     """The text of a task's contexts, and its whole length in characters: files as they are,
     folders as their regular files (sorted, each headed ``=== path ===``; a symlink in a folder
-    is not followed: it could point out of the folder the task file was confined to), inline
-    text as it is, sources joined by a blank line. Only the first ``limit`` characters are
-    kept; the rest is read in slices and counted, so a huge file costs time, not memory."""
+    is not followed, at the file or at any folder on its way, even one swapped in after the
+    folder was listed: it could point out of the folder the task file was confined to),
+    inline text as it is, sources joined by a blank line. Only the first ``limit``
+    characters are kept; the rest is read in slices and counted, so a huge file costs time,
+    not memory."""
     import codecs
+    import stat
 
+    from rlm_runtime.context.beneath import Root, open_beneath, walk_beneath
+    from rlm_runtime.errors import SourceRefused
     from rlm_runtime.eval.confine import open_regular
 
     parts: list[str] = []
@@ -182,9 +187,9 @@ def context_text(sources: list[Any], limit: int | None = None) -> tuple[str, int
             parts.append(text[:room])
             kept += min(room, len(text))
 
-    def read(path: Path) -> None:
+    def read(fd: int) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        with open(open_regular(path), "rb") as f:
+        with open(fd, "rb") as f:
             while chunk := f.read(1 << 20):
                 add(decoder.decode(chunk))
         add(decoder.decode(b"", final=True))
@@ -194,15 +199,20 @@ def context_text(sources: list[Any], limit: int | None = None) -> tuple[str, int
             add("\n\n")
         if isinstance(source, Path):
             if source.is_dir() and not source.is_symlink():
-                files = []
-                for folder, _, names in os.walk(source):  # never into a symlinked folder
-                    files += [Path(folder) / name for name in names if (Path(folder) / name).is_file()
-                              and not (Path(folder) / name).is_symlink()]
-                for i, f in enumerate(sorted(files)):
-                    add(("\n\n" if i else "") + f"=== {f.relative_to(source).as_posix()} ===\n")
-                    read(f)
+                try:
+                    root = Root.of(source)
+                    files = sorted((rel for rel, st in walk_beneath(root) if stat.S_ISREG(st.st_mode)),
+                                   key=lambda rel: rel.split(os.sep))  # as the Paths sorted before
+                    for i, rel in enumerate(files):
+                        add(("\n\n" if i else "") + f"=== {Path(rel).as_posix()} ===\n")
+                        read(open_beneath(root, rel))
+                except OSError as e:
+                    why = e.strerror or str(e)
+                    named = str(e.filename or "")
+                    where = f" ({named})" if named and named != str(source) and named not in why else ""
+                    raise SourceRefused(f"cannot read {source}: {why}{where}") from e
             else:
-                read(source)
+                read(open_regular(source))
         else:
             add(str(source))
     return "".join(parts), total

@@ -5,7 +5,11 @@
   one line per folder says how many were left out (a repository's link to a credentials file
   is never stored; a file stored through such a link by an earlier ingest is removed). A file
   named on the command line is read wherever it is. A file is opened and checked to be the
-  one the walk found (device and inode), so a link swapped meanwhile is not read. A folder
+  one the walk found (device and inode), so a link swapped meanwhile is not read; a file
+  (or folder) found by a walk is reached from the folder given one component at a time, no
+  symlink followed on the way (``context.beneath``: its path under the folder is the one the
+  walk resolved), so a folder on its path swapped for a symlink does not lead out either,
+  and the folders are listed the same way. A folder
   reached twice (a symlink loop) or a file reached twice (two links to it) is walked once
   and the repeat reported. Names in
   ``IngestConfig.excludes`` are not entered; files with a binary extension, files whose first
@@ -39,6 +43,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING
 
+from rlm_runtime.context.beneath import Root, list_beneath, open_beneath
 from rlm_runtime.context.buffer import looks_binary
 from rlm_runtime.context.protocol import BINARY_EXTENSIONS, BINARY_SNIFF_BYTES
 from rlm_runtime.memory.chunking import ChunkingConfig, chunk_bytes
@@ -54,11 +59,16 @@ Progress = Callable[[IngestProgress], None]
 #: Called between files and between windows of a file; raises to stop (``Budget.check_time``).
 Stop = Callable[[], None]
 _READ_BLOCK = 1024 * 1024
+#: Where a walk found a file: the folder given, and the file's path under it with no symlink.
+Beneath = tuple[Root, str]
 
 
-def _open_binary(path: str) -> IO[bytes]:
-    """Open a file for reading (a seam: tests make it fail)."""
-    return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
+def _open_binary(path: str, beneath: Beneath | None = None) -> IO[bytes]:
+    """Open a file for reading: one named on the command line by its path, one a walk found
+    under its folder (``open_beneath``). A seam: tests make it fail."""
+    if beneath is None:
+        return open(path, "rb")  # noqa: SIM115 - closed by the caller's with
+    return open(open_beneath(*beneath), "rb")  # noqa: SIM115 - closed by the caller's with
 
 
 def windows(fh: IO[bytes], window_bytes: int) -> Iterator[tuple[bytes, int, int]]:
@@ -120,11 +130,11 @@ def _walked_twice(path: str, folder: str) -> str:
 
 
 def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
-            report: IngestReport) -> tuple[list[tuple[str, os.stat_result]], list[str], set[str]]:
-    """The files to ingest (absolute path, stat), sorted, the folders walked, and the
-    symlinks in them that lead outside their folder (not followed); what is skipped goes into
-    ``report``."""
-    files: dict[str, os.stat_result] = {}
+            report: IngestReport) -> tuple[list[tuple[str, os.stat_result, Beneath | None]], list[str], set[str]]:
+    """The files to ingest (absolute path, stat, where a walk found it: None for a file
+    named), sorted, the folders walked, and the symlinks in them that lead outside their
+    folder (not followed); what is skipped goes into ``report``."""
+    files: dict[str, tuple[os.stat_result, Beneath | None]] = {}
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
     roots: list[str] = []
@@ -147,12 +157,12 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
                 skip(path, f"unreadable: {e.strerror or e}")
             return None
 
-    def add_file(path: str, st: os.stat_result, explicit: bool) -> None:
+    def add_file(path: str, st: os.stat_result, beneath: Beneath | None) -> None:
         if not stat.S_ISREG(st.st_mode):
             skip(path, "not a regular file")
             return
         ext = os.path.splitext(path)[1].lower()
-        if not explicit and ext in BINARY_EXTENSIONS:
+        if beneath is not None and ext in BINARY_EXTENSIONS:
             skip(path, f"binary file type ({ext})")
             return
         key = (st.st_dev, st.st_ino)
@@ -161,38 +171,48 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
                 skip(path, f"same file as {seen_files[key]}")
             return
         seen_files[key] = path
-        files[path] = st
+        files[path] = (st, beneath)
 
     def walk(root: str) -> None:
+        try:
+            folder = Root.of(root)
+        except OSError as e:
+            skip(root, f"unreadable folder: {e.strerror or e}")
+            return
         real_root = os.path.realpath(root)
         left_out: list[str] = []
-        stack = [root]
+        stack = [(root, "")]  # (path as walked, its path under the root with no symlink)
         while stack:
-            folder = stack.pop()
+            at, under = stack.pop()
             try:
-                with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name, reverse=True)
+                entries = sorted(list_beneath(folder, under), key=lambda e: e[0], reverse=True)
             except OSError as e:
-                skip(folder, f"unreadable folder: {e.strerror or e}")
+                skip(at, f"unreadable folder: {e.strerror or e}")
                 continue
-            for entry in entries:
-                if _excluded(entry.name, excludes):
+            for name, lst in entries:
+                if _excluded(name, excludes):
                     continue
-                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), real_root):
-                    left_out.append(entry.path)
-                    continue
-                st = status(entry.path)
-                if st is None:
-                    continue
+                path = os.path.join(at, name)
+                if stat.S_ISLNK(lst.st_mode):
+                    real = os.path.realpath(path)
+                    if not _inside(real, real_root):
+                        left_out.append(path)
+                        continue
+                    st = status(path)
+                    if st is None:
+                        continue
+                    rel = os.path.relpath(real, real_root)
+                else:
+                    st, rel = lst, os.path.join(under, name)
                 if stat.S_ISDIR(st.st_mode):
                     key = (st.st_dev, st.st_ino)
                     if key in seen_dirs:
-                        skip(entry.path, _walked_twice(entry.path, folder))
+                        skip(path, _walked_twice(path, at))
                         continue
                     seen_dirs.add(key)
-                    stack.append(entry.path)
+                    stack.append((path, rel))
                 else:
-                    add_file(entry.path, st, explicit=False)
+                    add_file(path, st, (folder, rel))
         if left_out:  # one line for them all: a repository may hold thousands
             outside.update(left_out)
             first = os.path.relpath(min(left_out), root)
@@ -209,8 +229,8 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
             roots.append(path)
             walk(path)
         else:
-            add_file(path, st, explicit=True)
-    return sorted(files.items()), roots, outside
+            add_file(path, st, None)
+    return sorted((path, st, beneath) for path, (st, beneath) in files.items()), roots, outside
 
 
 class Ingest:
@@ -244,16 +264,16 @@ class Ingest:
     def run(self, paths: Sequence[str | os.PathLike[str]]) -> IngestReport:
         files, roots, outside = collect(paths, self.cfg.excludes, self.report)
         self.files_total = len(files)
-        for done, (path, st) in enumerate(files, 1):
+        for done, (path, st, beneath) in enumerate(files, 1):
             if self.stop is not None:
                 self.stop()
             self._path = path
-            self._file(path, st)
+            self._file(path, st, beneath)
             self.files_done = done
         self._flush()
         if self.cfg.remove_missing:
             for root in roots:
-                self._remove_missing(root, {p for p, _ in files}, outside)
+                self._remove_missing(root, {p for p, _, _ in files}, outside)
         self.report.seconds = time.perf_counter() - self.started
         self._tell()
         return self.report
@@ -285,7 +305,7 @@ class Ingest:
     def _skip(self, path: str, reason: str, *, stored: bool = False) -> None:
         self.report.skipped.append(Skipped(path, reason, stored))
 
-    def _file(self, path: str, st: os.stat_result) -> None:
+    def _file(self, path: str, st: os.stat_result, beneath: Beneath | None) -> None:
         with self.db.lock:
             row = self.db.conn.execute("SELECT id, size, mtime_ns, hash, state FROM sources WHERE kind = 'file' AND path = ?",
                                        (path,)).fetchone()
@@ -297,7 +317,7 @@ class Ingest:
             self.report.unchanged += 1
             return
         try:
-            fh = _open_binary(path)
+            fh = _open_binary(path) if beneath is None else _open_binary(path, beneath)
         except OSError as e:
             self._skip(path, f"unreadable: {e.strerror or e}")
             return

@@ -19,6 +19,7 @@ CONTEXT = PACKAGE / "context"
 FORMER_CIRCLE = ("rlm_runtime.context.probe", "rlm_runtime.context.handles", "rlm_runtime.context.corpus")
 # Who may import whom, at the top of a module (protocol <- probe <- handles <- corpus <- brief).
 ALLOWED = {
+    "beneath": set(),
     "buffer": set(),
     "records": set(),
     "grep": {"buffer"},
@@ -28,7 +29,7 @@ ALLOWED = {
     "settings": {"protocol"},
     "probe": {"grep", "buffer", "protocol", "records", "relevance", "settings", "tokens"},
     "handles": {"grep", "tokens", "buffer", "probe", "protocol", "records", "settings"},
-    "corpus": {"grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
+    "corpus": {"beneath", "grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
     "sources": {"corpus", "handles", "probe", "protocol", "settings"},
     "brief": {"corpus", "probe", "protocol", "relevance", "settings"},
 }

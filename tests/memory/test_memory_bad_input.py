@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from conftest import paragraphs, small_chunks
@@ -78,10 +78,10 @@ def test_skips_unreadable_files(store: MemoryStore, write: Callable[..., Path], 
     write("open.txt", "the pangolin has scales\n")
     real = ingest_mod._open_binary
 
-    def refuse(path: str) -> IO[bytes]:
+    def refuse(path: str, *beneath: Any) -> IO[bytes]:
         if path == str(secret):
             raise PermissionError(13, "Permission denied")
-        return real(path)
+        return real(path, *beneath)
 
     monkeypatch.setattr(ingest_mod, "_open_binary", refuse)
     report = store.ingest([secret.parent])
@@ -113,7 +113,7 @@ def test_keeps_what_was_stored_when_a_file_turns_bad(open_store: Callable[..., M
     a.write_bytes(b"\x00" * 50)
     b.write_bytes(b"")
     c.write_text(paragraphs("caracal", 4))
-    monkeypatch.setattr(ingest_mod, "_open_binary", lambda path: (_ for _ in ()).throw(OSError(5, "Input/output error"))
+    monkeypatch.setattr(ingest_mod, "_open_binary", lambda path, *_: (_ for _ in ()).throw(OSError(5, "Input/output error"))
                         if path == str(c) else open(path, "rb"))
     report = st.ingest([a.parent])
     found = reasons(report)

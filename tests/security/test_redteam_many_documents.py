@@ -82,12 +82,12 @@ def test_no_descriptor_left_is_a_context_error_and_nothing_leaks(monkeypatch: py
     real_open = os.open
     opened = 0
 
-    def scarce(path: str, flags: int, *args: int) -> int:
+    def scarce(path: str, flags: int, *args: int, **kw: int) -> int:  # kw: dir_fd, as a folder's documents are opened
         nonlocal opened
         opened += 1
         if opened > 3:
             raise OSError(24, "Too many open files")
-        return real_open(path, flags, *args)
+        return real_open(path, flags, *args, **kw)
 
     before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     monkeypatch.setattr(contexts.os, "open", scarce)
