@@ -53,7 +53,8 @@ class Tree:
         self.budget = budget
         self.emit = emit
         #: Where live events go (a display; never the trace): ``model_call`` before a turn's
-        #: call, ``model_text`` as its reply streams in, ``cell_start`` before a cell runs.
+        #: call, ``model_progress`` as a local server reads its prompt (``llm.progress``),
+        #: ``model_text`` as its reply streams in, ``cell_start`` before a cell runs.
         self.live = live
         self.slots = Slots(setup.max_concurrent_calls())
         self.pool_key = pool_key
@@ -80,15 +81,18 @@ class Tree:
         return completion
 
     def _shown(self, run: Run, client: LLMClient, prompt_tokens: int, turn: bool) -> contextlib.AbstractContextManager[None]:
-        """A turn's call as live events (``model_call``, then ``model_text`` pieces), when
-        something displays them; other calls (llm_query's) are shown by their ``sub_call``."""
+        """A turn's call as live events (``model_call``, ``model_progress`` reports while the
+        server reads the prompt, then ``model_text`` pieces), when something displays them;
+        other calls (llm_query's) are shown by their ``sub_call``."""
         live = self.live
         if live is None or not turn:
             return contextlib.nullcontext()
         where = {"run_id": run.run_id, "parent_id": run.parent_id, "depth": run.depth,
                  "iteration": run.iterations + 1 if run.forced else run.iterations, "forced": run.forced}
         live({"type": "model_call", **where, "model": client.model, "prompt_tokens": prompt_tokens, "t": time.time()})
-        return listening(lambda text: live({"type": "model_text", **where, "text": text}))
+        return listening(lambda text: live({"type": "model_text", **where, "text": text}),
+                         lambda p: live({"type": "model_progress", **where, "total": p.total, "cached": p.cached,
+                                         "processed": p.processed, "elapsed_ms": p.elapsed_ms}))
 
     def cancel(self) -> None:
         """Stop the tree from any thread: no new call starts, a streaming call stops reading,

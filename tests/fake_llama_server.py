@@ -3,7 +3,8 @@
 Used by the tests of the ``llama-server`` engine (``RLM_LOCAL_ENGINE``), which need no model.
 Like llama-server it reads its API key from ``LLAMA_API_KEY`` and refuses requests without
 it (``/health`` excepted). A chat request answers ``pong <alias> <in-flight> <what it asked>`` after a short
-wait when the prompt says "slow", and kills the server when it says "crash". If
+wait when the prompt says "slow", and kills the server when it says "crash". A streamed request
+with ``return_progress`` first gets llama.cpp's ``prompt_progress`` chunks (``PROGRESS``). If
 ``FAKE_LLAMA_RECORD`` names a file, its command line, pid and whether it got a key are
 written there as JSON.
 """
@@ -20,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _lock = threading.Lock()
 _in_flight = 0
+#: The prefill reports a streamed request with ``return_progress`` gets, as llama.cpp sends them.
+PROGRESS = [{"total": 1200, "cache": 0, "processed": n, "time_ms": n * 20} for n in (0, 512, 1024, 1200)]
 
 
 def asked(body: dict[str, object]) -> str:
@@ -54,13 +57,17 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, text: str) -> None:
+        def _stream(self, text: str, progress: bool = False) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
+            head = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": args.alias}
+            for report in PROGRESS if progress else ():
+                chunk = {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}],
+                         "prompt_progress": report}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             for delta, finish in (({"role": "assistant", "content": text}, None), ({}, "stop")):
-                chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": args.alias,
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                chunk = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
@@ -96,7 +103,7 @@ def main() -> None:
                     seen = max(seen, _in_flight)
                 text = f"pong {args.alias} {seen} {asked(body)}"
                 if body.get("stream"):
-                    self._stream(text)
+                    self._stream(text, progress=bool(body.get("return_progress")))
                     return
                 self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": args.alias,
                                  "choices": [{"index": 0, "finish_reason": "stop",

@@ -94,3 +94,72 @@ def test_a_terminal_sees_a_status_line_until_the_model_writes() -> None:
     after = out.getvalue()[len(drawn):]
     assert after.startswith("\r\x1b[K") and "  | print(1)\n" in after
     assert view._ticker is not None and not view._ticker.is_alive()
+
+
+def _call(run: str = "a", model: str = "local:m") -> dict[str, object]:
+    return {"type": "model_call", "run_id": run, "depth": 0, "iteration": 1, "model": model, "prompt_tokens": 3400}
+
+
+def _progress(run: str = "a", *, total: int = 3412, cached: int = 0, processed: int, elapsed_ms: int) -> dict[str, object]:
+    return {"type": "model_progress", "run_id": run, "depth": 0, "iteration": 1, "total": total, "cached": cached,
+            "processed": processed, "elapsed_ms": elapsed_ms}
+
+
+def _status(out: io.StringIO) -> str:
+    """The status line on the screen now: what follows the last clear."""
+    return out.getvalue().rsplit("\r\x1b[K", 1)[-1]
+
+
+def test_the_status_line_shows_the_servers_reading() -> None:
+    """It shows the server's count, what is read, the rate and the time left, counting down between reports."""
+    now = [100.0]
+    out = _Tty()
+    view = LiveView(out, tick_s=3600, clock=lambda: now[0])
+    view(_call())
+    assert _status(out) == "  ... the model is reading 3,400 tokens of prompt (0s)"  # a hosted model stays here
+    now[0] = 101.0
+    view(_progress(processed=0, elapsed_ms=0))
+    assert _status(out) == "  ... reading 3,412 tokens of prompt: 0 done (1s)"
+    now[0] = 122.0
+    view(_progress(processed=1200, elapsed_ms=22_000))
+    assert _status(out) == "  ... reading 3,412 tokens of prompt: 1,200 done, 55 tok/s, ~41s left (22s)"
+    now[0] = 132.0
+    with view._lock:
+        view._draw()  # the ticker's redraw
+    assert _status(out) == "  ... reading 3,412 tokens of prompt: 1,200 done, 55 tok/s, ~31s left (32s)"
+    view(_text("a", "x\n"))
+    view.close()
+
+
+def test_a_cached_prompt_says_so_and_borrows_the_last_rate() -> None:
+    """It names the cached tokens, and until this call's first batch is read estimates with the model's last rate, marked ~."""
+    now = [0.0]
+    out = _Tty()
+    view = LiveView(out, tick_s=3600, clock=lambda: now[0])
+    view(_call())
+    view(_progress(processed=3412, elapsed_ms=62_000))  # the first call: 55 tok/s
+    view(_text("a", "x\n"))
+    view(_call())
+    view(_progress(cached=2900, processed=2900, elapsed_ms=0))
+    assert _status(out) == "  ... reading 3,412 tokens of prompt, 2,900 cached: 2,900 done, ~55 tok/s, ~9s left (0s)"
+    view(_call(model="local:other"))  # another model's rate is not borrowed
+    view(_progress(processed=0, elapsed_ms=0))
+    assert _status(out) == "  ... reading 3,412 tokens of prompt: 0 done (0s)"
+    view.close()
+
+
+def test_a_pipe_gets_one_line_when_the_prompt_is_read() -> None:
+    """It prints no progress to a pipe, one line with the time and rate once the server has read the prompt,
+    and nothing for a report about a turn no longer waited on."""
+    out = io.StringIO()
+    view = LiveView(out, status=False)
+    view(_call())
+    view(_progress(processed=0, elapsed_ms=0))
+    view(_progress(processed=2048, elapsed_ms=35_000))
+    view(_progress("b", processed=3412, elapsed_ms=1))
+    assert out.getvalue() == "--- iteration 1: local:m\n  ... sent 3,400 tokens of prompt\n"
+    view(_progress(cached=400, processed=3412, elapsed_ms=50_000))
+    view(_text("a", "x\n"))
+    view(_progress(processed=3412, elapsed_ms=50_000))  # after the text: stale
+    assert out.getvalue().splitlines()[2:] == ["  ... read 3,412 tokens of prompt (400 cached) in 50.0s, 60 tok/s", "  | x"]
+    view.close()

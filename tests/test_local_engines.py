@@ -128,6 +128,8 @@ def test_the_api_key_is_never_on_a_command_line() -> None:
     assert binary[binary.index("--parallel") + 1] == "3" and "--kv-unified" in binary and "--no-slots" in binary
     options = json.loads(Engine("xllamacpp").command(parent_pid=1, model=model, alias="m", port=1234, settings=settings)[-1])
     assert options["n_parallel"] == 3 and options["n_ctx"] == 8192 and options["cache_ram_mib"] == 512
+    # Both read the prompt in steps of PREFILL_BATCH tokens, reporting their progress after each.
+    assert options["n_batch"] == engines.PREFILL_BATCH == int(binary[binary.index("--batch-size") + 1])
 
 
 def test_model_list_names_the_engine(fake_binary: Path, _rlm_home: Path) -> None:
@@ -232,6 +234,28 @@ def test_a_conversation_keeps_its_slot(fake_binary: Path, fake_model: Path) -> N
     assert turns[0]["id_slot"] in range(4) and all(t["id_slot"] == turns[0]["id_slot"] for t in turns)
     assert plain["id_slot"] is None
     assert plain["temperature"] == 0.0 and plain["repeat_penalty"] == 1.1
+
+
+def test_a_turn_reports_the_servers_prefill_before_its_text(fake_binary: Path, fake_model: Path) -> None:
+    """It asks llama.cpp's server for its prefill progress on a streamed turn and hands the reports,
+    which litellm drops, to the listener before the first text; a plain call asks for none."""
+    from fake_llama_server import PROGRESS
+
+    from rlm_runtime.llm.base import Prefill, listening
+
+    client = local.LocalModelClient(MODEL, models_dir=fake_model, engine=Engine("llama-server", binary=str(fake_binary)))
+    heard: list[object] = []
+    try:
+        with listening(heard.append, heard.append):
+            reply = client.complete([{"role": "user", "content": "Find the needle."}], stop_after_code_block=True)
+            plain = client.complete([{"role": "user", "content": "Summarise."}])
+    finally:
+        local.stop_all()
+    reports = [h for h in heard if isinstance(h, Prefill)]
+    # The fake sends its four reports at once: the first and the last pass, those between are thinned out.
+    assert [r.processed for r in reports] == [0, PROGRESS[-1]["processed"]] and reports[0].total == PROGRESS[0]["total"]
+    assert heard.index(reports[-1]) < heard.index(reply.text) and reports[-1].rate == 1200 / 24
+    assert reply.text.startswith("pong") and plain.text.startswith("pong") and len(heard) == len(reports) + 2
 
 
 def test_a_crashed_server_is_restarted_once(fake_binary: Path, fake_model: Path) -> None:

@@ -4,8 +4,13 @@ Each turn's reply appears as the model writes it, a line at a time (``model_text
 events, joined by ``ReplyLines``), then its cells' output and how long the turn took. Before
 the model's first token, which on a small machine's local model can be a minute of prompt
 prefill, a terminal gets a status line that counts the seconds and names the prompt's size;
-a pipe gets one line saying the model was called. Everything shown was written by the model,
-its cells or a document, so every line is escaped (``termsafe``).
+when the server reports its reading (``model_progress``, a local llama.cpp server), the line
+also says how much is read (and was cached), the rate and the time left. A rate measured on an
+earlier call to the same model stands in, marked ``~``, until this call's first batch is read.
+A pipe gets one line saying the model was called and, when the server reported its reading,
+one when it has read the prompt (tokens, seconds, rate: where a slow turn's time went).
+Everything shown was written by the model, its cells or a document, so every line is
+escaped (``termsafe``).
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
+from rlm_runtime.llm.base import Prefill
 from rlm_runtime.termsafe import one_line, printable, printable_lines
-from rlm_runtime.trajectory.live import ReplyLines
+from rlm_runtime.trajectory.live import ReplyLines, prefill_of
 
 #: Lines of a cell's output shown (the trace has them all).
 OUTPUT_LINES = 8
@@ -28,21 +35,60 @@ LINE_CHARS = 160
 TICK_S = 1.0
 
 
+def reading(prompt_tokens: int, seconds: float, prefill: Prefill | None, since_report_s: float = 0.0,
+            earlier_rate: float | None = None) -> str:
+    """The status line's text (unescaped: numbers only) while the model reads its prompt.
+
+    Args:
+        prompt_tokens: the runtime's count of the prompt (the server's replaces it once reported).
+        seconds: since the call began.
+        prefill: the server's latest report, if any.
+        since_report_s: seconds since that report (the time left counts down between reports).
+        earlier_rate: tokens a second measured on an earlier call to this model.
+    """
+    if prefill is None:
+        return f"the model is reading {prompt_tokens:,} tokens of prompt ({seconds:.0f}s)"
+    cached = f", {prefill.cached:,} cached" if prefill.cached else ""
+    parts = [f"{prefill.processed:,} done"]
+    rate, mark = prefill.rate, ""
+    if rate is None and earlier_rate:
+        rate, mark = earlier_rate, "~"
+    if rate:
+        parts.append(f"{mark}{rate:.0f} tok/s")
+        left = (prefill.total - prefill.processed) / rate - since_report_s
+        if left >= 1:
+            parts.append(f"~{left:.0f}s left")
+    return f"reading {prefill.total:,} tokens of prompt{cached}: {', '.join(parts)} ({seconds:.0f}s)"
+
+
+def read_line(prefill: Prefill) -> str:
+    """The pipe's one line when the server has read the whole prompt."""
+    cached = f" ({prefill.cached:,} cached)" if prefill.cached else ""
+    rate = f", {prefill.rate:.0f} tok/s" if prefill.rate else ""
+    return f"read {prefill.total:,} tokens of prompt{cached} in {prefill.elapsed_ms / 1000:.1f}s{rate}"
+
+
 class LiveView:
     """An ``on_event`` callback that prints a run to ``stream`` as it happens. ``status``:
     draw the waiting line (default: when ``stream`` is a terminal). Call ``close()`` when
-    the run is over (it stops the status line's thread)."""
+    the run is over (it stops the status line's thread). ``clock``: ``time.monotonic``
+    (tests pass their own)."""
 
-    def __init__(self, stream: TextIO | None = None, *, status: bool | None = None, tick_s: float = TICK_S) -> None:
+    def __init__(self, stream: TextIO | None = None, *, status: bool | None = None, tick_s: float = TICK_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.status = bool(status if status is not None else getattr(self.stream, "isatty", lambda: False)())
         self.lines = ReplyLines()
         self._lock = threading.Lock()
         self._waiting: dict[str, Any] | None = None  # the turn whose model has not written yet
+        self._prefill: Prefill | None = None  # its server's latest report
+        self._reported = 0.0  # when that report came
+        self._rates: dict[str, float] = {}  # model -> tokens a second its last measured prefill read
         self._drawn = False  # a status line is on the screen
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._tick_s = tick_s
+        self._clock = clock
 
     # ------------------------------------------------------------------ output
 
@@ -59,9 +105,10 @@ class LiveView:
         if waiting is None:
             return
         pad = "  " * int(waiting.get("depth") or 0)
-        seconds = time.monotonic() - waiting["since"]
-        self.stream.write(f"\r\x1b[K{pad}  ... the model is reading {waiting.get('prompt_tokens', 0):,} tokens of "
-                          f"prompt ({seconds:.0f}s)")
+        now = self._clock()
+        text = reading(int(waiting.get("prompt_tokens") or 0), now - waiting["since"], self._prefill, now - self._reported,
+                       self._rates.get(str(waiting.get("model"))))
+        self.stream.write(f"\r\x1b[K{pad}  ... {printable(text)}")
         self.stream.flush()
         self._drawn = True
 
@@ -97,7 +144,8 @@ class LiveView:
             self.lines.begin(event)
             tag = "forced answer" if event.get("forced") else f"iteration {event.get('iteration')}"
             self._print(f"{pad}--- {tag}: {event.get('model')}")
-            self._waiting = {**event, "since": time.monotonic()}
+            self._waiting = {**event, "since": self._clock()}
+            self._prefill = None
             if self.status:
                 self._draw()
                 if self._ticker is None:
@@ -105,6 +153,8 @@ class LiveView:
                     self._ticker.start()
             else:
                 self._print(f"{pad}  ... sent {event.get('prompt_tokens', 0):,} tokens of prompt")
+        elif kind == "model_progress":
+            self._progress(event, pad)
         elif kind == "model_text":
             self._waiting = None
             for line in self.lines.feed(event):
@@ -122,6 +172,19 @@ class LiveView:
             self.lines.end(event.get("run_id"))
             if not event.get("depth"):
                 self._print(f"--- done: {event.get('iterations')} iterations")
+
+    def _progress(self, event: dict[str, Any], pad: str) -> None:
+        waiting = self._waiting
+        if waiting is None or waiting.get("run_id") != event.get("run_id"):
+            return  # a report for a turn no longer waited on (its text came first)
+        prefill = self._prefill = prefill_of(event)
+        self._reported = self._clock()
+        if prefill.rate:
+            self._rates[str(waiting.get("model"))] = prefill.rate
+        if self.status:
+            self._draw()
+        elif prefill.done:
+            self._print(f"{pad}  ... {read_line(prefill)}")
 
     def _iteration(self, event: dict[str, Any], pad: str) -> None:
         self._waiting = None

@@ -15,8 +15,10 @@ there and returns what it has, with ``finish_reason="cancelled"``; a call still 
 its first token is abandoned (``abandonable``) and returns empty, also ``"cancelled"``. A
 client that does not look simply finishes its call.
 
-Live text: inside ``listening(listener)``, a client hands the reply's text to ``heard`` as
-it arrives (a streaming client piece by piece, any other once, whole), for a display.
+Live text: inside ``listening(listener, progress)``, a client hands the reply's text to
+``heard`` as it arrives (a streaming client piece by piece, any other once, whole), and a
+client whose server reports how far it has read the prompt hands each report (a ``Prefill``)
+to ``progressed`` before the first token, for a display.
 """
 
 from __future__ import annotations
@@ -54,17 +56,55 @@ def stop_requested() -> bool:
     return event is not None and event.is_set()
 
 
+#: Tokens a prefill must have read before its rate is told.
+RATE_MIN_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """How far a server has read a prompt before its first token, as it reported.
+
+    Args:
+        total: the prompt's tokens (the server's own count).
+        cached: those it found in its prompt cache (not read again).
+        processed: those read so far, the cached ones included.
+        elapsed_ms: how long it has been reading the rest.
+    """
+
+    total: int
+    cached: int
+    processed: int
+    elapsed_ms: int
+
+    @property
+    def done(self) -> bool:
+        return self.processed >= self.total
+
+    @property
+    def rate(self) -> float | None:
+        """Tokens read a second, the cached ones not counted; None until ``RATE_MIN_TOKENS``
+        were read (a rate over a few tokens measures the request's overhead, not reading)."""
+        read = self.processed - self.cached
+        if read < RATE_MIN_TOKENS or self.elapsed_ms <= 0:
+            return None
+        return read * 1000.0 / self.elapsed_ms
+
+
 _listener: ContextVar[Callable[[str], None] | None] = ContextVar("rlm_stream_listener", default=None)
+_progress: ContextVar[Callable[[Prefill], None] | None] = ContextVar("rlm_prefill_listener", default=None)
 
 
 @contextmanager
-def listening(listener: Callable[[str], None]) -> Iterator[None]:
+def listening(listener: Callable[[str], None], progress: Callable[[Prefill], None] | None = None) -> Iterator[None]:
     """Within the block (in this thread, and in the threads ``abandonable`` starts from it),
-    a client hands each piece of a reply's text to ``listener`` as it arrives (``heard``)."""
+    a client hands each piece of a reply's text to ``listener`` as it arrives (``heard``),
+    and each report of its server's prefill to ``progress`` (``progressed``)."""
     token = _listener.set(listener)
+    progress_token = _progress.set(progress)
     try:
         yield
     finally:
+        _progress.reset(progress_token)
         _listener.reset(token)
 
 
@@ -75,6 +115,17 @@ def heard(text: str) -> None:
     if listener is not None and text:
         try:
             listener(text)
+        except Exception:  # a display must not break a model call
+            pass
+
+
+def progressed(prefill: Prefill) -> None:
+    """A server's report of how far it has read the prompt, for whoever is ``listening``
+    (what the display raises is dropped, as for ``heard``)."""
+    listener = _progress.get()
+    if listener is not None:
+        try:
+            listener(prefill)
         except Exception:  # a display must not break a model call
             pass
 

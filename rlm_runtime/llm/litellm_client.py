@@ -2,7 +2,9 @@
 
 Credentials and options go with each call (no litellm globals are set). Rate limits and
 server errors are retried with exponential backoff; timeouts are honoured; usage and cost
-are recorded per call. litellm's exceptions are translated here, and only here.
+are recorded per call. litellm's exceptions are translated here, and only here. A streamed
+call to a llama.cpp server can report how far the server has read the prompt
+(``progress=True``, see ``progress.py``).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rlm_runtime import redact
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
+from rlm_runtime.llm import progress as prefill
 from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, heard, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
 
@@ -127,11 +130,13 @@ class LiteLLMClient:
         api_key: a key to pass explicitly (else litellm reads the provider's variable).
         timeout_s: per request.
         retries: attempts after the first on rate limits, 5xx and connection errors.
+        progress: a streamed call asks the server for its prefill progress and reports it
+            (``base.progressed``): for llama.cpp's server only (``local.py`` sets it).
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout_s: float = 120.0, retries: int = 4, backoff_s: float = 1.0,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, progress: bool = False) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key = api_key
@@ -139,6 +144,7 @@ class LiteLLMClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.extra = dict(extra or {})
+        self.progress = progress
         self._checked = False
         # Whatever the provider or the HTTP library puts in an error may quote these: every
         # message that leaves this client, or reaches sandboxed code, is redacted of them.
@@ -241,7 +247,11 @@ class LiteLLMClient:
         """Stream, and stop reading once the first code block has closed."""
         parts: list[str] = []
         finish = "stop"
+        if self.progress:
+            kwargs = {**kwargs, "extra_body": {**(kwargs.get("extra_body") or {}), **prefill.REQUEST}}
         stream = lib.completion(**kwargs, stream=True)
+        if self.progress:
+            _tap(stream, prefill.Reporter().see)
         try:
             for piece in stream:
                 if stop_requested():
@@ -277,6 +287,44 @@ class LiteLLMClient:
 
     def close(self) -> None:
         pass
+
+
+class _Tapped:
+    """A provider's stream whose raw chunks are shown to ``see`` before litellm reads them.
+
+    litellm's stream wrapper drops the chunks that carry no text, and llama.cpp's prefill
+    reports are such chunks; reading them here keeps litellm's one parser of the stream.
+    """
+
+    def __init__(self, raw: Any, see: Callable[[Any], None]) -> None:
+        self.raw = raw
+        self._see = see
+
+    def __iter__(self) -> _Tapped:
+        return self
+
+    def __next__(self) -> Any:
+        chunk = next(self.raw)
+        try:
+            self._see(chunk)
+        except Exception:  # a report must not break the reply
+            pass
+        return chunk
+
+    def close(self) -> None:
+        for obj in (getattr(self.raw, "_iterator", None), self.raw):  # as _close_stream does, for the raw stream
+            close = getattr(obj, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+
+def _tap(stream: Any, see: Callable[[Any], None]) -> None:
+    """Show ``stream``'s raw chunks to ``see``: when litellm holds the provider's stream as an
+    iterator (its OpenAI-compatible providers do); else nothing is shown, the call goes on."""
+    raw = getattr(stream, "completion_stream", None)
+    if raw is not None and hasattr(raw, "__next__"):
+        stream.completion_stream = _Tapped(raw, see)
 
 
 def _close_stream(stream: Any) -> None:

@@ -325,10 +325,11 @@ class LocalModelClient:
         # temperature 0: a small model samples itself into nonsense more often than not, and
         # runs become reproducible. A repeat penalty over the last 64 tokens (llama-cpp-python's
         # default, which llama.cpp's server leaves off): without it the 1.5B model fell into
-        # repeating the same grep and the same prose turn after turn.
+        # repeating the same grep and the same prose turn after turn. progress: llama.cpp's
+        # server says how far it has read a long prompt, which takes a minute on a small machine.
         return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, api_key=server.api_key,
                              timeout_s=self.timeout_s, retries=1, backoff_s=0.5,
-                             extra=_sampling(slot, self.temperature))
+                             extra=_sampling(slot, self.temperature), progress=True)
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:

@@ -58,6 +58,7 @@ def _serve_xllamacpp(options: dict[str, Any], api_key: str) -> None:
     # it, and an idle slot's cells are freed (saved to the RAM cache) when a new request needs them.
     p.kv_unified = True
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = int(options["n_threads"])
+    p.n_batch = int(options.get("n_batch", p.n_batch))
     p.cache_ram_mib = int(options["cache_ram_mib"])
     p.api_keys = [api_key]
     p.endpoint_slots = False  # /slots shows every slot's prompt: the user's data

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rlm_runtime.llm.base import Prefill
+from rlm_runtime.trajectory.live import prefill_of
+
 #: A streamed piece's tokens, estimated (a stream sends about one token a piece; the turn's
 #: own count replaces the estimate when it ends).
 _CHARS_PER_TOKEN = 4
@@ -107,9 +110,11 @@ class Hud:
         self.output_tokens = 0
         self.cost_usd = 0.0
         self.sub_calls = 0
-        #: Tokens of the prompt the model is reading (prefill) before its first token, and
-        #: the tokens of the reply streamed so far (until its turn's usage arrives).
+        #: Tokens of the prompt the model is reading (prefill) before its first token, the
+        #: server's latest report of that reading (a local model's), and the tokens of the
+        #: reply streamed so far (until its turn's usage arrives).
         self.reading = 0
+        self.prefill: Prefill | None = None
         self.streaming = 0
         self.worker_restarted = False
 
@@ -124,6 +129,7 @@ class Hud:
             self._depths = {}
             self.input_tokens = self.output_tokens = self.sub_calls = 0
             self.reading = self.streaming = 0
+            self.prefill = None
             self.cost_usd = 0.0
             self.worker_restarted = False
             self._probed_at = -PROBE_S
@@ -159,13 +165,20 @@ class Hud:
         with self._lock:
             if kind == "model_call":
                 self.reading = int(event.get("prompt_tokens") or 0)
+                self.prefill = None
+            elif kind == "model_progress":
+                if self.reading:  # else the reply has begun: a late report is stale
+                    self.prefill = prefill_of(event)
+                    self.reading = self.prefill.total
             elif kind == "model_text":
                 self.reading = 0
+                self.prefill = None
                 self.streaming += max(1, len(str(event.get("text") or "")) // _CHARS_PER_TOKEN)
             elif kind == "iteration":
                 if not event.get("depth"):  # the event ends a turn: the next one is under way
                     self.iteration = int(event.get("iteration") or 0) + 1
                 self.reading = self.streaming = 0  # the turn's usage, counted by the model, replaces the estimate
+                self.prefill = None
                 self._add_usage(event.get("usage"))
                 for out in event.get("outputs") or ():
                     if out.get("worker_restarted") and not event.get("depth"):
@@ -221,7 +234,7 @@ class Hud:
                 parts += [("class:hud.key", "  tokens "),
                           ("class:hud", f"{human_count(tokens_in)} in / {human_count(tokens_out + self.streaming)} out")]
                 if self.reading:
-                    parts += [("class:hud.key", "  reading "), ("class:hud", f"{human_count(self.reading)}-token prompt")]
+                    parts += [("class:hud.key", "  reading "), ("class:hud", self._reading())]
             else:
                 parts += [("class:hud.key", "  running a cell")]
             left = f" (left ${max(0.0, cap - spent):.4f})" if cap is not None else ""
@@ -232,6 +245,17 @@ class Hud:
             hint = "  cancelling..." if self.cancelling else "  Ctrl-C cancels"
             parts += [("class:hud.hint", hint + " ")]
             return parts
+
+    def _reading(self) -> str:
+        """The prompt being read: its size, or how much of it is read (a local server's report)."""
+        prefill = self.prefill
+        if prefill is None:
+            return f"{human_count(self.reading)}-token prompt"
+        notes = [f"{human_count(prefill.cached)} cached"] if prefill.cached else []
+        if prefill.rate:
+            notes.append(f"{prefill.rate:.0f} tok/s")
+        shown = f"{human_count(prefill.processed)}/{human_count(prefill.total)}"
+        return shown + (f" ({', '.join(notes)})" if notes else "")
 
     def text(self) -> str:
         """The toolbar as plain text (tests, the bench)."""

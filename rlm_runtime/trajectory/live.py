@@ -7,12 +7,15 @@ run and hands back the lines they complete. A line longer than ``LONG_LINE`` cha
 handed back in parts as it grows: a model that never writes a newline cannot make the
 buffer grow without bound, and the person still sees it write. It also knows whether each
 run's latest turn streamed, so a view shows the code of a turn that did not (a client that
-cannot stream) when the turn's ``iteration`` event arrives.
+cannot stream) when the turn's ``iteration`` event arrives. ``prefill_of`` reads the
+``model_progress`` live event both views show while a local model reads its prompt.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from rlm_runtime.llm.base import Prefill
 
 #: A line held back longer than this is shown in parts.
 LONG_LINE = 400
@@ -57,3 +60,11 @@ class ReplyLines:
         """The run ended: forget it."""
         self._streamed.discard(str(run_id))
         self._held.pop(str(run_id), None)
+
+
+def prefill_of(event: dict[str, Any]) -> Prefill:
+    """The report a ``model_progress`` live event carries."""
+    total = int(event.get("total") or 0)
+    processed = min(int(event.get("processed") or 0), total)
+    return Prefill(total=total, cached=min(int(event.get("cached") or 0), processed), processed=processed,
+                   elapsed_ms=int(event.get("elapsed_ms") or 0))

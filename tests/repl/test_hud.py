@@ -46,6 +46,23 @@ def test_it_shows_the_prompt_being_read_then_counts_tokens_as_they_stream() -> N
     assert "3.4k in / 9 out" in hud.text()
 
 
+def test_it_counts_the_prompt_read_when_the_server_reports() -> None:
+    """It shows how much of the prompt a local server has read, the cached part and the rate, and drops it at the first token."""
+    hud, _ = _hud()
+    hud.start("question", 20)
+    hud.on_event({"type": "model_call", "run_id": "r", "depth": 0, "iteration": 1, "prompt_tokens": 3400})
+    progress = {"type": "model_progress", "run_id": "r", "depth": 0, "iteration": 1, "total": 3412, "cached": 0}
+    hud.on_event({**progress, "processed": 0, "elapsed_ms": 0})
+    assert "reading 0/3.4k " in hud.text()
+    hud.on_event({**progress, "processed": 1200, "elapsed_ms": 22_000})
+    assert "reading 1.2k/3.4k (55 tok/s)" in hud.text()
+    hud.on_event({**progress, "cached": 2900, "processed": 3412, "elapsed_ms": 9_000})
+    assert "reading 3.4k/3.4k (2.9k cached, 57 tok/s)" in hud.text()
+    hud.on_event({"type": "model_text", "run_id": "r", "depth": 0, "iteration": 1, "text": "x"})
+    hud.on_event({**progress, "processed": 3412, "elapsed_ms": 9_000})  # late: the reply has begun
+    assert "reading" not in hud.text()
+
+
 def test_it_notes_a_replaced_worker_and_a_cancel() -> None:
     """It remembers that the worker was replaced, and shows that a cancel is under way."""
     hud, _ = _hud()
