@@ -48,6 +48,11 @@ class Paths:
         return self.home / "traces"
 
     @property
+    def registry(self) -> Path:
+        """The registry of named contexts (``rlm context``, ``ctx:ID``)."""
+        return self.home / "registry.db"
+
+    @property
     def logs(self) -> Path:
         """Logs of helper processes (the local model server)."""
         return self.home / "logs"

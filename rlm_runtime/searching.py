@@ -260,6 +260,20 @@ def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
     path = getattr(handle, "path", None)
     if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and getattr(handle, "root", None) is None:
         real = os.path.realpath(path)
-        return "path-" + hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:32], [real], None
+        return _path_key(real), [real], None
     text = handle.get_full()
     return "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], [], text
+
+
+def _path_key(real: str) -> str:
+    return "path-" + hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def drop_path_index(index_dir: Path, path: str | os.PathLike[str]) -> bool:
+    """Remove the index of the file at ``path`` (keyed by its real path), so the next search
+    builds it again (``rlm context refresh``); True if there was one. An index a session
+    has open stays readable to it until it closes."""
+    index = index_dir / f"{_path_key(os.path.realpath(path))}.db"
+    existed = index.exists()
+    _remove_db(index)
+    return existed

@@ -6,6 +6,11 @@ without starting a worker. Each question is told what earlier questions asked an
 answered (a compact history within ``RunLimits.history_chars``) and which variables exist.
 ``RLM.run`` is a one-question session.
 
+Contexts may be registered ones (``ctx:ID``, ``rlm_runtime.registry``): each is resolved when
+the session opens it (checked against ``context_roots``), and each question's use of it (a
+load, its peeks, greps and chunks, the searches) is recorded in the registry when the
+question ends, with the run's id (``registry/usage.py``).
+
 Threads: a session serves one thread at a time; a call from a second thread while one runs
 raises ``SessionBusy`` (it does not wait: a REPL and a program should not interleave
 questions by accident). ``close()`` and ``cancel()`` may come from any thread.
@@ -33,6 +38,7 @@ from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output, open_sandbox
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
+from rlm_runtime.registry.usage import RunUsage
 from rlm_runtime.result import RunResult
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
 from rlm_runtime.searching import ChunkSearch
@@ -42,6 +48,7 @@ from rlm_runtime.trajectory import TraceWriter
 
 if TYPE_CHECKING:  # imported when a store is used: a session without memory never pays for it
     from rlm_runtime.memory.store import MemoryStore
+    from rlm_runtime.registry import Registry
 
 #: Characters of the variable listing shown with a new question.
 _VARIABLES_CHARS = 1500
@@ -63,7 +70,9 @@ class Session:
             ``$RLM_HOME/traces``); ``False`` writes none.
         on_event: called with every trajectory event (a JSON-ready dict) as it happens, and
             with live events the trace never holds: ``model_call`` (a turn's call begins:
-            its prompt's tokens), ``model_text`` (a piece of its reply as it streams in) and
+            its prompt's tokens), ``model_progress`` (how far a local server has read the
+            prompt: ``total``, ``cached``, ``processed`` tokens, ``elapsed_ms``; a few a
+            second at most), ``model_text`` (a piece of its reply as it streams in) and
             ``cell_start`` (a cell's code, before it runs).
         governor: concurrency caps (default: from this machine's memory and CPUs).
         probe: a ``ProbeConfig`` (default: ``[probe]`` of rlm.toml or pyproject.toml found
@@ -80,6 +89,12 @@ class Session:
             ``Profile``: its limits (unless ``limits`` is given), sub-model (unless
             ``sub_model`` is given), temperature (for models given by name) and prompt
             addendum. See ``rlm_runtime.profiles``.
+        registry: the registry ``ctx:ID`` contexts are looked up in (default: the one of
+            ``paths``, ``$RLM_HOME/registry.db``, opened at the first ``ctx:ID``). A registered
+            memory store among ``contexts`` becomes the session's memory store (when
+            ``memory`` names no other).
+        context_roots: the folders a ``ctx:ID`` context's real path must lie under, checked
+            each time one is opened (None: anywhere, the caller is trusted; ``[]``: none).
     """
 
     def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
@@ -89,7 +104,8 @@ class Session:
                  on_event: Callable[[Event], None] | None = None, governor: Governor | None = None,
                  probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
                  memory: bool | str | Path | MemoryStore | None = None, remember: bool = False,
-                 profile: str | Path | Profile | None = None) -> None:
+                 profile: str | Path | Profile | None = None, registry: Registry | None = None,
+                 context_roots: Sequence[str | Path] | None = None) -> None:
         self.paths = paths or paths_from_env()
         # Contexts' text is copied under $RLM_HOME (traces, indexes, memory): private to the user.
         private.secure_home(self.paths.home)
@@ -114,7 +130,22 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         self.budget = SessionBudget(session_limits)
         self.on_event = on_event
-        self._handles = [open_context(c) for c in contexts]
+        self._registry = registry
+        self._owns_registry = False
+        self.context_roots = None if context_roots is None else tuple(Path(r) for r in context_roots)
+        self._usage = RunUsage()
+        self._handles: list[Any] = []
+        try:
+            for source in contexts:
+                opened = self._open_source(source, memory_ok=True)
+                if isinstance(opened, Path):  # a registered memory store
+                    memory = _registered_store(memory, opened, source)
+                else:
+                    self._handles.append(opened)
+        except BaseException:
+            if self._registry is not None and self._owns_registry:
+                self._registry.close()
+            raise
         # Skip marks travel to the worker when it maps its contexts: set them before it starts.
         mark_skipped_documents(self._handles, self.setup.probe)
         self._history: list[harness.Exchange] = []
@@ -151,6 +182,8 @@ class Session:
         self.search.close()
         if self.memory is not None and self._owns_memory:
             self.memory.close()
+        if self._registry is not None and self._owns_registry:
+            self._registry.close()
         self._emit({"type": "session_end", "session_id": self.session_id, "usage": self.budget.usage(),
                     "questions": self._questions})
         self._writer.close()
@@ -192,8 +225,11 @@ class Session:
             self.search.memory_ids_read = {}
             began = time.monotonic()
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
+            if self._usage.tracked:
+                self._usage.begin(run.run_id)
             with self._running(tree):
                 result = run.execute(self._sandbox, self._table, history=history, variables=variables)
+            self._record_usage()
             result.usage = tree.budget.usage()
             result.max_depth_reached = tree.budget.max_depth_reached
             result.duration_s = time.monotonic() - began
@@ -349,9 +385,11 @@ class Session:
 
     def add_context(self, source: Any, name: str | None = None) -> Any:
         """Open ``source`` and make it the next of ``contexts`` (``context`` if it is the first),
-        keeping the worker and its variables. Returns the handle."""
+        keeping the worker and its variables. Returns the handle. A ``ctx:ID`` is resolved
+        as at the session's start; a registered memory store cannot be added (the session's
+        store is chosen when it opens): ``ContextError``."""
         with self._turn():
-            handle = open_context(source, name=name)
+            handle = self._open_source(source, name=name)
             mark_skipped_documents([handle], self.setup.probe)
             self._sandbox.add_context(handle)
             self._handles = list(self._sandbox.contexts)
@@ -410,6 +448,43 @@ class Session:
 
     # ------------------------------------------------------------------ internals
 
+    def _open_source(self, source: Any, name: str | None = None, *, memory_ok: bool = False) -> Any:
+        """The handle of ``source``; for a registered memory store (``memory_ok``), its path."""
+        from rlm_runtime.registry import is_ref
+
+        if not is_ref(source):
+            return open_context(source, name=name)
+        from rlm_runtime.registry import open_resolved
+
+        resolved = self._registry_open().resolve(source, self.context_roots)
+        if resolved.entry.kind == "memory" and memory_ok and resolved.path is not None:
+            self._usage.track_store(resolved.entry.id)
+            return resolved.path
+        handle = open_resolved(resolved, name)
+        self._usage.track(handle, resolved.entry.id)
+        return handle
+
+    def _registry_open(self) -> Registry:
+        if self._registry is None:
+            from rlm_runtime.registry import Registry
+
+            self._registry = Registry.open(self.paths)
+            self._owns_registry = True
+        return self._registry
+
+    def _record_usage(self) -> None:
+        """Record the question's use of its registered contexts; a registry that refuses
+        (busy past its timeout, removed) costs the answer nothing: a warning says so."""
+        run_id = self._usage.end()
+        if run_id is None:
+            return
+        try:
+            self._registry_open().record_run(run_id, self._usage.counts(self._handles))
+        except RLMError as e:
+            import warnings
+
+            warnings.warn(f"the registry of contexts did not record this run's use: {e}", stacklevel=3)
+
     def _variables(self) -> str:
         """What SHOW_VARS prints, cut to a few lines: the names a follow-up may use."""
         result = self._sandbox.execute("SHOW_VARS()")
@@ -437,6 +512,7 @@ class Session:
         if event["type"] not in ("trace_start", "session_end"):
             event.setdefault("session_id", self.session_id)
         data = self._writer.emit(event)
+        self._usage.observe(event)
         if self.on_event is not None:
             try:
                 self.on_event(data)
@@ -471,6 +547,15 @@ def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -
     if isinstance(memory, MemoryStore):
         return memory
     return MemoryStore(default_store_path(paths) if memory is True else user_path(memory))
+
+
+def _registered_store(memory: bool | str | Path | MemoryStore | None, path: Path, ref: str) -> Any:
+    """The session's memory store when ``ref`` (``ctx:ID``) names the store at ``path``."""
+    if memory is None or memory is False:
+        return path
+    if isinstance(memory, (str, Path)) and user_path(memory).resolve() == path:
+        return memory
+    raise ConfigError(f"{ref} is a memory store, and the session has another one (memory=...): a session searches one")
 
 
 def _probe_config() -> Any:

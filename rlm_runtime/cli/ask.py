@@ -24,8 +24,8 @@ Answer a question over contexts with a recursive LM: the model reads the context
 Python cells run in a sandbox, and may hand parts of them to sub-calls. The answer goes to
 stdout; the model's turns go to stderr as they happen (-q hides them).
 
-Contexts are files and folders (-c PATH, repeatable), the memory store (--memory), and
-standard input when it is a pipe or a file (cat notes.txt | rlm ask ...) or with -c -:
+Contexts are files and folders (-c PATH, repeatable), registered contexts (-c ctx:ID, see
+rlm context), the memory store (--memory), and standard input when it is a pipe or a file (cat notes.txt | rlm ask ...) or with -c -:
 read as text named "stdin" (UTF-8, or UTF-16/UTF-32 with a byte-order mark; at most
 256 MB; empty adds nothing). Without -c -, a terminal, /dev/null or a socket on standard
 input is left alone."""
@@ -35,10 +35,10 @@ exit codes:
   0    an answer was printed
   1    no answer: the budget, the turns or the errors ran out, or a model call failed
        (stderr says why, with the partial answer when there is one); or an internal error
-  2    bad usage: an unknown option, an empty question, a missing context path, standard
-       input that is not text or is over 256 MB, an invalid policy, profile or limit, an
-       unknown model, a missing API key (model names and keys are checked before the run
-       starts, as far as the provider's name list tells)
+  2    bad usage: an unknown option, an empty question, a missing context path or
+       ctx:ID, standard input that is not text or is over 256 MB, an invalid policy,
+       profile or limit, an unknown model, a missing API key (model names and keys are
+       checked before the run starts, as far as the provider's name list tells)
   3    the model's server cannot be reached
   4    the sandbox could not run (no worker could start)
   130  interrupted (Ctrl-C)"""
@@ -59,8 +59,8 @@ def add_commands(commands: Any) -> None:
                                 'rlm ask "Which open issues mention the sandbox?" -c issues/ --memory --json'))
     ask.add_argument("question", help="the question, quoted (an empty one is a usage error)")
     ask.add_argument("-c", "--context", action="append", default=[], metavar="PATH",
-                     help="a file or folder (repeatable); - reads standard input; memory: or memory:STORE searches the "
-                          "memory store")
+                     help="a file or folder (repeatable); ctx:ID a registered context (rlm context list); - reads standard "
+                          "input; memory: or memory:STORE searches the memory store")
     ask.add_argument("--memory", nargs="?", const=True, default=None, metavar="STORE",
                      help="search the memory store too (default store: $RLM_HOME/brain/memory.db)")
     ask.add_argument("--remember", action="store_true", help="store the answer in the memory store (implies --memory)")
@@ -88,7 +88,8 @@ def add_commands(commands: Any) -> None:
                                "rlm repl --memory --budget-usd 0.50",
                                "rlm repl -c data.csv < questions.txt"))
     rp.add_argument("-c", "--context", action="append", default=[], metavar="PATH",
-                    help="a file or folder (repeatable; more with /context add); memory: or memory:STORE searches the memory store")
+                    help="a file or folder (repeatable; more with /context add); ctx:ID a registered context; memory: or "
+                         "memory:STORE searches the memory store")
     rp.add_argument("-m", "--model", help="root model, e.g. openai/gpt-4o-mini or scripted:PATH (default: $RLM_MODEL)")
     rp.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
     rp.add_argument("--memory", nargs="?", const=True, default=None, metavar="STORE",
@@ -108,15 +109,27 @@ def add_commands(commands: Any) -> None:
 
 
 def _contexts(values: list[str], memory: Any, *, stdin: bool = False) -> tuple[list[str], Any]:
-    """The context paths of ``-c`` (``-`` kept where it stands when ``stdin``), and the memory
-    store asked for (``memory:`` or ``memory:STORE`` among them, else ``memory``).
+    """The context paths of ``-c`` (``-`` kept where it stands when ``stdin``; a ``ctx:ID``
+    kept as it is, after checking that it resolves), and the memory store asked for
+    (``memory:``, ``memory:STORE`` or a registered memory store among them, else ``memory``).
 
     Raises:
         UsageError: a path that does not exist, or ``-`` given twice.
+        UnknownContext: a ``ctx:ID`` no context is registered as.
     """
+    from rlm_runtime.registry import Registry, is_ref
+
     paths = []
+    registry = None
     for path in values:
-        if path.startswith("memory:"):
+        if is_ref(path):
+            registry = registry or Registry.open()
+            resolved = registry.resolve(path)  # an unknown id fails here, before any work
+            if resolved.entry.kind == "memory":
+                memory = str(resolved.path)
+            else:
+                paths.append(path)
+        elif path.startswith("memory:"):
             memory = path.removeprefix("memory:") or True
         elif stdin and path == "-":
             if "-" in paths:
@@ -126,6 +139,8 @@ def _contexts(values: list[str], memory: Any, *, stdin: bool = False) -> tuple[l
             raise UsageError(f"no such context file or folder: {path}")
         else:
             paths.append(path)
+    if registry is not None:
+        registry.close()
     return paths, memory
 
 
@@ -136,6 +151,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from rlm_runtime.config import default_model
     from rlm_runtime.context.sources import nothing_to_read
     from rlm_runtime.llm import checked_client
+    from rlm_runtime.registry import is_ref
 
     if not args.question.strip():
         raise UsageError("the question is empty")
@@ -169,7 +185,7 @@ def run_ask(args: argparse.Namespace) -> int:
     # The names are checked here, before the sandbox starts and the first turn is shown.
     model = checked_client(name, **options)
     sub = checked_client(sub_name, **options) if sub_name else None
-    contexts: list[Any] = [Path(p) for p in paths if p != "-"]
+    contexts: list[Any] = [p if is_ref(p) else Path(p) for p in paths if p != "-"]
     if "-" in paths or stdin_is_input():
         text = read_stdin()
         if text.strip():

@@ -6,8 +6,9 @@ handler every command runs under.
 Exit codes (``EXIT_CODES`` maps error classes to them): 0 success; 1 the checked or run code
 failed or was refused, grep found nothing, or ``ask`` found no answer (budget, iterations,
 errors); 2 bad usage (unknown option, missing file, invalid policy or pattern, unknown model,
-missing API key); 3 the model's server is unreachable; 4 the sandbox could not run (no worker
-could start, the worker pool is exhausted); 130 interrupted. Errors are one line on stderr,
+missing API key, an unknown ``ctx:ID`` or a refusal of the registry of contexts:
+``RegistryError``); 3 the model's server is unreachable; 4 the sandbox could not run (no
+worker could start, the worker pool is exhausted); 130 interrupted. Errors are one line on stderr,
 never a traceback (an unexpected exception is reported as an internal error, exit 1;
 ``RLM_DEBUG=1`` adds the traceback); with ``--json`` the error is also the one JSON object on
 stdout.
@@ -28,7 +29,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlm_runtime.errors import ConfigError, ContextError, MissingAPIKey, ModelUnavailable, RLMError, SandboxError, UnknownModel
+from rlm_runtime.errors import (
+    ConfigError,
+    ContextError,
+    MissingAPIKey,
+    ModelUnavailable,
+    RegistryError,
+    RLMError,
+    SandboxError,
+    UnknownModel,
+)
 from rlm_runtime.termsafe import one_line, printable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SANDBOX, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -130,7 +140,7 @@ def unreadable(name: str, error: OSError, what: str = "file") -> UsageError:
 #: Error classes to exit codes, first match wins; any other error is a failed run (1).
 EXIT_CODES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
     (ModelUnavailable, EXIT_UNAVAILABLE),
-    ((UsageError, ConfigError, ContextError, UnknownModel, MissingAPIKey), EXIT_USAGE),
+    ((UsageError, RegistryError, ConfigError, ContextError, UnknownModel, MissingAPIKey), EXIT_USAGE),
     (SandboxError, EXIT_SANDBOX),
     (KeyboardInterrupt, EXIT_INTERRUPTED),
 )

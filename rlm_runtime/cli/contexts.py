@@ -1,5 +1,8 @@
 """``rlm probe``, ``peek``, ``grep`` and ``chunk``: a context as a model sees it, from a shell.
 
+Each takes a path or ``ctx:ID``, a registered context (``rlm context``); a use of one by
+peek, grep or chunk is counted in the registry (its ``peeks``, ``greps``, ``chunks``).
+
 A context file is as untrusted as a model's output: what peek, grep and chunk show is escaped
 (``common.say``).
 """
@@ -7,8 +10,9 @@ A context file is as untrusted as a model's output: what peek, grep and chunk sh
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rlm_runtime.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_command, print_json, say
 
@@ -19,14 +23,14 @@ def add_commands(commands: Any) -> None:
                      description="The shape of a file or folder (size, tokens, kind, relevance to keywords) and whether "
                                  "a model should load it whole.",
                      examples=("rlm probe notes/", "rlm probe minutes.md -k revenue -k 2024 --json"))
-    pr.add_argument("path")
+    pr.add_argument("path", help="a file, a folder, or ctx:ID (a registered context)")
     pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
     pr.add_argument("--json", action="store_true", help="print the probe as one JSON object")
     pr.set_defaults(run=_probe)
 
     pk = add_command(commands, "peek", help="the first characters of a context, as a model sees them",
                      examples=("rlm peek notes.txt", "rlm peek notes/ -n 500"))
-    pk.add_argument("path")
+    pk.add_argument("path", help="a file, a folder, or ctx:ID (a registered context: the use is counted)")
     pk.add_argument("-n", type=int, default=2000, help="characters (default 2000)")
     pk.set_defaults(run=_peek)
 
@@ -35,7 +39,7 @@ def add_commands(commands: Any) -> None:
                                  "Exit 1 when nothing matches.",
                      examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/", "rlm grep -c '^def ' app.py"))
     gr.add_argument("pattern")
-    gr.add_argument("path")
+    gr.add_argument("path", help="a file, a folder, or ctx:ID (a registered context: the use is counted)")
     gr.add_argument("-C", "--context-lines", type=int, default=0, help="lines of context around each match")
     gr.add_argument("-m", "--max-matches", type=int, default=100, help="stop after this many matching lines")
     gr.add_argument("-i", "--ignore-case", action="store_true")
@@ -46,17 +50,29 @@ def add_commands(commands: Any) -> None:
                      description="One chunk of a context, with how many there are and where it starts, as a model's "
                                  "chunk() returns it.",
                      examples=("rlm chunk book.txt 0", "rlm chunk book.txt 3 --size 4000 --unit chars"))
-    ch.add_argument("path")
+    ch.add_argument("path", help="a file, a folder, or ctx:ID (a registered context: the use is counted)")
     ch.add_argument("index", type=int, help="0-based chunk index")
     ch.add_argument("--size", type=int, help="chunk size in units (default: 200 lines, 8000 chars, 2000 tokens)")
     ch.add_argument("--unit", choices=["lines", "chars", "tokens"], default="lines")
     ch.set_defaults(run=_chunk)
 
 
-def _open(path: str) -> Any:
-    from rlm_runtime.context import open_context
+T = TypeVar("T")
 
-    return open_context(Path(path))
+
+def _use(path: str, op: str, read: Callable[[Any], T]) -> T:
+    """``read`` applied to the context ``path`` (a path or ``ctx:ID``); a registered one has
+    the use counted as ``op``."""
+    from rlm_runtime.context import open_context
+    from rlm_runtime.registry import Registry, is_ref, open_resolved
+
+    if not is_ref(path):
+        return read(open_context(Path(path)))
+    with Registry.open() as registry:
+        resolved = registry.resolve(path)
+        result = read(open_resolved(resolved))
+        registry.record(resolved.entry.id, op)
+    return result
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -65,6 +81,7 @@ def _probe(args: argparse.Namespace) -> int:
     from rlm_runtime.config import load_probe_settings
     from rlm_runtime.context import ProbeConfig, probe_path
     from rlm_runtime.errors import ConfigError
+    from rlm_runtime.registry import is_ref, source_of
 
     settings, source = load_probe_settings()
     if args.keyword:
@@ -76,9 +93,14 @@ def _probe(args: argparse.Namespace) -> int:
         raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {detail}") from e
     except TypeError as e:
         raise ConfigError(f"invalid probe settings in {source or 'arguments'}: {e}") from e
-    if not Path(args.path).exists():
-        raise UsageError(f"no such file or folder: {args.path}")
-    result = probe_path(args.path, config)
+    path = args.path
+    if is_ref(path):
+        path = source_of(path)
+        if not isinstance(path, Path):
+            raise UsageError(f"{args.path} is a text held in the registry: rlm context show shows its probe")
+    elif not Path(path).exists():
+        raise UsageError(f"no such file or folder: {path}")
+    result = probe_path(path, config)
     if args.json:
         print_json(args, result.to_dict())
     else:
@@ -87,21 +109,20 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _peek(args: argparse.Namespace) -> int:
-    say(_open(args.path).peek(args.n))
+    say(_use(args.path, "peeks", lambda handle: handle.peek(args.n)))
     return EXIT_OK
 
 
 def _grep(args: argparse.Namespace) -> int:
-    handle = _open(args.path)
     if args.count:
-        say(handle.count(args.pattern, ignore_case=args.ignore_case))
+        say(_use(args.path, "greps", lambda handle: handle.count(args.pattern, ignore_case=args.ignore_case)))
         return EXIT_OK
-    result = handle.grep(args.pattern, context_lines=args.context_lines, max_matches=args.max_matches,
-                         ignore_case=args.ignore_case)
+    result = _use(args.path, "greps", lambda handle: handle.grep(
+        args.pattern, context_lines=args.context_lines, max_matches=args.max_matches, ignore_case=args.ignore_case))
     say(repr(result))
     return EXIT_OK if result else EXIT_FAILED
 
 
 def _chunk(args: argparse.Namespace) -> int:
-    say(repr(_open(args.path).chunk(args.index, args.size, args.unit)))
+    say(repr(_use(args.path, "chunks", lambda handle: handle.chunk(args.index, args.size, args.unit))))
     return EXIT_OK

@@ -2,7 +2,10 @@
 
 ``open_context(source)`` picks the handle: a str is a ``TextHandle``, a path to a file a
 ``FileHandle`` (read-only mmap), a folder or a glob a ``CorpusHandle``, a list a corpus of
-its items, a callable a ``LazyHandle``, and a handle is returned as it is.
+its items, a callable a ``LazyHandle``, and a handle is returned as it is. A ``ctx:ID`` str
+names a registered context (``rlm_runtime.registry``): the registry of ``$RLM_HOME`` resolves
+it to its real path or its text, opened under the registry's name (a file literally named
+``ctx:...`` is reached as ``./ctx:...``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from rlm_runtime.context.probe import FileProbe, FolderProbe, probe_corpus
 from rlm_runtime.context.protocol import ContextHandle
 from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.errors import ConfigError, ContextError
+from rlm_runtime.registry.ids import is_ref
 
 
 def open_context(source: Any, *, name: str | None = None, as_text: bool = False) -> ContextHandle:
@@ -28,9 +32,17 @@ def open_context(source: Any, *, name: str | None = None, as_text: bool = False)
             a ``pathlib.Path``, a folder, a glob (``*``/``?`` in a str), a list or tuple
             (a corpus of its items), a callable returning str (lazy), or a handle.
         name: the handle's display name.
+
+    Raises:
+        ContextError: nothing to open there (``UnknownContext``, a ``ConfigError``, for an
+            unknown ``ctx:ID``).
     """
     if isinstance(source, ContextHandle):
         return source
+    if is_ref(source) and not as_text:
+        from rlm_runtime.registry import open_ref
+
+        return open_ref(source, name=name)
     if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
         return LazyHandle(source, name=name or str(getattr(source, "__name__", "lazy")))
     if isinstance(source, (list, tuple)):
@@ -101,6 +113,13 @@ def nothing_to_read(sources: list[Any]) -> str | None:
 
 def _unreadable(source: Any) -> str | None:
     """Why ``source`` has no text to read, or None."""
+    if is_ref(source):
+        from rlm_runtime.registry import source_of
+
+        found = source_of(source)
+        if isinstance(found, str):  # a registered text
+            return None if found else f"{source}: empty"
+        source = found
     if isinstance(source, ContextHandle) or not isinstance(source, (str, os.PathLike)):
         try:
             return None if open_context(source).n_bytes else f"{getattr(source, 'name', 'text')}: empty"

@@ -10,6 +10,11 @@ files. The rules (``SourceRules``):
   points out, a FIFO or a device that would block or never end) is refused.
 * ``memory:`` (the user's own memory store) and ``memory:STORE`` are refused unless
   ``--allow-memory``; a ``STORE`` path is then confined as any other path.
+* ``ctx:ID`` (a context of the user's registry, ``rlm context``) is resolved now and its real
+  path confined exactly as a path the file wrote: a registered file or folder is allowed only
+  when it lies inside the root. A registered text is refused (it has no path to confine: it
+  is the user's own text), and a registered memory store is a ``memory:STORE`` (refused
+  unless ``--allow-memory``, then confined). An unknown id is refused like a missing file.
 
 The paths handed on are the resolved ones, so what was checked is what is read. Files inside
 a folder context are read without following symlinks (``context.corpus`` for ``rlm`` and
@@ -23,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlm_runtime.errors import SourceRefused
+from rlm_runtime.errors import RLMError, SourceRefused
 
 #: The flag that widens the root (named in every refusal).
 ROOT_FLAG = "--context-root"
@@ -38,10 +43,12 @@ class SourceRules:
     Args:
         root: the folder every context must resolve into (None: the task file's folder).
         allow_memory: ``memory:`` contexts (the user's store, or a store file under the root).
+        registry: the registry ``ctx:ID`` contexts are looked up in (None: ``$RLM_HOME``'s).
     """
 
     root: Path | None = None
     allow_memory: bool = False
+    registry: Path | None = None
 
     def root_for(self, base: Path) -> Path:
         """The resolved root for a task file whose folder is ``base``."""
@@ -82,6 +89,31 @@ def confine(path: str, base: Path, rules: SourceRules) -> Path:
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise SourceRefused(f"not a regular file or a folder: {_shown(path)}")
     return real
+
+
+def confine_ref(ref: str, base: Path, rules: SourceRules) -> tuple[Path, str]:
+    """The real path of the registered context ``ref`` (``ctx:ID``) and its kind, confined by
+    ``rules`` as a path the task file wrote would be (see the module docstring).
+
+    Raises:
+        SourceRefused: an unknown id, a registered text, a path outside the root, or not a
+            regular file or a folder.
+    """
+    from rlm_runtime.registry import Registry
+
+    root = rules.root_for(base)
+    try:
+        with Registry.open(rules.registry) as registry:
+            resolved = registry.resolve(ref, roots=[root])
+    except SourceRefused as e:
+        raise SourceRefused(f"{_shown(ref, 80)} is registered outside {root}; pass {ROOT_FLAG} DIR to allow "
+                            "contexts under DIR") from e
+    except RLMError as e:
+        raise SourceRefused(f"{_shown(ref, 80)}: {_shown(e)}") from e
+    if resolved.path is None:
+        raise SourceRefused(f"{_shown(ref, 80)} is a text held in your registry of contexts, not a file under {root}: "
+                            "a task file may not read it")
+    return confine(str(resolved.path), base, rules), resolved.entry.kind
 
 
 def refuse_memory(store: str, rules: SourceRules) -> None:

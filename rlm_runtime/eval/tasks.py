@@ -16,6 +16,10 @@ Fields:
         ``"memory:"`` / ``"memory:STORE"``: the default memory store / the store file STORE
         (relative to the task file), searched with ``search_chunks``; refused unless
         ``--allow-memory``;
+        ``"ctx:ID"`` (alone or in a list): a context of the user's registry (``rlm context``),
+        confined by its real path as a path is (``confine.confine_ref``: a registered text
+        is refused; a registered memory store stands alone and is a ``memory:STORE``). Runs
+        of a task file do not count in the registry's usage statistics;
         ``null``: no context.
         A string is never inline text, so a path that does not exist is an error, not a
         question about the path's name.
@@ -43,8 +47,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from rlm_runtime.errors import SourceRefused
-from rlm_runtime.eval.confine import SourceRules, confine, refuse_memory
+from rlm_runtime.eval.confine import SourceRules, confine, confine_ref, refuse_memory
 from rlm_runtime.eval.jsonlines import parse_line, read_lines
+from rlm_runtime.registry.ids import REF_PREFIX
 
 Scorer = Literal["exact", "contains", "numeric", "f1", "regex", "set", "judge"]
 SCORERS: tuple[str, ...] = ("exact", "contains", "numeric", "f1", "regex", "set", "judge")
@@ -263,8 +268,24 @@ def context_sources(task: Task, base: Path, rules: SourceRules | None = None) ->
         store = ctx.removeprefix(MEMORY_PREFIX)
         refuse_memory(store, rules)
         return [], (confine(store, base, rules) if store else True)
+    if isinstance(ctx, str) and ctx.startswith(REF_PREFIX):
+        real, kind = confine_ref(ctx, base, rules)
+        if kind == "memory":
+            refuse_memory(ctx, rules)
+            return [], real
+        return [real], None
     paths = [ctx] if isinstance(ctx, str) else ctx
-    return [confine(p, base, rules) for p in paths], None
+    return [_confined(p, base, rules) for p in paths], None
+
+
+def _confined(path: str, base: Path, rules: SourceRules) -> Path:
+    """A path of a list of contexts, or a ``ctx:ID`` in it (a file or a folder), confined."""
+    if not path.startswith(REF_PREFIX):
+        return confine(path, base, rules)
+    real, kind = confine_ref(path, base, rules)
+    if kind == "memory":
+        raise SourceRefused(f"{path[:80]} is a memory store: a list holds file or folder contexts only (memory stands alone)")
+    return real
 
 
 def refused(task: Task, base: Path, rules: SourceRules) -> list[str]:
@@ -272,7 +293,7 @@ def refused(task: Task, base: Path, rules: SourceRules) -> list[str]:
     ctx = task.context
     if ctx is None or isinstance(ctx, InlineText):
         return []
-    if isinstance(ctx, str) and ctx.startswith(MEMORY_PREFIX):
+    if isinstance(ctx, str) and ctx.startswith((MEMORY_PREFIX, REF_PREFIX)):
         try:
             context_sources(task, base, rules)
         except SourceRefused as e:
@@ -281,7 +302,7 @@ def refused(task: Task, base: Path, rules: SourceRules) -> list[str]:
     out = []
     for p in [ctx] if isinstance(ctx, str) else ctx:
         try:
-            confine(p, base, rules)
+            _confined(p, base, rules)
         except SourceRefused as e:
             out.append(str(e))
     return out

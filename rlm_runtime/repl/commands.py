@@ -58,11 +58,15 @@ def _context(repl: Repl, arg: str) -> bool:
     if words[0] != "add" or len(words) not in (2, 3):
         repl.display.error("usage: /context add PATH [NAME] | /context list")
         return False
-    path = user_path(words[1])
-    if not path.exists():
-        repl.display.error(f"no such file or folder: {words[1]}")
-        return False
-    handle = repl.session.add_context(path, words[2] if len(words) == 3 else None)
+    from rlm_runtime.registry import is_ref
+
+    source: str | Path = words[1]
+    if not is_ref(words[1]):  # ctx:ID, a registered context, is resolved by the session
+        source = user_path(words[1])
+        if not source.exists():
+            repl.display.error(f"no such file or folder: {words[1]}")
+            return False
+    handle = repl.session.add_context(source, words[2] if len(words) == 3 else None)
     n = len(repl.session.contexts) - 1
     repl.display.info(f"added {handle.name} as " + ("context" if n == 0 else f"contexts[{n}]"))
     return True
@@ -245,7 +249,8 @@ def _exit(repl: Repl, arg: str) -> bool:
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("/help", "/help", "this list", _help),
-    Command("/context", "/context add PATH [NAME] | list", "add a file or folder as the next context; list them", _context),
+    Command("/context", "/context add PATH [NAME] | list", "add a file, a folder or a ctx:ID as the next context; list them",
+            _context),
     Command("/model", "/model NAME", "the root model of the next questions", _model),
     Command("/sub-model", "/sub-model NAME", "the model of llm_query and child RLMs",
             lambda repl, arg: _model(repl, arg, sub=True)),

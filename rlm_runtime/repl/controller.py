@@ -60,7 +60,10 @@ def open_session(config: ReplConfig, on_event: Callable[[dict[str, Any]], None])
 
     session_limits = SessionLimits(max_cost_usd=config.budget_usd) if config.budget_usd is not None else None
     remember = config.memory is not None if config.remember is None else config.remember
-    session = Session(config.model, config.sub_model, contexts=[Path(c) for c in config.contexts], limits=config.limits,
+    from rlm_runtime.registry import is_ref
+
+    contexts = [c if is_ref(c) else Path(c) for c in config.contexts]  # ctx:ID: a registered context
+    session = Session(config.model, config.sub_model, contexts=contexts, limits=config.limits,
                       session_limits=session_limits, policy=config.policy, trace=config.trace, on_event=on_event,
                       memory=config.memory, remember=remember, profile=config.profile, **config.extra)
     if config.assists is not None:

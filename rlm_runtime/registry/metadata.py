@@ -1,0 +1,133 @@
+"""What the registry knows of a context without opening it for a run: its kind, and the
+metadata a probe finds (``context.probe`` through ``probe_path``, the probe ``rlm probe``
+prints; ``MemoryStore.stats`` for a memory store).
+
+The metadata is a small JSON object, the same keys for every kind where they apply:
+``size_bytes``, ``lines`` (None for a folder or a store), ``tokens`` (the probe's estimate),
+``shape`` (what ``records()`` makes of a text; "" when nothing), ``type`` (markdown, csv...,
+``folder``, ``memory``), ``decision`` and ``reason`` (the probe's verdict with default
+thresholds: load, excerpt or skip), ``mtime`` (seconds) and ``mtime_ns``; a folder adds
+``files`` and ``skipped``, a store ``chunks``. Nothing of a folder's document list is kept:
+the registry stays small whatever the folder holds.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.errors import ContextError, RegistryError
+
+#: The first bytes of an SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: Largest text a ``text`` context may hold (UTF-8 bytes).
+MAX_TEXT_BYTES = 8 << 20
+
+
+def kind_of(real: Path, asked: str | None) -> str:
+    """The kind of the existing real path ``real``: ``folder``, ``memory`` (an SQLite file),
+    or ``file``; ``asked`` must agree with it when given.
+
+    Raises:
+        RegistryError: ``asked`` disagrees, or the path is neither a regular file nor a folder.
+    """
+    mode = real.stat().st_mode
+    if stat.S_ISDIR(mode):
+        found = "folder"
+    elif stat.S_ISREG(mode):
+        found = "memory" if asked in (None, "memory") and _is_sqlite(real) else "file"
+    else:
+        raise RegistryError(f"{real} is neither a regular file nor a folder")
+    if asked is not None and asked != found:
+        raise RegistryError(f"{real} is a {found}, not a {asked}" if found != "file" or asked != "memory"
+                            else f"{real} is not an SQLite file, so not a memory store")
+    return found
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def fingerprint(real: Path) -> tuple[int, int]:
+    """(size, mtime in ns) of a file: what tells a refresh that it changed."""
+    st = real.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def describe_path(real: Path, kind: str) -> dict[str, Any]:
+    """The metadata of the file, folder or memory store at the real path ``real``.
+
+    Raises:
+        ContextError: it cannot be read (or is not a usable memory store).
+    """
+    try:
+        st = real.stat()
+    except OSError as e:
+        raise ContextError(f"cannot read {real}: {e.strerror or e}") from e
+    meta: dict[str, Any] = {"mtime": st.st_mtime, "mtime_ns": st.st_mtime_ns}
+    if kind == "memory":
+        meta.update(_describe_store(real, st.st_size))
+        return meta
+    from rlm_runtime.context.sources import probe_path
+
+    return {**meta, **_from_probe(probe_path(real).to_dict())}
+
+
+def describe_text(text: str, name: str) -> dict[str, Any]:
+    """The metadata of a text held in the registry."""
+    from rlm_runtime.context.handles import TextHandle
+
+    return _from_probe(TextHandle(text, name=name).probe().to_dict())
+
+
+def _from_probe(probe: dict[str, Any]) -> dict[str, Any]:
+    decision = probe.get("decision") or {}
+    out: dict[str, Any] = {
+        "size_bytes": int(probe.get("size_bytes", 0)), "lines": probe.get("lines"),
+        "tokens": int(probe.get("est_tokens", 0)), "shape": str(probe.get("shape", "")),
+        "type": str(probe.get("type", "folder")), "decision": str(decision.get("action", "")),
+        "reason": str(decision.get("reason", ""))[:300],
+    }
+    if "files" in probe:  # a folder
+        out["files"] = int(probe["files"])
+        out["skipped"] = sum(1 for d in probe.get("documents", []) if d.get("skip"))
+    return out
+
+
+def _describe_store(real: Path, size: int) -> dict[str, Any]:
+    from rlm_runtime.memory import MemoryStore, StoreError
+
+    try:
+        store = MemoryStore(real, readonly=True)
+    except StoreError as e:
+        raise ContextError(f"not a usable memory store: {e}") from e
+    try:
+        stats = store.stats()
+    except StoreError as e:
+        raise ContextError(f"not a usable memory store: {e}") from e
+    finally:
+        store.close()
+    return {"size_bytes": size, "lines": None, "tokens": stats.tokens, "shape": "", "type": "memory",
+            "decision": "search", "reason": "a memory store is searched with search_chunks", "chunks": stats.chunks}
+
+
+def check_text(text: object) -> str:
+    """``text`` if it is a str of at most ``MAX_TEXT_BYTES`` UTF-8 bytes.
+
+    Raises:
+        RegistryError: not a str, or too large.
+    """
+    if not isinstance(text, str):
+        raise RegistryError("a text context must be a str")
+    # A str longer than the cap in characters is longer in bytes: not encoded at all.
+    try:
+        if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+            raise RegistryError(f"a text context holds at most {MAX_TEXT_BYTES >> 20} MB of UTF-8")
+    except UnicodeEncodeError as e:
+        raise RegistryError("a text context holds a lone surrogate: it is not valid text") from e
+    return text

@@ -1,0 +1,146 @@
+"""The schema of the registry of contexts as named, append-only migrations (simonw/llm style).
+
+``MIGRATIONS`` lists functions in order; ``migrate`` applies those not yet named in the
+``_migrations`` table, each in its own ``BEGIN IMMEDIATE`` transaction together with its
+record, so two processes opening a new registry at once do not both apply one. Never edit or
+reorder a released migration: add a new one at the end.
+
+The tables:
+
+* ``contexts``: one row per registered context: id, name, kind, source (a real path; NULL
+  for a text), metadata (JSON: what the probe found), created and refreshed times.
+* ``context_texts``: the text of a ``text`` context (its own table: listing never reads it).
+* ``context_tags``.
+* ``context_usage``: access counts aggregated across runs (peeks, greps, chunks, loads,
+  searches) and the last access; its own table so that counting does not rewrite a context.
+* ``context_runs``: the runs a context served, the last ``store.RECENT_RUNS`` of each.
+
+``unexpected_objects`` compares a file's schema with what the migrations make, so a file
+holding triggers or views of its own is refused before SQLite could run them in this process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from functools import lru_cache
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration (its name is its identity)."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def _statements(conn: sqlite3.Connection, *statements: str) -> None:
+    # executescript would COMMIT the migration's transaction: one statement at a time.
+    for statement in statements:
+        conn.execute(statement)
+
+
+@migration
+def m001_contexts(conn: sqlite3.Connection) -> None:
+    _statements(
+        conn,
+        """CREATE TABLE contexts (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('file', 'folder', 'text', 'memory')),
+            source TEXT,
+            meta TEXT NOT NULL,
+            created REAL NOT NULL,
+            refreshed REAL NOT NULL
+        )""",
+        "CREATE INDEX contexts_kind ON contexts (kind)",
+        """CREATE TABLE context_texts (
+            id TEXT PRIMARY KEY REFERENCES contexts(id) ON DELETE CASCADE,
+            text TEXT NOT NULL
+        )""",
+        """CREATE TABLE context_tags (
+            id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (id, tag)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX context_tags_tag ON context_tags (tag)",
+    )
+
+
+@migration
+def m002_usage(conn: sqlite3.Connection) -> None:
+    _statements(
+        conn,
+        """CREATE TABLE context_usage (
+            id TEXT PRIMARY KEY REFERENCES contexts(id) ON DELETE CASCADE,
+            peeks INTEGER NOT NULL DEFAULT 0,
+            greps INTEGER NOT NULL DEFAULT 0,
+            chunks INTEGER NOT NULL DEFAULT 0,
+            loads INTEGER NOT NULL DEFAULT 0,
+            searches INTEGER NOT NULL DEFAULT 0,
+            last_access REAL
+        )""",
+        """CREATE TABLE context_runs (
+            id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,
+            run_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (id, run_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX context_runs_at ON context_runs (id, at)",
+    )
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations applied to this database, in the order they were applied."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, rowid")]
+
+
+def migrate(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
+    """Apply every pending migration (``migrations`` defaults to all of them); return the
+    names applied now. ``conn`` must be in autocommit mode (``isolation_level=None``)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done_now = []
+    for fn in MIGRATIONS if migrations is None else migrations:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                conn.execute("COMMIT")
+                continue
+            fn(conn)
+            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+        done_now.append(fn.__name__)
+    return done_now
+
+
+@lru_cache(maxsize=1)
+def expected_schema() -> frozenset[tuple[str, str, str, str]]:
+    """(type, name, table, SQL with whitespace collapsed) of every schema object the migrations
+    make, with SQLite's statistics tables."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        conn.execute("ANALYZE")
+        return frozenset(_schema_rows(conn))
+    finally:
+        conn.close()
+
+
+def unexpected_objects(conn: sqlite3.Connection) -> list[str]:
+    """The schema objects of ``conn``'s main database that no migration makes (or makes with
+    other SQL), as ``"type name"``; empty for a registry this code made, at any migration."""
+    expected = expected_schema()
+    return sorted(f"{row[0]} {row[1]}" for row in _schema_rows(conn) if row not in expected)
+
+
+def _schema_rows(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
+    return [(str(t), str(n), str(tb), " ".join(str(sql or "").split())) for t, n, tb, sql in rows]

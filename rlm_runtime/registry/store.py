@@ -1,0 +1,395 @@
+"""``Registry``: named contexts that outlive a process, in ``$RLM_HOME/registry.db``.
+
+A registered context has a stable id (``ctx:ID`` names it wherever a context is accepted), a
+name, a kind (``file``, ``folder``, ``text``: a text held in the registry itself, at most
+``metadata.MAX_TEXT_BYTES``; ``memory``: a memory store file), its source (the real path,
+symlinks resolved; None for a text), the metadata its probe found, tags, created and
+refreshed times, and how runs used it: counts of peeks, greps, chunks, loads (runs that
+opened it) and searches, the last access, and the last ``RECENT_RUNS`` run ids.
+
+Every call that takes a path takes ``roots`` (``roots.py``): None for a trusted caller (a
+person on the command line), a list of folders for one that may read only under them (a
+server's ``--root``). ``resolve`` checks again at each use.
+
+Threads and processes: a ``Registry`` is one connection under a lock (``db.py``); any
+number of processes may open the same file (WAL, busy timeout, short write transactions).
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlm_runtime.config import Paths, paths_from_env, user_path
+from rlm_runtime.errors import ContextError, RegistryError, UnknownContext
+from rlm_runtime.registry import ids, metadata
+from rlm_runtime.registry.db import Database
+from rlm_runtime.registry.roots import Roots, within
+
+#: Run ids kept per context (the most recent): the file stays bounded however often it is used.
+RECENT_RUNS = 50
+#: What ``record`` counts.
+OPS = ("peeks", "greps", "chunks", "loads", "searches")
+#: Ids compared with an unknown one for a suggestion, at most (difflib is quadratic per pair).
+SUGGEST_FROM = 2_000
+#: A count added at once, at most (a hostile caller cannot overflow a column).
+MAX_COUNT = 1 << 31
+_MAX_RUN_ID = 128
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How runs used a context, aggregated across runs. ``runs``: the most recent first."""
+
+    peeks: int = 0
+    greps: int = 0
+    chunks: int = 0
+    loads: int = 0
+    searches: int = 0
+    last_access: float | None = None
+    runs: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "runs": list(self.runs)}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered context (see the module docstring; ``meta``'s keys: ``metadata.py``)."""
+
+    id: str
+    name: str
+    kind: str
+    source: str | None
+    tags: tuple[str, ...]
+    meta: Mapping[str, Any]
+    created: float
+    refreshed: float
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ref(self) -> str:
+        """``ctx:ID``: how a context source names it."""
+        return ids.REF_PREFIX + self.id
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (JSON-ready)."""
+        return {"id": self.id, "ref": self.ref, "name": self.name, "kind": self.kind, "source": self.source,
+                "tags": list(self.tags), "meta": dict(self.meta), "created": self.created, "refreshed": self.refreshed,
+                "usage": self.usage.to_json()}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A registered context checked for use: the real path to open (file, folder, memory
+    store) or the text (a ``text`` context)."""
+
+    entry: Entry
+    path: Path | None = None
+    text: str | None = None
+
+
+class Registry:
+    """The registry of named contexts in one SQLite file. Use ``Registry.open``.
+
+    Args:
+        path: the registry file.
+        index_dir: the search indexes of ``searching.py`` (a refreshed file's is dropped).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, index_dir: Path | None = None) -> None:
+        self.path = Path(path)
+        self.index_dir = index_dir if index_dir is not None else self.path.parent / "index"
+        self.db = Database(self.path)
+
+    @classmethod
+    def open(cls, paths: Paths | str | os.PathLike[str] | None = None) -> Registry:
+        """The registry of ``paths`` (``$RLM_HOME/registry.db``; None: from the environment),
+        or the registry file named; created when missing.
+
+        Raises:
+            RegistryError: the file is not a usable registry (corrupt, another program's).
+        """
+        if paths is None or isinstance(paths, Paths):
+            paths = paths or paths_from_env()
+            return cls(paths.registry, index_dir=paths.home / "index")
+        return cls(paths)
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ registering
+
+    def add(self, source: str | os.PathLike[str], *, id: str | None = None, name: str | None = None,
+            kind: str | None = None, tags: Iterable[str] = (), roots: Roots = None) -> Entry:
+        """Register ``source`` and return its entry.
+
+        Args:
+            source: a path (a file, a folder, a memory store file), or with ``kind="text"``
+                the text itself.
+            id: its id (default: derived from the name, made unique).
+            name: its display name (default: the path's last part; ``text`` for a text).
+            kind: ``file``, ``folder``, ``text`` or ``memory`` (default: what the path is).
+            tags: labels to list it by.
+            roots: the folders the path must resolve under (None: anywhere; see ``roots.py``).
+
+        Raises:
+            RegistryError: a bad id, name, tag or kind, an id taken, a text too large.
+            ContextError: the path does not exist, cannot be read or probed.
+            ContextOutsideRoots: the path resolves outside ``roots``.
+        """
+        if kind is not None:
+            ids.check_kind(kind)
+        if id is not None:
+            ids.check_id(id)
+        tag_list = ids.check_tags(tags)
+        text: str | None = None
+        real: Path | None = None
+        if kind == "text":
+            text = metadata.check_text(source)
+            name = ids.check_name(name if name is not None else "text")
+            meta = metadata.describe_text(text, name)
+        else:
+            if not isinstance(source, (str, os.PathLike)):
+                raise RegistryError("a context source is a path (or, with kind text, a str)")
+            real = within(user_path(source), roots)
+            kind = metadata.kind_of(real, kind)
+            name = ids.check_name(name if name is not None else (real.name or str(real)))
+            meta = metadata.describe_path(real, kind)
+        now = time.time()
+        with self.db.write() as conn:
+            if id is None:
+                base = ids.slug(name)
+                rows = conn.execute("SELECT id FROM contexts WHERE substr(id, 1, ?) = ?", (len(base), base))
+                id = ids.unique(base, (str(r[0]) for r in rows))
+            elif conn.execute("SELECT 1 FROM contexts WHERE id = ?", (id,)).fetchone():
+                raise RegistryError(f"the id {id} is taken: choose another with --id, or rlm context rm {id} first")
+            conn.execute("INSERT INTO contexts (id, name, kind, source, meta, created, refreshed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (id, name, kind, str(real) if real is not None else None, json.dumps(meta), now, now))
+            if text is not None:
+                conn.execute("INSERT INTO context_texts (id, text) VALUES (?, ?)", (id, text))
+            conn.executemany("INSERT INTO context_tags (id, tag) VALUES (?, ?)", [(id, t) for t in tag_list])
+            conn.execute("INSERT INTO context_usage (id) VALUES (?)", (id,))
+        return self.get(id)
+
+    def remove(self, id: str) -> None:
+        """Forget the context ``id`` (its text, tags and usage with it; files are untouched).
+
+        Raises:
+            UnknownContext: no context has this id.
+        """
+        key = self._known(id)
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM contexts WHERE id = ?", (key,))
+
+    def refresh(self, id: str, roots: Roots = None) -> Entry:
+        """Probe the context ``id`` again if its file changed (size or modification time; a
+        folder or a store is always probed again), dropping a file's search index so that it
+        is rebuilt. The path is checked against ``roots`` again; if it now resolves to
+        another real path (a symlink was planted), that path is what is recorded.
+
+        Raises:
+            UnknownContext: no context has this id.
+            ContextError: its file is gone or unreadable.
+            ContextOutsideRoots: it now resolves outside ``roots``.
+            RegistryError: it changed kind (a file became a folder).
+        """
+        entry = self.get(id)
+        now = time.time()
+        if entry.kind == "text":
+            with self.db.write() as conn:
+                conn.execute("UPDATE contexts SET refreshed = ? WHERE id = ?", (now, entry.id))
+            return self.get(entry.id)
+        assert entry.source is not None
+        real = within(entry.source, roots)
+        kind = metadata.kind_of(real, None if entry.kind == "file" else entry.kind)
+        if kind != entry.kind:
+            raise RegistryError(f"ctx:{entry.id} is now a {kind}, not a {entry.kind}: remove it and add it again")
+        meta: Mapping[str, Any] = entry.meta
+        size, mtime_ns = metadata.fingerprint(real)
+        changed = (kind != "file" or str(real) != entry.source or size != meta.get("size_bytes")
+                   or mtime_ns != meta.get("mtime_ns"))
+        if changed:
+            meta = metadata.describe_path(real, kind)
+            if kind == "file":
+                from rlm_runtime.searching import drop_path_index
+
+                drop_path_index(self.index_dir, entry.source)
+                drop_path_index(self.index_dir, real)
+        with self.db.write() as conn:
+            conn.execute("UPDATE contexts SET source = ?, meta = ?, refreshed = ? WHERE id = ?",
+                         (str(real), json.dumps(dict(meta)), now, entry.id))
+        return self.get(entry.id)
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, id: str) -> Entry:
+        """The context ``id`` (``ctx:ID`` is accepted too).
+
+        Raises:
+            UnknownContext: no context has this id (the nearest id is suggested).
+        """
+        key = self._known(id)
+        with self.db.read() as conn:
+            row = conn.execute("SELECT id, name, kind, source, meta, created, refreshed FROM contexts WHERE id = ?",
+                               (key,)).fetchone()
+            if row is None:  # removed by another process since _known looked
+                raise self._unknown(key)
+            return self._entry(conn, row)
+
+    def list(self, kind: str | None = None, tag: str | None = None) -> builtins.list[Entry]:
+        """Every registered context (of ``kind``, with ``tag``), by id."""
+        if kind is not None:
+            ids.check_kind(kind)
+        sql = "SELECT id, name, kind, source, meta, created, refreshed FROM contexts"
+        where, args = [], []
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        if tag is not None:
+            where.append("id IN (SELECT id FROM context_tags WHERE tag = ?)")
+            args.append(tag)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self.db.read() as conn:
+            rows = conn.execute(sql + " ORDER BY id", args).fetchall()
+            return [self._entry(conn, row) for row in rows]
+
+    def resolve(self, ref_or_id: str, roots: Roots = None) -> Resolved:
+        """The context ``ref_or_id`` (``ctx:ID`` or ``ID``) checked for use now: its real path
+        under ``roots`` (checked again: a path that has become a symlink out of them is
+        refused), or its text. What ``open_context`` opens for a ``ctx:ID`` source.
+
+        Raises:
+            UnknownContext: no context has this id.
+            ContextError: its file or folder is gone, or is no longer of its kind.
+            ContextOutsideRoots: its path resolves outside ``roots``.
+        """
+        entry = self.get(ref_or_id)
+        if entry.kind == "text":
+            with self.db.read() as conn:
+                row = conn.execute("SELECT text FROM context_texts WHERE id = ?", (entry.id,)).fetchone()
+            if row is None:
+                raise RegistryError(f"ctx:{entry.id} has lost its text: remove it and add it again")
+            return Resolved(entry, text=str(row[0]))
+        assert entry.source is not None
+        try:
+            real = within(entry.source, roots)
+        except ContextError as e:
+            if type(e) is ContextError:
+                raise ContextError(f"ctx:{entry.id}: {e} (rlm context rm {entry.id}, or refresh it)") from e
+            raise
+        try:
+            kind = metadata.kind_of(real, None if entry.kind == "file" else entry.kind)
+        except (RegistryError, OSError) as e:
+            raise ContextError(f"ctx:{entry.id} is no longer a {entry.kind}: {e}") from e
+        if kind != entry.kind:
+            raise ContextError(f"ctx:{entry.id} is no longer a {entry.kind} (now a {kind}): remove it and add it again")
+        return Resolved(entry, path=real)
+
+    # ------------------------------------------------------------------ usage
+
+    def record(self, id: str, op: str, run_id: str | None = None, n: int = 1) -> None:
+        """Count ``n`` uses ``op`` (one of ``OPS``) of the context ``id``, by the run ``run_id``.
+
+        Raises:
+            UnknownContext: no context has this id.
+            RegistryError: an unknown op or a bad count.
+        """
+        key = self._known(id)
+        self.record_run(run_id, {key: {op: n}})
+
+    def record_run(self, run_id: str | None, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Count what one run did with several contexts at once (``{id: {op: n}}``), in one
+        transaction. Ids no longer registered are skipped (removed while the run ran)."""
+        for per_id in counts.values():
+            for op, n in per_id.items():
+                if op not in OPS:
+                    raise RegistryError(f"not a usage count: {ids.shown(op)} (one of {', '.join(OPS)})")
+                if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_COUNT:
+                    raise RegistryError(f"a usage count must be an int from 0 to {MAX_COUNT}, not {ids.shown(n)}")
+        if run_id is not None and (not isinstance(run_id, str) or not 0 < len(run_id) <= _MAX_RUN_ID):
+            raise RegistryError(f"a run id is 1 to {_MAX_RUN_ID} characters")
+        now = time.time()
+        with self.db.write() as conn:
+            for key, per_id in counts.items():
+                if not ids.valid_id(key) or not conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
+                    continue
+                sets = ", ".join(f"{op} = {op} + ?" for op in per_id)  # op is one of OPS
+                conn.execute(f"UPDATE context_usage SET {sets + ', ' if sets else ''}last_access = ? WHERE id = ?",
+                             (*per_id.values(), now, key))
+                if run_id is not None:
+                    conn.execute("INSERT OR REPLACE INTO context_runs (id, run_id, at) VALUES (?, ?, ?)", (key, run_id, now))
+                    conn.execute("DELETE FROM context_runs WHERE id = ? AND run_id NOT IN (SELECT run_id FROM context_runs "
+                                 "WHERE id = ? ORDER BY at DESC, run_id LIMIT ?)", (key, key, RECENT_RUNS))
+
+    def stats(self, id: str | None = None) -> dict[str, Usage]:
+        """The usage of the context ``id``, or of every context (by id).
+
+        Raises:
+            UnknownContext: no context has this id.
+        """
+        if id is not None:
+            return {(entry := self.get(id)).id: entry.usage}
+        with self.db.read() as conn:
+            keys = [str(r[0]) for r in conn.execute("SELECT id FROM contexts ORDER BY id")]
+            return {key: self._usage(conn, key) for key in keys}
+
+    # ------------------------------------------------------------------ internals
+
+    def _known(self, id: str) -> str:
+        """The id named by ``id`` (``ctx:`` stripped), or ``UnknownContext``."""
+        key = ids.ref_id(id) if isinstance(id, str) else ""
+        if ids.valid_id(key):
+            with self.db.read() as conn:
+                if conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
+                    return key
+        raise self._unknown(key if isinstance(id, str) else repr(id))
+
+    def _unknown(self, key: str) -> UnknownContext:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT id, name FROM contexts ORDER BY refreshed DESC LIMIT ?", (SUGGEST_FROM,)).fetchall()
+        probe = key[:100].lower()
+        known = [str(i) for i, _ in rows]
+        exact = [i for i in known if i == probe] or [str(i) for i, n in rows if str(n).lower() == probe]
+        close = exact or difflib.get_close_matches(probe, known, n=1, cutoff=0.6)
+        suggestion = close[0] if close else None
+        hint = f" (did you mean ctx:{suggestion}?)" if suggestion else " (rlm context list shows them)"
+        rule = "" if ids.valid_id(key) else f"; an id is {ids.ID_RULE}"
+        return UnknownContext(f"no registered context {ids.shown(ids.REF_PREFIX + key)}{rule}{hint}", context_id=key,
+                              suggestion=suggestion)
+
+    def _entry(self, conn: Any, row: tuple[Any, ...]) -> Entry:
+        key = str(row[0])
+        tags = tuple(str(r[0]) for r in conn.execute("SELECT tag FROM context_tags WHERE id = ? ORDER BY tag", (key,)))
+        try:
+            meta = json.loads(row[4])
+        except (ValueError, RecursionError):
+            meta = {}
+        return Entry(id=key, name=str(row[1]), kind=str(row[2]), source=None if row[3] is None else str(row[3]), tags=tags,
+                     meta=meta if isinstance(meta, dict) else {}, created=float(row[5]), refreshed=float(row[6]),
+                     usage=self._usage(conn, key))
+
+    def _usage(self, conn: Any, key: str) -> Usage:
+        row = conn.execute("SELECT peeks, greps, chunks, loads, searches, last_access FROM context_usage WHERE id = ?",
+                           (key,)).fetchone()
+        runs = tuple(str(r[0]) for r in conn.execute(
+            "SELECT run_id FROM context_runs WHERE id = ? ORDER BY at DESC, run_id LIMIT ?", (key, RECENT_RUNS)))
+        if row is None:
+            return Usage(runs=runs)
+        peeks, greps, chunks, loads, searches = (int(v) for v in row[:5])
+        return Usage(peeks=peeks, greps=greps, chunks=chunks, loads=loads, searches=searches,
+                     last_access=None if row[5] is None else float(row[5]), runs=runs)
