@@ -22,6 +22,27 @@ class SourceRefused(ConfigError):
     that resolves outside its folder, a memory store, a file that is not a regular file."""
 
 
+class ContextOutsideRoots(SourceRefused):
+    """A path to register or open as a registered context resolves (symlinks and ``..``
+    followed) outside every root the caller allows (``registry.roots``)."""
+
+
+class RegistryError(ConfigError):
+    """The registry of contexts cannot do what was asked: an id, name, tag or kind that breaks
+    its rules, an id already taken, a text too large, a registered file that is gone or
+    changed kind, or a ``registry.db`` that is not one (corrupt, another program's)."""
+
+
+class UnknownContext(RegistryError):
+    """No registered context has this id (``ctx:ID``). ``suggestion`` is the nearest id, if
+    one is close."""
+
+    def __init__(self, message: str, *, context_id: str = "", suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.context_id = context_id
+        self.suggestion = suggestion
+
+
 class RecoverableError(RLMError):
     """Something the model did wrong; the session goes on."""
 
@@ -79,6 +100,15 @@ class SessionClosed(SessionError):
 
 class SessionBusy(SessionError):
     """Another thread is using this session; a session serves one thread at a time."""
+
+
+class UnknownTrajectory(RLMError):
+    """No trajectory has the id a client named (a server's ``/api/traces/{id}``)."""
+
+
+class TooLarge(RLMError):
+    """A request to a server asked for more than its limits allow (``ServeLimits``); it is
+    refused whole, never cut."""
 
 
 class RunFailed(RLMError):

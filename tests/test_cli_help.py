@@ -14,7 +14,7 @@ from rlm_runtime.cli import build_parser, main
 from rlm_runtime.cli.eval import SUBCOMMANDS as EVAL_FORMS
 
 #: The order ``rlm --help`` lists the commands in: the order of use.
-ORDER = ["ask", "repl", "eval", "memory", "probe", "peek", "grep", "chunk", "trace", "model", "profile", "policy", "sandbox"]
+ORDER = ["ask", "repl", "serve", "eval", "memory", "context", "probe", "peek", "grep", "chunk", "trace", "model", "profile", "policy", "sandbox"]
 
 
 def _help(capsys: pytest.CaptureFixture[str], *words: str) -> str:

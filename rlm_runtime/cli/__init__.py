@@ -18,7 +18,7 @@ __all__ = ["EXIT_CODES", "build_parser", "entry", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rlm`` parser with every subcommand."""
-    from rlm_runtime.cli import ask, contexts, eval, memory, model, profile, sandbox, trace
+    from rlm_runtime.cli import ask, contexts, eval, memory, model, profile, registry, sandbox, serve, trace
 
     parser = argparse.ArgumentParser(
         prog="rlm", description="A sandboxed recursive-LM REPL runtime: ask questions over files and folders with a\n"
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rlm_runtime {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (ask, eval, memory, contexts, trace, model, profile, sandbox):  # the order of `rlm --help`
+    for group in (ask, serve, eval, memory, registry, contexts, trace, model, profile, sandbox):  # the order of `rlm --help`
         group.add_commands(commands)
     return parser
 

@@ -1,0 +1,134 @@
+"""``rlm serve``: the runtime as an MCP server (stdio, for editors and agents) or over HTTP
+(a REST API under ``/api`` and MCP's streamable HTTP at ``/mcp``, behind a bearer token).
+
+Needs the ``serve`` extra (``pip install 'rlm_runtime[serve]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any
+
+from rlm_runtime.cli.common import EXIT_OK, UsageError, add_command, say
+
+DEFAULT_PORT = 8765
+
+
+def add_commands(commands: Any) -> None:
+    """Register ``serve`` on ``rlm``'s subcommand table."""
+    sv = add_command(commands, "serve", help="serve agents and programs: MCP (stdio or HTTP) and a REST API",
+                     description="Serve the runtime to agents, editors and other programs. --mcp speaks MCP on "
+                                 "standard input and output (what an editor launches); --http serves a REST API under "
+                                 "/api and MCP at /mcp on a loopback port, behind a bearer token created on first start "
+                                 "(0600, under $RLM_HOME/serve/). Clients read the registered contexts (rlm context add) "
+                                 "and what lies under the --root folders; they register contexts only under the roots.",
+                     examples=("rlm serve --mcp -m openai/gpt-4o-mini --root ~/projects",
+                               "rlm serve --http --port 8765 -m local:qwen2.5-coder-1.5b",
+                               "rlm serve --show-token"))
+    how = sv.add_mutually_exclusive_group()
+    how.add_argument("--mcp", action="store_true", help="MCP on standard input and output")
+    how.add_argument("--http", action="store_true", help="REST under /api and MCP at /mcp over HTTP")
+    how.add_argument("--show-token", action="store_true", help="print the HTTP bearer token (created if there is none)")
+    how.add_argument("--rotate-token", action="store_true", help="replace the HTTP bearer token and print the new one")
+    sv.add_argument("-m", "--model", help="the model every question uses (default: $RLM_MODEL)")
+    sv.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
+    sv.add_argument("--root", action="append", default=[], metavar="DIR",
+                    help="a folder clients may read and register contexts under (repeatable; default: none)")
+    sv.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1, loopback)")
+    sv.add_argument("--allow-host", action="append", default=[], metavar="NAME:PORT",
+                    help="another Host header to accept (the name a proxy forwards; repeatable)")
+    sv.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT}; 0: any free port)")
+    sv.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
+    sv.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path")
+    sv.add_argument("--sessions", type=int, help="client sessions kept at once (default: what this machine's memory allows)")
+    sv.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True,
+                    help="questions may search the memory store (default: yes)")
+    sv.set_defaults(run=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+
+    paths = paths_from_env()
+    if args.show_token or args.rotate_token:
+        from rlm_runtime.serve import auth
+
+        token = auth.rotate_token(paths) if args.rotate_token else auth.load_or_create_token(paths)[0]
+        print(token)
+        return EXIT_OK
+    if not (args.mcp or args.http):
+        raise UsageError("say how to serve: --mcp (standard input and output) or --http")
+    service = _service(args, paths)
+    try:
+        if args.mcp:
+            from rlm_runtime.serve.mcp import run_stdio
+
+            run_stdio(service)
+            return EXIT_OK
+        return _http(args, service, paths)
+    finally:
+        service.close()
+
+
+def _service(args: argparse.Namespace, paths: Any) -> Any:
+    try:
+        import mcp  # noqa: F401 - the serve extra, checked before anything starts
+    except ImportError as e:
+        raise UsageError("rlm serve needs the serve extra: pip install 'rlm_runtime[serve]'") from e
+    from rlm_runtime.config import default_model
+    from rlm_runtime.llm import checked_client
+    from rlm_runtime.serve.limits import ServeLimits
+    from rlm_runtime.serve.service import Service
+
+    name = args.model
+    if not name:
+        name, note = default_model()
+        if note:
+            say(f"rlm: {note}", err=True)
+    # The names are checked now, not at a client's first question.
+    for model in filter(None, (name, args.sub_model)):
+        checked_client(model).close()
+    if args.sessions is not None and args.sessions < 1:
+        raise UsageError("--sessions must be at least 1")
+    options: dict[str, Any] = {"policy": args.policy, "memory": True if args.memory else None}
+    if args.profile:
+        options["profile"] = args.profile
+    return Service(name, args.sub_model, roots=args.root, paths=paths, limits=ServeLimits(sessions=args.sessions),
+                   session_options=options)
+
+
+def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
+    from rlm_runtime.serve import auth
+    from rlm_runtime.serve.http import run_http
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be from 0 to 65535")
+    token, created = auth.load_or_create_token(paths)
+    if not _loopback(args.host):
+        say(f"rlm: serving on {args.host}, not loopback: anyone who can reach it and holds the token can read what the "
+            "server reads. Put a TLS-terminating proxy in front of it (docs/serve.md).", err=True)
+
+    def ready(url: str) -> None:
+        say(f"rlm: serving {url}/api (REST, docs at {url}/docs) and {url}/mcp (MCP)", err=True)
+        if created:
+            say(f"rlm: a bearer token was created (shown once; rlm serve --show-token prints it): {token}", err=True)
+        else:
+            say("rlm: clients send the bearer token from rlm serve --show-token", err=True)
+        sys.stderr.flush()
+
+    try:
+        run_http(service, host=args.host, port=args.port, token=token, mcp=True, ready=ready, extra_hosts=args.allow_host)
+    except KeyboardInterrupt:  # Ctrl-C: everything is closed by now
+        pass
+    return EXIT_OK
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,222 @@
+"""The MCP server: ``Service``'s operations as tools and resources (the official SDK, ``mcp``).
+
+Tools: ``ask``, ``peek``, ``grep``, ``chunk``, ``search``, ``remember``, ``contexts_list``,
+``context_add``. Resources: each registered context (its entry and probe, as JSON) and each
+trajectory (its events as JSON, its HTML page). ``ask`` sends a progress notification at
+each iteration of the root run; a client's cancellation stops the question
+(``Session.cancel``). One MCP connection keeps one runtime session (its worker and
+variables) between its ``ask`` calls over the same contexts; ``Service.sessions`` closes it
+when idle, and every session closes with the server.
+
+Every tool runs the service on a worker thread, so that a long question leaves the server
+free to answer other requests. What a tool raises on purpose (an ``RLMError``) reaches the
+client as a tool error with its message; anything else reaches it as a generic error, its
+text and traceback kept in the server's log.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
+
+from rlm_runtime.errors import ContextError, RLMError
+from rlm_runtime.serve.service import Service
+
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+rlm answers questions over contexts too long for a prompt (large files, folders, a memory store) by
+having a model write code that reads them. Find what is available with contexts_list. For a question
+that needs reading across a whole context, call ask. To look yourself, use peek (the start), grep
+(matching lines, RE2 syntax), chunk (one piece at a time) and search (ranked passages across contexts
+and the memory store). Name a registered context as ctx:ID or by its id."""
+
+ContextRef = Annotated[str, Field(description="a registered context as ctx:ID (or its bare id), or a path under the server's roots")]
+
+
+def build_server(service: Service, *, name: str = "rlm") -> Any:
+    """An ``MCPServer`` over ``service`` (not started: ``run_stdio`` runs it on stdio,
+    ``http_app`` serves it over streamable HTTP)."""
+    from rlm_runtime import __version__
+
+    # WARNING: at INFO the SDK logs every request, and over stdio its log is the user's stderr.
+    server: Any = MCPServer(name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except RLMError as e:
+            raise ToolError(str(e)) from e
+
+    @server.tool(description="Answer a question over one or more contexts: a model reads them with code, "
+                             "in a sandbox, and returns the answer with how many iterations and tokens it took "
+                             "and the id of its trajectory. Slow (seconds to minutes): prefer peek/grep for a lookup "
+                             "you can do yourself.")
+    async def ask(question: Annotated[str, Field(description="the question, in plain words")],
+                  contexts: Annotated[list[str], Field(description="contexts to read: ctx:ID, ids, or paths under the roots")],
+                  ctx: Context,
+                  session: Annotated[str | None, Field(description="a name of your choosing: questions under the same name "
+                                                                   "and contexts share a worker, its variables and the "
+                                                                   "conversation, so a follow-up can build on an answer")]
+                  = None) -> dict[str, Any]:
+        return await _ask(service, question, contexts, session, ctx)
+
+    @server.tool(description="The first characters of a context, and its length in characters.")
+    async def peek(context: ContextRef,
+                   chars: Annotated[int, Field(description="how many characters", ge=1)] = 2000) -> dict[str, Any]:
+        return await call(service.peek, context, chars)
+
+    @server.tool(description="Lines of a context matching a regular expression (RE2 syntax: no backreferences), "
+                             "with their line numbers; 'complete' is false when max_matches cut the list.")
+    async def grep(context: ContextRef, pattern: Annotated[str, Field(description="an RE2 regular expression")],
+                   context_lines: Annotated[int, Field(description="lines shown around each match", ge=0)] = 0,
+                   max_matches: Annotated[int, Field(description="stop after this many matching lines", ge=1)] = 100,
+                   ignore_case: bool = False) -> dict[str, Any]:
+        return await call(service.grep, context, pattern, context_lines, max_matches, ignore_case)
+
+    @server.tool(description="One chunk of a context cut into pieces of 'size' lines, characters or tokens, with the "
+                             "number of chunks ('total') and the neighbours' indexes ('prev', 'next').")
+    async def chunk(context: ContextRef, index: Annotated[int, Field(description="0-based chunk number", ge=0)],
+                    size: Annotated[int | None, Field(description="units a chunk (default: 200 lines, 8000 chars, "
+                                                                  "2000 tokens)", ge=1)] = None,
+                    unit: Annotated[str, Field(description="lines, chars or tokens")] = "lines") -> dict[str, Any]:
+        return await call(service.chunk, context, index, size, unit)
+
+    @server.tool(description="Ranked full-text search (BM25) for passages across contexts (default: every registered "
+                             "context) and the memory store.")
+    async def search(query: Annotated[str, Field(description="words to look for, in plain text")],
+                     k: Annotated[int, Field(description="how many passages", ge=1)] = 10,
+                     contexts: Annotated[list[str] | None, Field(description="limit to these contexts")] = None) -> dict[str, Any]:
+        return await call(service.search, query, k, contexts)
+
+    @server.tool(description="Store a note in the memory store, where search (and the model's search_chunks) finds it later.")
+    async def remember(text: Annotated[str, Field(description="the note")],
+                       tags: Annotated[list[str], Field(description="labels to filter by later")] = []) -> dict[str, Any]:  # noqa: B006 - the SDK reads the default for the schema
+        return await call(service.remember, text, tags)
+
+    @server.tool(description="The registered contexts: id, name, kind (file, folder, text, memory), size, lines, "
+                             "tokens, shape and how often each was used.")
+    async def contexts_list(kind: Annotated[str | None, Field(description="only this kind")] = None,
+                            tag: Annotated[str | None, Field(description="only contexts with this tag")] = None) -> list[dict[str, Any]]:
+        return await call(service.contexts_list, kind, tag)
+
+    @server.tool(description="Register a file or folder (under the server's roots) as a context; returns its entry, "
+                             "whose id names it from then on (ctx:ID).")
+    async def context_add(path: Annotated[str, Field(description="a file or folder under the server's roots")],
+                          name: Annotated[str | None, Field(description="a display name")] = None,
+                          tags: Annotated[list[str], Field(description="labels")] = []) -> dict[str, Any]:  # noqa: B006
+        return await call(service.context_add, path, name, tags)
+
+    @server.resource("rlm://context/{context_id}", name="context", mime_type="application/json",
+                     description="A registered context: its entry, probe and access statistics.")
+    async def context_resource(context_id: str) -> str:
+        try:
+            entry = await anyio.to_thread.run_sync(service.context_show, context_id)
+        except RLMError as e:
+            raise ResourceError(str(e)) from e
+        return json.dumps(entry, ensure_ascii=False)
+
+    @server.resource("rlm://trajectory/{trace_id}.json", name="trajectory", mime_type="application/json",
+                     description="A trajectory's events (every iteration, cell and sub-call of a session's questions).")
+    async def trajectory_json(trace_id: str) -> str:
+        try:
+            return await anyio.to_thread.run_sync(service.trajectory, trace_id, "json")
+        except RLMError as e:
+            raise ResourceError(str(e)) from e
+
+    @server.resource("rlm://trajectory/{trace_id}.html", name="trajectory page", mime_type="text/html",
+                     description="A trajectory as one self-contained HTML page (summary, timeline, each iteration).")
+    async def trajectory_html(trace_id: str) -> str:
+        try:
+            return await anyio.to_thread.run_sync(service.trajectory, trace_id, "html")
+        except RLMError as e:
+            raise ResourceError(str(e)) from e
+
+    return server
+
+
+async def _ask(service: Service, question: str, contexts: list[str], name: str | None, ctx: Any) -> dict[str, Any]:
+    """Run ``service.ask`` on a thread; progress goes back to the client, a cancellation stops the run."""
+    sessions: list[Any] = []
+    limit = {"iterations": 0}
+
+    def listener(event: dict[str, Any]) -> None:
+        if event.get("type") == "run_start" and not event.get("depth"):
+            limit["iterations"] = int((event.get("limits") or {}).get("max_iterations") or 0)
+        if event.get("type") != "iteration" or event.get("depth"):
+            return
+        n = int(event.get("iteration") or 0)
+        cells = len(event.get("code_blocks") or [])
+        message = f"iteration {n}: {cells} cell{'s' if cells != 1 else ''}"
+        try:
+            anyio.from_thread.run(ctx.report_progress, n, limit["iterations"] or None, message)
+        except Exception:  # noqa: BLE001 - a client gone or not listening does not stop the run
+            pass
+
+    try:
+        key = _client_key(ctx, name)
+    except RLMError as e:
+        raise ToolError(str(e)) from e
+    run = functools.partial(service.ask, question, contexts, client=key, listener=listener, on_session=sessions.append)
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        for session in sessions:
+            session.cancel()
+        raise
+    except RLMError as e:
+        raise ToolError(str(e)) from e
+
+
+#: A key for each MCP connection seen, forgotten with the connection (an ``id()`` could be
+#: reused by a later connection, which would then inherit another client's variables).
+_KEYS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_KEYS_LOCK = threading.Lock()
+SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _client_key(ctx: Any, name: str | None) -> str | None:
+    """The key of the client's runtime session.
+
+    A session the client named is kept under that name. Otherwise a connection of the
+    handshake protocols (stdio, or HTTP with an ``Mcp-Session-Id``) keeps one session for
+    its life; the stateless protocol (2026-07-28) has no connection to keep it for, so the
+    question gets a session of its own.
+    """
+    if name is not None:
+        if not SESSION_NAME.fullmatch(name):
+            raise ContextError("a session name is 1 to 64 letters, digits, '_' or '-'")
+        return f"mcp:{name}"
+    try:
+        request = ctx.request_context
+        if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        connection = request.session._connection
+    except Exception:  # noqa: BLE001 - outside a request, or an SDK without connections: a session for this call alone
+        return None
+    with _KEYS_LOCK:
+        try:
+            return _KEYS.setdefault(connection, f"mcp-{uuid.uuid4().hex}")
+        except TypeError:  # not weak-referenceable
+            return None
+
+
+def run_stdio(service: Service) -> None:
+    """Serve MCP on standard input and output until the client closes them (the SDK points
+    file descriptor 1 at stderr meanwhile, so nothing the runtime prints can corrupt the
+    protocol); the caller closes ``service``."""
+    build_server(service).run("stdio")

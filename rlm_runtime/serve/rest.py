@@ -1,0 +1,318 @@
+"""The REST API of ``rlm serve --http`` (FastAPI): ``Service``'s operations under ``/api``.
+
+Every endpoint is a thin adapter: it checks the shape of the request (422 when wrong), runs
+the service's operation on a worker thread (the event loop stays free for other clients),
+and answers its plain data as JSON. Errors are ``{"error", "status", "type"}``
+(``httperrors.py``). A context in a path is a registered one (``ID`` or ``ctx:ID``); a
+question's JSON body may also name paths under the server's roots.
+
+In front of it all: ``auth.Guard`` (the Host check and the bearer token) and ``BodyLimit``
+(a request body over ``MAX_BODY_BYTES`` is refused with 413 before anything reads it). An
+MCP server given to ``build_app`` is served at ``/mcp`` behind the same two, its session
+manager running in the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rlm_runtime.errors import RLMError
+from rlm_runtime.serve.auth import Guard
+from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
+from rlm_runtime.serve.service import Service
+from rlm_runtime.serve.stream import AskStream
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: The largest request body accepted (a question, a note, a path to register; MCP messages).
+MAX_BODY_BYTES = 1 << 20
+#: What a 422 answer repeats of the request: this many problems, each cut to this many characters.
+_MAX_PROBLEMS = 20
+_PROBLEM_CHARS = 200
+#: A trajectory page runs no code from elsewhere and sends nothing anywhere.
+_PAGE_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+                "connect-src 'none'; form-action 'none'; frame-ancestors 'none'")
+
+SESSION_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+ContextId = Annotated[str, Path(description="a registered context's id (or ctx:ID)", max_length=200)]
+
+
+class AskBody(BaseModel):
+    """A question for ``POST /api/ask``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="the question, in plain words")
+    contexts: list[str] = Field(default_factory=list, description="contexts to read: ctx:ID, ids, or paths under the roots")
+    session: str | None = Field(None, pattern=SESSION_PATTERN,
+                                description="the caller's session name: a later ask with it reuses the worker and variables")
+    stream: bool = Field(False, description="answer with server-sent events: iteration events, then the result")
+
+
+class RegisterBody(BaseModel):
+    """A file or folder to register, for ``POST /api/context/register``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="a file or folder under the server's roots")
+    name: str | None = Field(None, description="a display name")
+    tags: list[str] = Field(default_factory=list, description="labels")
+
+
+class RememberBody(BaseModel):
+    """A note for ``POST /api/memory/remember``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="the note")
+    tags: list[str] = Field(default_factory=list, description="labels to filter by later")
+
+
+def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Collection[str] = ()) -> FastAPI:
+    """The REST API over ``service`` (and ``mcp_server`` at ``/mcp``, if given).
+
+    Args:
+        service: the server's operations (the caller closes it).
+        token: the bearer token every request must carry (``auth.load_or_create_token``).
+        mcp_server: an ``MCPServer`` (``mcp.build_server``) to serve over streamable HTTP.
+        hosts: the ``Host`` header values accepted (``auth.local_hosts`` of the bound
+            address); none: every request is refused with 403.
+    """
+    from rlm_runtime import __version__
+
+    mcp_app = _mcp_app(mcp_server, hosts) if mcp_server is not None else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if mcp_app is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    # auto_error=False: the Guard checks the token; this only shows the scheme on /docs.
+    app = FastAPI(title="rlm serve", version=__version__, lifespan=lifespan, redoc_url=None,
+                  dependencies=[Depends(HTTPBearer(auto_error=False))])
+    _add_error_handlers(app)
+
+    async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    @app.get("/api/health", summary="The server's version and how many client sessions it keeps")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, "sessions": len(service.sessions)}
+
+    # Fixed paths before /api/context/{context_id}, which would take them for ids.
+    @app.get("/api/context", summary="The registered contexts")
+    async def contexts_list(kind: str | None = Query(None, max_length=32),
+                            tag: str | None = Query(None, max_length=64)) -> list[dict[str, Any]]:
+        return await call(service.contexts_list, kind, tag)
+
+    @app.get("/api/context/stats", summary="Access statistics of the registry and the server's sessions")
+    async def stats() -> dict[str, Any]:
+        return await call(service.stats)
+
+    @app.get("/api/context/search/all", summary="Ranked full-text search across contexts and the memory store")
+    async def search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1),
+                     context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None) -> dict[str, Any]:
+        return await call(service.search, query, k, context)
+
+    @app.post("/api/context/register", summary="Register a file or folder under the server's roots")
+    async def register(body: RegisterBody) -> dict[str, Any]:
+        return await call(service.context_add, body.path, body.name, body.tags)
+
+    @app.get("/api/context/{context_id}", summary="A context's whole text (refused with 413 when longer than max_chars)")
+    async def load(context_id: ContextId, max_chars: int | None = Query(None, ge=1)) -> dict[str, Any]:
+        return await call(service.load, _ref(context_id), max_chars)
+
+    @app.get("/api/context/{context_id}/info", summary="A registered context's entry and access statistics")
+    async def info(context_id: ContextId) -> dict[str, Any]:
+        return await call(service.context_show, _ref(context_id))
+
+    @app.get("/api/context/{context_id}/peek", summary="The first characters of a context")
+    async def peek(context_id: ContextId, chars: int = Query(2000, ge=1)) -> dict[str, Any]:
+        return await call(service.peek, _ref(context_id), chars)
+
+    @app.get("/api/context/{context_id}/grep", summary="Lines matching an RE2 pattern, with their numbers")
+    async def grep(context_id: ContextId, pattern: str = Query(..., min_length=1), context_lines: int = Query(0, ge=0),
+                   max_matches: int = Query(100, ge=1), ignore_case: bool = False) -> dict[str, Any]:
+        return await call(service.grep, _ref(context_id), pattern, context_lines, max_matches, ignore_case)
+
+    @app.get("/api/context/{context_id}/chunk/{index}", summary="One chunk of a context and where it sits")
+    async def chunk(context_id: ContextId, index: Annotated[int, Path(ge=0)], size: int | None = Query(None, ge=1),
+                    unit: Literal["lines", "chars", "tokens"] = "lines") -> dict[str, Any]:
+        return await call(service.chunk, _ref(context_id), index, size, unit)
+
+    @app.post("/api/ask", summary="Answer a question over contexts (stream: server-sent events)", response_model=None)
+    async def ask(body: AskBody) -> Any:
+        client = ("rest", body.session) if body.session is not None else None
+        if body.stream:
+            return _Asgi(AskStream(service, body.question, body.contexts, client))
+        sessions: list[Any] = []
+        run = functools.partial(service.ask, body.question, body.contexts, client=client, on_session=sessions.append)
+        try:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():  # the server is stopping: stop the question too
+            for session in sessions:
+                session.cancel()
+            raise
+
+    @app.post("/api/memory/remember", summary="Store a note in the memory store")
+    async def remember(body: RememberBody) -> dict[str, Any]:
+        return await call(service.remember, body.text, body.tags)
+
+    @app.get("/api/memory/search", summary="Ranked full-text search of the memory store")
+    async def memory_search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1)) -> dict[str, Any]:
+        return await call(service.search, query, k, [])
+
+    # The .html route first: {trace_id} alone would take "run-....html" whole.
+    @app.get("/api/traces/{trace_id}.html", summary="A trajectory as one HTML page", response_class=HTMLResponse)
+    async def trace_page(trace_id: Annotated[str, Path(max_length=64)]) -> Response:
+        return _page(await call(service.trajectory, trace_id, "html"))
+
+    @app.get("/api/traces/{trace_id}", summary="A trajectory's events (format=html: its page)")
+    async def trace(trace_id: Annotated[str, Path(max_length=64)],
+                    format: Literal["json", "html"] = "json") -> Response:
+        text = await call(service.trajectory, trace_id, format)
+        return _page(text) if format == "html" else Response(text, media_type="application/json")
+
+    if mcp_app is not None:
+        app.router.routes.extend(mcp_app.routes)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(Guard, token=token, hosts=hosts)  # added last: runs first
+    return app
+
+
+def _ref(context_id: str) -> str:
+    """A path's context as a registry reference: a path segment never names a file."""
+    return context_id if context_id.startswith("ctx:") else f"ctx:{context_id}"
+
+
+def _page(html: str) -> Response:
+    return HTMLResponse(html, headers={"content-security-policy": _PAGE_POLICY, "x-content-type-options": "nosniff"})
+
+
+class _Asgi(Response):
+    """A response that is an ASGI app of its own (``AskStream``), returned from an endpoint."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        super().__init__()
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        await self._app(scope, receive, send)
+
+
+def _mcp_app(mcp_server: Any, hosts: Collection[str]) -> Any:
+    """The MCP server's streamable HTTP app (its ``/mcp`` route), accepting the same Host and Origin as the Guard."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
+                                         allowed_origins=sorted(f"http://{h}" for h in hosts))
+    return mcp_server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
+                                          max_request_body_size=MAX_BODY_BYTES)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RLMError)
+    async def refused(request: Request, error: RLMError) -> JSONResponse:
+        if status_of(error) >= 500:
+            log.warning("%s %s: %s: %s", request.method, request.url.path, type(error).__name__, error)
+        return JSONResponse(error_body(error), status_code=status_of(error))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = [_problem(p) for p in error.errors()[:_MAX_PROBLEMS]]
+        first = problems[0] if problems else {"where": "request", "problem": "invalid"}
+        return JSONResponse({"error": f"invalid request: {first['where']}: {first['problem']}", "status": 422,
+                             "type": "RequestValidationError", "problems": problems}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(error.detail)[:_PROBLEM_CHARS], "status": error.status_code, "type": "HTTPError"},
+                            status_code=error.status_code, headers=getattr(error, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        # Starlette logs the traceback after this answer is sent; the client gets no detail.
+        return JSONResponse(error_body(error), status_code=500)
+
+
+def _problem(error: Any) -> dict[str, str]:
+    """One validation problem, without the input it was about (which may be huge, or a secret)."""
+    where = ".".join(str(part)[:64] for part in error.get("loc", ()))
+    return {"where": where[:_PROBLEM_CHARS], "problem": str(error.get("msg", "invalid"))[:_PROBLEM_CHARS]}
+
+
+class BodyLimit:
+    """Refuses a request body over ``max_bytes`` (413) by its Content-Length or as it arrives.
+
+    The body is read whole before the app sees it (it is at most ``max_bytes``), then handed
+    over as one message; later ``receive`` calls reach the client (a disconnect).
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await self._refuse(send)
+            return
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left
+                return
+            part = bytes(message.get("body", b""))
+            size += len(part)
+            if size > self.max_bytes:
+                await self._refuse(send)
+                return
+            parts.append(part)
+            if not message.get("more_body", False):
+                break
+        handed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal handed
+            if handed:
+                return dict(await receive())
+            handed = True
+            return {"type": "http.request", "body": b"".join(parts), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        await send_json(send, 413, {"error": f"the request body is over this server's limit of {self.max_bytes:,} bytes",
+                                    "status": 413, "type": "TooLarge"}, [(b"connection", b"close")])
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or ():
+        if bytes(name).lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
