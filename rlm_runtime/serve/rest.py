@@ -104,10 +104,20 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
         async with mcp_server.session_manager.run():
             yield
 
-    # auto_error=False: the Guard checks the token; this only shows the scheme on /docs.
-    app = FastAPI(title="rlm serve", version=__version__, lifespan=lifespan, redoc_url=None,
+    # auto_error=False: the Guard checks the token; this only names the scheme in the schema.
+    # docs_url=None: FastAPI's page loads Swagger UI from a CDN (blank offline); ours is rendered here.
+    app = FastAPI(title="rlm serve", version=__version__, lifespan=lifespan, redoc_url=None, docs_url=None,
                   dependencies=[Depends(HTTPBearer(auto_error=False))])
     _add_error_handlers(app)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request) -> HTMLResponse:
+        from rlm_runtime.serve.apidocs import render_api_page
+
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        return HTMLResponse(render_api_page(app.openapi(), base), headers={
+            "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+            "x-content-type-options": "nosniff"})
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -118,8 +128,8 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
 
     # Fixed paths before /api/context/{context_id}, which would take them for ids.
     @app.get("/api/context", summary="The registered contexts")
-    async def contexts_list(kind: str | None = Query(None, max_length=32),
-                            tag: str | None = Query(None, max_length=64)) -> list[dict[str, Any]]:
+    async def contexts_list(kind: str | None = Query(None, max_length=32, description="only this kind: file, folder, text or memory"),
+                            tag: str | None = Query(None, max_length=64, description="only contexts with this tag")) -> list[dict[str, Any]]:
         return await call(service.contexts_list, kind, tag)
 
     @app.get("/api/context/stats", summary="Access statistics of the registry and the server's sessions")
@@ -127,7 +137,8 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
         return await call(service.stats)
 
     @app.get("/api/context/search/all", summary="Ranked full-text search across contexts and the memory store")
-    async def search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1),
+    async def search(query: str = Query(..., min_length=1, description="words to look for, in plain text"),
+                     k: int = Query(10, ge=1, description="how many passages"),
                      context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None) -> dict[str, Any]:
         return await call(service.search, query, k, context)
 
@@ -136,7 +147,7 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
         return await call(service.context_add, body.path, body.name, body.tags)
 
     @app.get("/api/context/{context_id}", summary="A context's whole text (refused with 413 when longer than max_chars)")
-    async def load(context_id: ContextId, max_chars: int | None = Query(None, ge=1)) -> dict[str, Any]:
+    async def load(context_id: ContextId, max_chars: int | None = Query(None, ge=1, description="refuse a longer text (413)")) -> dict[str, Any]:
         return await call(service.load, _ref(context_id), max_chars)
 
     @app.get("/api/context/{context_id}/info", summary="A registered context's entry and access statistics")
@@ -144,16 +155,19 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
         return await call(service.context_show, _ref(context_id))
 
     @app.get("/api/context/{context_id}/peek", summary="The first characters of a context")
-    async def peek(context_id: ContextId, chars: int = Query(2000, ge=1)) -> dict[str, Any]:
+    async def peek(context_id: ContextId, chars: int = Query(2000, ge=1, description="how many characters")) -> dict[str, Any]:
         return await call(service.peek, _ref(context_id), chars)
 
     @app.get("/api/context/{context_id}/grep", summary="Lines matching an RE2 pattern, with their numbers")
-    async def grep(context_id: ContextId, pattern: str = Query(..., min_length=1), context_lines: int = Query(0, ge=0),
-                   max_matches: int = Query(100, ge=1), ignore_case: bool = False) -> dict[str, Any]:
+    async def grep(context_id: ContextId, pattern: str = Query(..., min_length=1, description="an RE2 regular expression"),
+                   context_lines: int = Query(0, ge=0, description="lines shown around each match"),
+                   max_matches: int = Query(100, ge=1, description="stop after this many matching lines"),
+                   ignore_case: bool = Query(False, description="match regardless of case")) -> dict[str, Any]:
         return await call(service.grep, _ref(context_id), pattern, context_lines, max_matches, ignore_case)
 
     @app.get("/api/context/{context_id}/chunk/{index}", summary="One chunk of a context and where it sits")
-    async def chunk(context_id: ContextId, index: Annotated[int, Path(ge=0)], size: int | None = Query(None, ge=1),
+    async def chunk(context_id: ContextId, index: Annotated[int, Path(ge=0)],
+                    size: int | None = Query(None, ge=1, description="units a chunk (default 200 lines, 8000 chars, 2000 tokens)"),
                     unit: Literal["lines", "chars", "tokens"] = "lines") -> dict[str, Any]:
         return await call(service.chunk, _ref(context_id), index, size, unit)
 

@@ -87,7 +87,11 @@ class Service:
         """Register a file or folder under the server's roots; its entry."""
         if not self.roots:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
-        entry = self.registry.add(path, name=name, tags=tuple(tags), roots=list(self.roots))
+        if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
+            raise ContextError("path must be a file or folder under the server's roots")
+        # A relative path is taken from each root (as every other operation takes it), never
+        # from the server's working folder; the registry checks the roots again.
+        entry = self.registry.add(self._under_roots(path), name=name, tags=tuple(tags), roots=list(self.roots))
         return dict(entry.to_json())
 
     def stats(self) -> dict[str, Any]:
