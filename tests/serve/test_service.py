@@ -1,0 +1,82 @@
+"""``Service``'s rules of what a client may name, apart from any protocol: relative paths
+are taken from the roots (never the server's working folder), a registered context that now
+resolves elsewhere is refused, and a server without roots reads the registry only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rlm_runtime.errors import ContextError, SourceRefused
+from rlm_runtime.llm.scripted import ScriptedClient
+from rlm_runtime.registry import Registry
+from rlm_runtime.serve.service import Service
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "root"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "notes.txt").write_text("the gate code is 4711\n")
+    return folder
+
+
+def _service(*roots: Path) -> Service:
+    return Service(ScriptedClient(["```python\nFINAL('x')\n```"]), roots=list(roots), session_options={"memory": None})
+
+
+def test_a_relative_path_is_taken_from_the_roots(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It registers and reads 'sub/notes.txt' under the root whatever the server's working
+    folder, and refuses '../' out of it even when the working folder holds that file."""
+    elsewhere = tmp_path / "cwd"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "sub" / "notes.txt").write_text("WRONG FILE\n")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    monkeypatch.chdir(elsewhere)
+    service = _service(root)
+    try:
+        entry = service.context_add("sub/notes.txt", name="notes")
+        assert entry["source"] == str(root / "sub" / "notes.txt")
+        assert "4711" in service.peek("sub/notes.txt")["text"]
+        with pytest.raises(SourceRefused):
+            service.peek("../outside.txt")
+        with pytest.raises(ContextError):
+            service.peek("nothing/here.txt")
+    finally:
+        service.close()
+
+
+def test_a_registered_context_that_now_resolves_elsewhere_is_refused(root: Path, tmp_path: Path, secret: dict[str, str]) -> None:
+    """It refuses a registered file whose folder was swapped for a symlink after registration
+    (the registry holds the real path it published), and the secret is not read."""
+    service = _service(root)
+    try:
+        service.context_add(str(root / "sub" / "notes.txt"), name="notes")
+        moved = tmp_path / "moved"
+        os.rename(root / "sub", moved)
+        planted = Path(secret["path"]).parent
+        (planted / "notes.txt").write_text(secret["value"])
+        (root / "sub").symlink_to(planted)
+        with pytest.raises(SourceRefused) as refused:
+            service.peek("ctx:notes")
+        assert secret["value"] not in str(refused.value)
+    finally:
+        service.close()
+
+
+def test_without_roots_only_the_registry_is_read(root: Path) -> None:
+    """It reads a context the user registered, and refuses every path and every registration
+    when started without roots."""
+    Registry.open().add(root / "sub" / "notes.txt", name="notes")
+    service = _service()
+    try:
+        assert "4711" in service.peek("ctx:notes")["text"]
+        assert "4711" in service.peek("notes")["text"]
+        with pytest.raises(SourceRefused):
+            service.peek(str(root / "sub" / "notes.txt"))
+        with pytest.raises(SourceRefused):
+            service.context_add(str(root / "sub" / "notes.txt"))
+    finally:
+        service.close()
