@@ -60,7 +60,13 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not (args.mcp or args.http):
         raise UsageError("say how to serve: --mcp (standard input and output) or --http")
+    _more_open_files()
     service = _service(args, paths)
+    for root in service.roots:
+        home = paths.home.expanduser().resolve()
+        if home == root or home.is_relative_to(root):
+            say(f"rlm: {root} holds $RLM_HOME ({home}); clients are refused everything in it (the token, the registry, "
+                "traces), but a narrower --root is safer", err=True)
     try:
         if args.mcp:
             from rlm_runtime.serve.mcp import run_stdio
@@ -123,6 +129,21 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
     except KeyboardInterrupt:  # Ctrl-C: everything is closed by now
         pass
     return EXIT_OK
+
+
+def _more_open_files() -> None:
+    """Raise this process's soft limit of open files to its hard limit: a server maps many
+    documents for many clients, and connections take descriptors too."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY:
+            hard = 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):  # no resource module (Windows), or a limit the kernel refuses
+        pass
 
 
 def _loopback(host: str) -> bool:

@@ -12,6 +12,7 @@ verdict; or found binary or unreadable when opened): it stays listed (``names()`
 from __future__ import annotations
 
 import difflib
+import errno
 import fnmatch
 import glob
 import os
@@ -68,6 +69,15 @@ class Document:
     #: any component, was put there since (to reach a file outside the folder), and is not
     #: followed (``beneath.open_beneath``).
     folder: Root | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Unmap a document mapped from its path (it is mapped again on next use); one held
+        by a descriptor or in memory stays."""
+        if self._handle is not None and self._fd is None and self.path is not None:
+            handle, self._handle = self._handle, None
+            close = getattr(handle, "close", None)
+            if close is not None:
+                close()
 
     def open_fd(self) -> int:
         """A read-only descriptor of the document's file (OSError if it cannot be opened;
@@ -313,17 +323,37 @@ class CorpusHandle:
         self.stats.record("peeks", str(n), len(text))
         return text
 
-    def _searched(self, include_skipped: bool = False) -> Iterator[tuple[BufferHandle, Document]]:
+    def _searched(self, include_skipped: bool = False, *, one_at_a_time: bool = False) -> Iterator[tuple[BufferHandle, Document]]:
         """The documents a search reads, as (handle, document). One that turns out binary or
-        unreadable when opened is marked skipped and left out, everywhere and from now on."""
+        unreadable when opened is marked skipped and left out, everywhere and from now on.
+
+        ``one_at_a_time``: a document mapped for this search is unmapped once the caller asks
+        for the next, so a scan of a folder of more files than the process may open holds
+        one at a time (each mapping holds a descriptor). Running out of descriptors is not a
+        reason to skip a document: it is raised, never answered as 'no match'.
+        """
         for d in self.documents:
             if d.skip and not include_skipped:
                 continue
+            was_open = d._handle is not None
             try:
-                yield d.handle, d
+                handle = d.handle
             except ContextError as e:
+                if isinstance(e.__cause__, OSError) and e.__cause__.errno in (errno.EMFILE, errno.ENFILE):
+                    raise ContextError(f"{self.name}: too many files open to read {d.name} (the process's limit of "
+                                       "open files: ulimit -n)") from e
                 d.skip = d.skip or _unreadable_reason(e)
                 continue
+            try:
+                yield handle, d
+            finally:
+                if one_at_a_time and not was_open:
+                    d.close()
+
+    def close(self) -> None:
+        """Unmap every document mapped from its path (each is mapped again on next use)."""
+        for d in self.documents:
+            d.close()
 
     def grep(self, pattern: str, context_lines: int = 0, max_matches: int = DEFAULT_MAX_MATCHES, ignore_case: bool = False,
              include_skipped: bool = False) -> _grep.GrepResult:
@@ -335,7 +365,7 @@ class CorpusHandle:
         _grep.compile_pattern(pattern, ignore_case)  # fail before opening anything
         found: list[_grep.GrepMatch] = []
         # One match more than asked tells whether the scan was complete.
-        for handle, d in self._searched(include_skipped):
+        for handle, d in self._searched(include_skipped, one_at_a_time=True):
             res = _grep.grep_buffer(handle._buf(), pattern, context_lines=context_lines,
                                     max_matches=max_matches + 1 - len(found), ignore_case=ignore_case, doc=d.name)
             found.extend(res)
@@ -352,7 +382,7 @@ class CorpusHandle:
     def _tally(self, pattern: str, ignore_case: bool, include_skipped: bool) -> dict[str, int]:
         """GrepResult.tally() over every document searched."""
         counts: Counter[str] = Counter()
-        for handle, _ in self._searched(include_skipped):
+        for handle, _ in self._searched(include_skipped, one_at_a_time=True):
             counts.update(_grep.tally_matching_lines(handle._buf(), pattern, ignore_case))
         return dict(counts.most_common())
 
@@ -378,7 +408,7 @@ class CorpusHandle:
 
     def count(self, pattern: str, ignore_case: bool = False, include_skipped: bool = False) -> int:
         """How many lines match ``pattern`` across the documents searched."""
-        return sum(handle.count(pattern, ignore_case) for handle, _ in self._searched(include_skipped))
+        return sum(handle.count(pattern, ignore_case) for handle, _ in self._searched(include_skipped, one_at_a_time=True))
 
     def lines(self, first: int | None = None, last: int | None = None, doc: int | str | None = None) -> list[str]:
         """Lines ``first``..``last`` (1-based, inclusive) of one document, numbered as grep

@@ -307,6 +307,17 @@ class FileHandle(BufferHandle):
             raise ContextError(f"{self.name} looks like a binary file (NUL or control bytes); only text can be a context")
 
     def _buffer(self) -> TextBuffer:
+        # Reading a mapped page past the file's end kills the process (SIGBUS): a file cut
+        # short since it was mapped (logrotate's copytruncate, `> file`) is refused instead.
+        # mmap.size() is the file's size now (an fstat of the mapping's own descriptor).
+        if self.transcoded is None and isinstance(self._map, mmap.mmap):
+            try:
+                now = self._map.size()
+            except (OSError, ValueError):
+                now = -1
+            if now < len(self._map):
+                raise ContextError(f"{self.name} was cut short after it was opened ({max(now, 0):,} of {len(self._map):,} "
+                                   "bytes left): open it again")
         return self._data
 
     def close(self) -> None:

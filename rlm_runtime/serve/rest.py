@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
@@ -29,7 +30,7 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rlm_runtime.errors import RLMError
+from rlm_runtime.errors import Cancelled, RLMError
 from rlm_runtime.serve.auth import Guard
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
@@ -38,6 +39,8 @@ from rlm_runtime.serve.stream import AskStream
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: How often a plain ask checks that its client is still there.
+DISCONNECT_POLL_S = 0.5
 #: The largest request body accepted (a question, a note, a path to register; MCP messages).
 MAX_BODY_BYTES = 1 << 20
 #: What a 422 answer repeats of the request: this many problems, each cut to this many characters.
@@ -172,18 +175,53 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
         return await call(service.chunk, _ref(context_id), index, size, unit)
 
     @app.post("/api/ask", summary="Answer a question over contexts (stream: server-sent events)", response_model=None)
-    async def ask(body: AskBody) -> Any:
+    async def ask(body: AskBody, request: Request) -> Any:
         client = ("rest", body.session) if body.session is not None else None
         if body.stream:
             return _Asgi(AskStream(service, body.question, body.contexts, client))
         sessions: list[Any] = []
-        run = functools.partial(service.ask, body.question, body.contexts, client=client, on_session=sessions.append)
-        try:
-            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():  # the server is stopping: stop the question too
+        gone = threading.Event()
+
+        def on_session(session: Any) -> None:
+            sessions.append(session)
+            if gone.is_set():  # the client left while the question waited for its session
+                raise Cancelled("the client left before the question began")
+
+        def cancel() -> None:
+            gone.set()
             for session in sessions:
                 session.cancel()
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            # A client that disconnects stops its question: the session's place is not held
+            # for a reader who left (the streamed ask watches the same way).
+            while not await request.is_disconnected():
+                await anyio.sleep(DISCONNECT_POLL_S)
+            cancel()
+            scope.cancel()
+
+        run = functools.partial(service.ask, body.question, body.contexts, client=client, on_session=on_session)
+        outcome: dict[str, Any] = {}
+
+        async def answer(scope: anyio.CancelScope) -> None:
+            try:
+                outcome["result"] = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except Exception as e:  # noqa: BLE001 - raised again below, outside the task group (no ExceptionGroup)
+                outcome["error"] = e
+            scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch, group.cancel_scope)
+                group.start_soon(answer, group.cancel_scope)
+        except anyio.get_cancelled_exc_class():  # the server is stopping: stop the question too
+            cancel()
             raise
+        if "error" in outcome:
+            raise outcome["error"]
+        if "result" not in outcome:  # the client left: nobody reads this
+            return Response(status_code=499)
+        return outcome["result"]
 
     @app.post("/api/memory/remember", summary="Store a note in the memory store")
     async def remember(body: RememberBody) -> dict[str, Any]:

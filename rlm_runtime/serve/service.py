@@ -13,14 +13,17 @@ is capped (``ServeLimits``) and a request over a cap is refused whole (``TooLarg
 
 from __future__ import annotations
 
+import os
 import re
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.errors import ConfigError, ContextError, SourceRefused, TooLarge, UnknownTrajectory
+from rlm_runtime.registry.ids import shown
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.sessions import Listener, SessionPool
 
@@ -64,9 +67,15 @@ class Service:
         self.sessions = SessionPool(self._open_session, size=size, idle_s=self.limits.idle_s, wait_s=self.limits.wait_s)
         self._memory: Any = None
         self._memory_lock = threading.Lock()
+        self._home = self.paths.home.expanduser().resolve()
+        # Idle sessions are closed on time even when no request comes to trigger it.
+        self._stop = threading.Event()
+        self._sweeper = threading.Thread(target=self._sweep, name="rlm-serve-sweep", daemon=True)
+        self._sweeper.start()
 
     def close(self) -> None:
         """Close every client's session and the memory store."""
+        self._stop.set()
         self.sessions.close_all()
         with self._memory_lock:
             if self._memory is not None:
@@ -105,23 +114,27 @@ class Service:
     def peek(self, context: str, chars: int = 2000) -> dict[str, Any]:
         """The first ``chars`` characters of a context."""
         _at_most("chars", chars, self.limits.peek_chars)
-        handle, rid = self._handle(context)
+        with self._opened(context) as (handle, rid):
+            out = {"context": context, "text": handle.peek(chars), "length": len(handle)}
         self._record(rid, "peeks")
-        return {"context": context, "text": handle.peek(chars), "length": len(handle)}
+        return out
 
     def grep(self, context: str, pattern: str, context_lines: int = 0, max_matches: int = 100,
              ignore_case: bool = False) -> dict[str, Any]:
         """Lines of a context matching an RE2 pattern, with their numbers."""
-        if not isinstance(pattern, str) or not pattern:
-            raise ContextError("pattern must be a non-empty string")
-        _at_most("pattern length", len(pattern), self.limits.pattern_chars)
+        _text(pattern, "pattern", cap=self.limits.pattern_chars)
         _at_most("max_matches", max_matches, self.limits.grep_matches)
         _at_most("context_lines", context_lines, 50, least=0)
-        handle, rid = self._handle(context)
-        found = handle.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
+        with self._opened(context) as (handle, rid):
+            found = handle.grep(pattern, context_lines=context_lines, max_matches=max_matches, ignore_case=ignore_case)
+            matches = [m.to_dict() for m in found]
+        # Lines are as long as the file makes them: the answer is bounded in characters too.
+        size = sum(len(m["line"]) + sum(map(len, m["before"])) + sum(map(len, m["after"])) for m in matches)  # type: ignore[arg-type]
+        if size > self.limits.load_chars:
+            raise TooLarge(f"the matching lines hold {size:,} characters, over this server's {self.limits.load_chars:,}: "
+                           "ask for fewer matches or context lines, or a narrower pattern")
         self._record(rid, "greps")
-        return {"context": context, "pattern": pattern, "matches": [m.to_dict() for m in found],
-                "complete": bool(getattr(found, "complete", True))}
+        return {"context": context, "pattern": pattern, "matches": matches, "complete": bool(getattr(found, "complete", True))}
 
     def chunk(self, context: str, index: int, size: int | None = None, unit: str = "lines") -> dict[str, Any]:
         """Chunk ``index`` of a context cut in ``size`` ``unit``s, with where it sits."""
@@ -130,8 +143,8 @@ class Service:
         _at_most("index", index, 10**9, least=0)
         if size is not None:
             _at_most("size", size, self.limits.chunk_chars, least=1)
-        handle, rid = self._handle(context)
-        piece = handle.chunk(index, size, unit)
+        with self._opened(context) as (handle, rid):
+            piece = handle.chunk(index, size, unit)
         if len(piece) > self.limits.chunk_chars:
             raise TooLarge(f"chunk {index} has {len(piece):,} characters, over this server's {self.limits.chunk_chars:,}: "
                            "ask for a smaller size")
@@ -143,40 +156,47 @@ class Service:
         """A whole context's text, refused when it is longer than ``max_chars`` (at most the server's cap)."""
         cap = self.limits.load_chars if max_chars is None else max_chars
         _at_most("max_chars", cap, self.limits.load_chars, least=1)
-        handle, rid = self._handle(context)
-        length = len(handle)
-        if length > cap:
-            raise TooLarge(f"{context} has {length:,} characters, over the {cap:,} asked for: peek, grep or chunk it instead")
+        with self._opened(context) as (handle, rid):
+            length = len(handle)
+            if length > cap:
+                raise TooLarge(f"{shown(context)} has {length:,} characters, over the {cap:,} asked for: peek, grep or chunk "
+                               "it instead")
+            text = handle.peek(length)
         self._record(rid, "loads")
-        return {"context": context, "text": handle.peek(length), "length": length}
+        return {"context": context, "text": text, "length": length}
 
     def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None) -> dict[str, Any]:
         """Ranked full-text search over contexts (default: every registered one) and the memory store."""
+        from rlm_runtime.memory.store import MemoryStore, default_store_path
         from rlm_runtime.searching import ChunkSearch
 
-        if not isinstance(query, str) or not query.strip():
-            raise ContextError("query must be a non-empty string")
-        _at_most("query length", len(query), self.limits.question_chars)
+        _text(query, "query", cap=self.limits.question_chars)
         _at_most("k", k, self.limits.search_k, least=1)
         refs = list(contexts) if contexts is not None else [f"ctx:{e.id}" for e in self.registry.list()]
         _at_most("contexts", len(refs), max(self.limits.contexts_per_ask, 64))
-        opened = [self._handle(r) for r in refs]
-        with self._memory_lock:
-            search = ChunkSearch(self.paths.home / "index", self._store())
-            try:
-                search.set_contexts([h for h, _ in opened])
-                hits = search.search(query, k=k)
-            finally:
-                search.close()
+        opened: list[tuple[Any, str | None]] = []
+        # A search of its own (its own store connection: SQLite reads in parallel), so that
+        # one client's index being built holds up no other client's search or note.
+        store = MemoryStore(default_store_path(self.paths))
+        search = ChunkSearch(self.paths.home / "index", store)
+        try:
+            opened.extend(self._handle(r) for r in refs)
+            search.set_contexts([h for h, _ in opened])
+            hits = search.search(query, k=k)
+        finally:
+            search.close()
+            store.close()
+            for handle, _ in opened:
+                _close(handle)
         for _, rid in opened:
             self._record(rid, "searches")
         return {"query": query, "hits": hits}
 
     def remember(self, text: str, tags: Sequence[str] = (), source: str = "notes") -> dict[str, Any]:
         """Store a note in the memory store; the ids of its chunks."""
-        if not isinstance(text, str) or not text.strip():
-            raise ContextError("text must be a non-empty string")
-        _at_most("text length", len(text), self.limits.remember_chars)
+        _text(text, "text", cap=self.limits.remember_chars)
+        for tag in tags:
+            _text(tag, "a tag", cap=64)
         with self._memory_lock:
             ids = self._store().add_text(text, source=source, tags=list(tags))
         return {"ids": ids, "source": source}
@@ -194,13 +214,11 @@ class Service:
             listener: gets the run's events as they happen (progress).
             on_session: called with the session once it is had (to cancel it from elsewhere).
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ContextError("question must be a non-empty string")
-        _at_most("question length", len(question), self.limits.question_chars)
+        _text(question, "question", cap=self.limits.question_chars)
         refs = tuple(contexts)
         _at_most("contexts", len(refs), self.limits.contexts_per_ask)
         # A registered context goes to the session as ctx:ID: it opens it and counts its use.
-        sources = [source for source, _ in map(self._source, refs)]
+        sources = [source for source, _, _ in map(self._source, refs)]
         with self.sessions.lease(client, refs, sources, listener) as session:
             if on_session is not None:
                 on_session(session)
@@ -234,18 +252,24 @@ class Service:
     def _open_session(self, sources: Sequence[Any], on_event: Callable[[dict[str, Any]], None]) -> Any:
         from rlm_runtime.session import Session
 
-        options = {"paths": self.paths, "registry": self.registry, **self._session_options}
+        # The session resolves each ctx:ID again when it opens it: under its own registered
+        # path (a folder swapped for a symlink since the check is refused there too).
+        published = [Path(self.registry.get(_registry_id(s)).source) for s in sources
+                     if isinstance(s, str) and s.startswith("ctx:") and self.registry.get(_registry_id(s)).source]
+        options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
+                   **self._session_options}
         return Session(self.model, self.sub_model, contexts=list(sources), on_event=on_event, **options)
 
-    def _source(self, ref: str) -> tuple[Any, str | None]:
+    def _source(self, ref: str) -> tuple[Any, str | None, Any]:
         """What ``ref`` names, checked: ``ctx:ID`` for a registered context (a ``Session``
-        opens it and counts its use), or the real path of one under the roots; and its
-        registry id (None for a path)."""
+        opens it and counts its use), or the real path of one under the roots; its registry
+        id (None for a path); and the registry's ``Resolved`` (None for a path)."""
         if not isinstance(ref, str) or not ref or len(ref) > 4096 or "\x00" in ref:
             raise ContextError("a context is named by ctx:ID, a registered id, or a path under the server's roots")
+        _text(ref, "a context")
         rid = _registry_id(ref) if ref.startswith("ctx:") or self._registered(ref) else None
         if rid is None:
-            return self._under_roots(ref), None
+            return self._under_roots(ref), None, None
         resolved = self.registry.resolve(rid)
         entry = resolved.entry
         # The registry holds real paths: one that resolves elsewhere now (a folder on its way
@@ -253,17 +277,35 @@ class Service:
         if resolved.path is not None and entry.source is not None and str(resolved.path) != entry.source:
             raise SourceRefused(f"ctx:{entry.id} now resolves to another place than the one registered: "
                                 f"rlm context refresh {entry.id} if that is meant")
-        return entry.ref, entry.id
+        if resolved.path is not None:
+            self._not_home(resolved.path, ref)
+        return entry.ref, entry.id, resolved
 
     def _handle(self, ref: str) -> tuple[Any, str | None]:
-        """A handle on what ``ref`` names (see ``_source``) and its registry id."""
-        from rlm_runtime.context import open_context
+        """A handle on what ``ref`` names (see ``_source``: what was checked is what is
+        opened) and its registry id. The caller closes it (``_opened`` does)."""
         from rlm_runtime.registry import open_resolved
 
-        source, rid = self._source(ref)
-        if rid is None:
-            return open_context(source), None
-        return open_resolved(self.registry.resolve(rid)), rid
+        source, rid, resolved = self._source(ref)
+        if resolved is None:
+            return _open_real(source, None), None
+        if resolved.path is not None:
+            return _open_real(resolved.path, resolved.entry.name), rid
+        return open_resolved(resolved), rid
+
+    @contextmanager
+    def _opened(self, ref: str) -> Iterator[tuple[Any, str | None]]:
+        handle, rid = self._handle(ref)
+        try:
+            yield handle, rid
+        finally:
+            _close(handle)
+
+    def _not_home(self, path: Path, text: str) -> None:
+        """Refuse what lies in ``$RLM_HOME``: the token, the registry, traces and indexes of
+        other contexts are there, whatever roots the server was given."""
+        if path == self._home or path.is_relative_to(self._home):
+            raise SourceRefused(f"{_quoted(text)} is in the runtime's own folder ($RLM_HOME), which no client may read")
 
     def _registered(self, ref: str) -> bool:
         from rlm_runtime.errors import UnknownContext
@@ -279,20 +321,32 @@ class Service:
 
     def _under_roots(self, text: str) -> Path:
         """The real path of ``text`` if it lies under a root. A relative path is taken from
-        each root in turn (never from the server's working folder)."""
+        each root in turn (never from the server's working folder). A path not under a root
+        as written is refused before the file system is asked (whether it exists is not told)."""
         if not self.roots:
-            raise SourceRefused(f"{text} is not a registered context, and this server reads no paths (started without --root)")
+            raise SourceRefused(f"{_quoted(text)} is not a registered context, and this server reads no paths "
+                                "(started without --root)")
         given = Path(text)
-        candidates = [given] if given.is_absolute() else [root / given for root in self.roots]
+        written = [Path(os.path.normpath(given))] if given.is_absolute() else \
+            [Path(os.path.normpath(root / given)) for root in self.roots]
+        candidates = [c for c in written if any(c == r or c.is_relative_to(r) for r in self.roots)]
+        if not candidates:
+            raise SourceRefused(f"{_quoted(text)} is not under the folders this server may read")
         for candidate in candidates:
             try:
                 path = candidate.resolve(strict=True)
             except (OSError, RuntimeError):
                 continue
-            if any(path == r or path.is_relative_to(r) for r in self.roots):
-                return path
-            raise SourceRefused(f"{text} is outside the folders this server may read")
-        raise ContextError(f"no such context: {text} (not a registered id, nor a file or folder under the roots)")
+            if not any(path == r or path.is_relative_to(r) for r in self.roots):
+                raise SourceRefused(f"{_quoted(text)} leads outside the folders this server may read")
+            self._not_home(path, text)
+            return path
+        raise ContextError(f"no such context: {_quoted(text)} (not a registered id, nor a file or folder under the roots)")
+
+    def _sweep(self) -> None:
+        every = max(1.0, min(60.0, self.limits.idle_s / 4))
+        while not self._stop.wait(every):
+            self.sessions.sweep()
 
     def _record(self, rid: str | None, op: str, run_id: str | None = None) -> None:
         if rid is not None:
@@ -315,6 +369,67 @@ def _root(path: str | Path) -> Path:
     if not root.is_dir():
         raise ConfigError(f"a root must be a folder: {path}")
     return root
+
+
+def _text(value: Any, what: str, *, cap: int | None = None) -> str:
+    """``value`` if it is a non-empty str that can be written as UTF-8 (a lone surrogate
+    cannot: echoed back, it would break the answer's JSON), at most ``cap`` characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise ContextError(f"{what} must be a non-empty string")
+    if cap is not None:
+        _at_most(f"{what} length", len(value), cap)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ContextError(f"{what} holds a lone surrogate (not text): {shown(value)}") from e
+    return value
+
+
+def _quoted(text: str) -> str:
+    """A path a client wrote, for a message: whole (paths are capped at 4,096 characters), escaped."""
+    return repr(text)
+
+
+def _open_real(path: Path, name: str | None) -> Any:
+    """A handle on the real path ``path`` as it was checked: a file opened one component at
+    a time with no symlink followed, a folder refused when its path has come to lead
+    elsewhere (a folder on the way swapped for a symlink since the check)."""
+    from rlm_runtime.context import open_context
+    from rlm_runtime.context.beneath import Root, open_beneath
+    from rlm_runtime.context.handles import FileHandle
+
+    where = shown(str(path))
+    try:
+        if not path.is_dir():
+            fd = open_beneath(Root.of(path.anchor), path.relative_to(path.anchor))
+            try:
+                return FileHandle(fd=fd, name=name or path.name)
+            finally:
+                os.close(fd)
+        fd = open_beneath(Root.of(path.anchor), path.relative_to(path.anchor), directory=True)
+        try:
+            opened = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise SourceRefused(f"{where} changed after it was checked ({e.strerror or e}): not read") from e
+    handle = open_context(path, name=name) if name else open_context(path)
+    now = os.stat(path)
+    if os.path.realpath(path) != str(path) or (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+        _close(handle)
+        raise SourceRefused(f"{where} changed after it was checked: not read")
+    if name:
+        handle.name = name
+    return handle
+
+
+def _close(handle: Any) -> None:
+    close = getattr(handle, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - a handle that fails to close has nothing more to give
+            pass
 
 
 def _registry_id(ref: str) -> str:

@@ -97,7 +97,7 @@ def test_peek_grep_chunk_read_a_file_under_the_root(root: Path) -> None:
 def test_bad_requests_are_tool_errors_with_a_reason(root: Path) -> None:
     """It answers a bad request with a tool error that says why, and no traceback."""
     notes = str(root / "notes.txt")
-    calls = [("peek", {"context": "/etc/passwd"}, "outside the folders"),
+    calls = [("peek", {"context": "/etc/passwd"}, "not under the folders"),
              ("peek", {"context": str(root / "nothing.txt")}, "no such context"),
              ("grep", {"context": notes, "pattern": "(unclosed"}, "pattern"),
              ("peek", {"context": notes, "chars": 10**9}, "over this server's limit"),
