@@ -37,7 +37,7 @@ def responder(messages):
     question = [m["content"] for m in messages if m["role"] == "user"][-1]
     if "hang" in question:
         return "```python\nimport time\nwhile True:\n    time.sleep(0.05)\n```"
-    tag = re.search(r"TAG-[0-9]+-[0-9]+", question).group(0)
+    tag = re.findall(r"TAG-[0-9]+-[0-9]+", question)[-1]  # a kept session's prompt lists earlier questions first
     time.sleep(0.05)
     return "```python\nFINAL('" + tag + "')\n```"
 
