@@ -80,6 +80,9 @@ def add_commands(commands: Any) -> None:
     ask.add_argument("-q", "--quiet", action="store_true", help="do not show iterations as they happen")
     ask.add_argument("--strict", action="store_true",
                      help="stop with exit status 1, before the model runs, when no context has text to read")
+    ask.add_argument("--server", action="store_true",
+                     help="ask the running rlm serve --http (its worker and model already warm); the contexts must be "
+                          "registered or under its roots")
     ask.set_defaults(run=run_ask)
 
     rp = add_command(commands, "repl", help="an interactive session: questions, Python cells, slash commands, a live HUD",
@@ -155,6 +158,8 @@ def run_ask(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise UsageError("the question is empty")
+    if args.server:
+        return _through_server(args)
     paths, memory = _contexts(args.context, args.memory, stdin=True)
     if args.remember and memory is None:
         memory = True
@@ -201,6 +206,26 @@ def run_ask(args: argparse.Namespace) -> int:
         say(f"rlm: warning: no context has text to read ({one_line(why)}); the model sees none of it "
             "(--strict stops here instead)", err=True)
     return _answer(args, model, sub, limits, memory, profile, contexts, None if args.quiet else LiveView())
+
+
+def _through_server(args: argparse.Namespace) -> int:
+    """``rlm ask --server``: what a running server cannot take is refused here, before anything is sent."""
+    from rlm_runtime.cli.attach import ask_through_server
+
+    unsupported = [name for name, value in (("--memory", args.memory), ("--remember", args.remember),
+                                            ("--sub-model", args.sub_model), ("--api-base", args.api_base),
+                                            ("--profile", args.profile), ("--trace", args.trace), ("--assists", args.assists),
+                                            ("--max-depth", args.max_depth), ("--max-iterations", args.max_iterations),
+                                            ("--budget-usd", args.budget_usd), ("--max-calls", args.max_calls),
+                                            ("--max-tokens", args.max_tokens)) if value]
+    if unsupported:
+        raise UsageError(f"--server: the server's own settings apply; {', '.join(unsupported)} cannot be sent to it")
+    if args.policy != "default":
+        raise UsageError("--server: the server's own settings apply; --policy cannot be sent to it")
+    if "-" in args.context or any(c.startswith("memory:") for c in args.context):
+        raise UsageError("--server: send files, folders or ctx:ID; standard input and memory: stay with a local run")
+    paths, _ = _contexts(args.context, None)
+    return ask_through_server(args, paths)
 
 
 def _answer(args: argparse.Namespace, model: Any, sub: Any, limits: Any, memory: Any, profile: Any, contexts: list[Any],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
 from typing import Any
 
@@ -106,7 +107,7 @@ def _service(args: argparse.Namespace, paths: Any) -> Any:
 
 
 def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
-    from rlm_runtime.serve import auth
+    from rlm_runtime.serve import auth, running
     from rlm_runtime.serve.http import run_http
 
     if not 0 <= args.port <= 65535:
@@ -117,6 +118,8 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
             "server reads. Put a TLS-terminating proxy in front of it (docs/serve.md).", err=True)
 
     def ready(url: str) -> None:
+        # rlm ask --server finds the warm server here (removed when it stops).
+        running.announce(paths, running.Running(url, os.getpid(), str(service.model), tuple(map(str, service.roots))))
         say(f"rlm: serving {url}/api (REST, docs at {url}/docs) and {url}/mcp (MCP)", err=True)
         if created:
             say(f"rlm: a bearer token was created (shown once; rlm serve --show-token prints it): {token}", err=True)
@@ -128,6 +131,8 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
         run_http(service, host=args.host, port=args.port, token=token, mcp=True, ready=ready, extra_hosts=args.allow_host)
     except KeyboardInterrupt:  # Ctrl-C: everything is closed by now
         pass
+    finally:
+        running.withdraw(paths)
     return EXIT_OK
 
 

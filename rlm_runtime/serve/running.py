@@ -1,0 +1,99 @@
+"""Where a running ``rlm serve --http`` says it is: ``$RLM_HOME/serve/server.json``.
+
+The server writes its URL, process id, model and roots there once it listens (0600, like
+the token beside it) and removes the file when it stops. ``rlm ask --server`` reads it to
+send its question to the warm server instead of starting a worker and a model of its own.
+The file is read as untrusted (bounded, strict JSON, checked field by field), and a record
+whose process is gone, or is not an ``rlm serve``, is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlm_runtime import private
+from rlm_runtime.config import Paths
+
+#: The record is a few hundred bytes; anything much larger was not written by a server.
+MAX_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Running:
+    """A running server: its URL, its process, the model it answers with, its roots."""
+
+    url: str
+    pid: int
+    model: str
+    roots: tuple[str, ...]
+
+
+def record_path(paths: Paths) -> Path:
+    return paths.home / "serve" / "server.json"
+
+
+def announce(paths: Paths, running: Running) -> Path:
+    """Write the record of this server (replacing any other's)."""
+    path = record_path(paths)
+    private.make_dir(path.parent)
+    private.write_text(path, json.dumps({"url": running.url, "pid": running.pid, "model": running.model,
+                                         "roots": list(running.roots)}))
+    return path
+
+
+def withdraw(paths: Paths, pid: int | None = None) -> None:
+    """Remove the record if it is this process's (``pid``, default: this one)."""
+    found = _read(record_path(paths))
+    if found is not None and found.pid == (os.getpid() if pid is None else pid):
+        try:
+            record_path(paths).unlink()
+        except OSError:
+            pass
+
+
+def find(paths: Paths) -> Running | None:
+    """The running server's record, or None (no record, a bad one, or its process is gone)."""
+    found = _read(record_path(paths))
+    if found is None or not _serving(found.pid):
+        return None
+    return found
+
+
+def _read(path: Path) -> Running | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        return None
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    url, pid, model, roots = raw.get("url"), raw.get("pid"), raw.get("model"), raw.get("roots")
+    if not (isinstance(url, str) and url.startswith("http://") and len(url) < 300 and isinstance(pid, int)
+            and not isinstance(pid, bool) and pid > 0 and isinstance(model, str) and len(model) < 500
+            and isinstance(roots, list) and all(isinstance(r, str) for r in roots)):
+        return None
+    return Running(url, pid, model, tuple(roots))
+
+
+def _serving(pid: int) -> bool:
+    """Whether ``pid`` is alive and runs ``rlm serve`` (a pid reused by another program is not)."""
+    try:
+        import psutil
+
+        return "serve" in psutil.Process(pid).cmdline()
+    except Exception:  # noqa: BLE001 - gone, a zombie, not ours to read: not a server to attach to
+        return False
