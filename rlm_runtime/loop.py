@@ -128,7 +128,7 @@ class ToolTable:
         return call
 
 
-BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk")
+BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep")
 
 
 def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
@@ -441,6 +441,9 @@ class Run:
         memory_chunks = None
         if search is not None:
             builtins.append("search_chunks")
+            # semantic_grep is callable (cells, the REPL) but not offered to the model: what
+            # it does to answers is not measured yet (issue 26), and every function listed
+            # changes what a small model writes.
             if search.memory is not None:
                 memory_chunks = _memory_size(search.memory)
         contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks)

@@ -1,4 +1,5 @@
-"""``search_chunks`` and ``read_chunk``: ranked search over a session's contexts and memory.
+"""``search_chunks``, ``read_chunk`` and ``semantic_grep``: ranked search over a session's
+contexts and memory.
 
 Served on the host, like ``llm_query``: the worker never opens an index or the store. Each
 context is chunked and indexed on first use into a store of its own under
@@ -15,6 +16,12 @@ index. An index of a file is reused by later sessions and removed once unused fo
 
 Chunk ids given to the model are strings naming where they live: ``m12`` is chunk 12 of the
 memory store, ``c0.31`` chunk 31 of the index of ``contexts[0]``.
+
+Search ranks by words (BM25), by meaning (vectors) or both (``mode``, default ``bm25``: see
+``MemoryStore.search``); an index gets its chunks' vectors as it is built, and an index built
+before vectors existed gets them the first time it is used. ``semantic_grep`` ranks one
+context's paragraph chunks by meaning alone and returns them with their line numbers, like
+grep's hits. Every argument comes from sandboxed code: each is checked here, on the host.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime import hostwrites, private
+from rlm_runtime import embeddings, hostwrites, private
 from rlm_runtime.errors import HostCallError, RLMError, RunFailed
 
 if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
@@ -39,6 +46,10 @@ if TYPE_CHECKING:  # the store is imported on first use: a session that never se
 MAX_K = 50
 #: Characters of a hit's snippet given to the model.
 SNIPPET_CHARS = 300
+#: Characters of a paragraph ``semantic_grep`` returns.
+PARAGRAPH_CHARS = 600
+#: The ranking modes ``search_chunks`` takes (``MemoryStore.search``).
+MODES = ("hybrid", "bm25", "vector")
 
 
 class ChunkSearch:
@@ -47,11 +58,15 @@ class ChunkSearch:
     Args:
         index_dir: where context indexes live (``$RLM_HOME/index``).
         memory: the memory store searched too (None: none).
+        embedder: the embedding model's factory for the context indexes (default: the
+            store's, ``embeddings.default_embedder``; None: words only).
     """
 
-    def __init__(self, index_dir: Path, memory: MemoryStore | None = None) -> None:
+    def __init__(self, index_dir: Path, memory: MemoryStore | None = None,
+                 embedder: embeddings.EmbedderFactory | None = embeddings.default_embedder) -> None:
         self.index_dir = index_dir
         self.memory = memory
+        self.embedder = embedder
         self.handles: list[Any] = []
         self._indexes: dict[int, MemoryStore] = {}
         #: Index files of text contexts this object made: removed at ``close``.
@@ -100,12 +115,15 @@ class ChunkSearch:
             else:
                 path = self.index_dir / f"{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
                 self._own_files.append(path)
-            store = MemoryStore(path)
+            store = MemoryStore(path, embedder=self.embedder)
             try:
                 if paths:
                     store.ingest(paths, stop=stop)
                 elif text is not None and store.stats().chunks == 0:
                     store.add_text(text, source=handle.name, kind=None, stop=stop)  # all or nothing
+                stats = store.stats()
+                if store.vectors is not None and stats.vectors < stats.chunks:
+                    store.reindex(stop=stop)  # an index built before vectors, or by a process without the model
             except BaseException:
                 store.close()
                 raise
@@ -114,10 +132,16 @@ class ChunkSearch:
 
     # ------------------------------------------------------------------ the tools
 
+    def meaning_available(self) -> bool:
+        """Whether search by meaning can work here (an embedding model is installed), without
+        loading the model."""
+        return self.embedder is not None and (self.embedder is not embeddings.default_embedder or embeddings.installed())
+
     def search(self, query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
                source: str | None = None, run_id: str | None = None,
-               stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
-        """The ``k`` best chunks for ``query`` over every context and the memory store.
+               stop: Callable[[], None] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
+        """The ``k`` best chunks for ``query`` over every context and the memory store,
+        ranked by ``mode`` (``bm25``, the default, ``hybrid`` or ``vector``).
 
         ``stop`` (``Budget.check_time``) is called while an index is built; what it raises
         (``Cancelled``, ``BudgetExceeded``) comes out as it is."""
@@ -125,6 +149,8 @@ class ChunkSearch:
             raise HostCallError("search_chunks takes a non-empty query str")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise HostCallError(f"k must be an int from 1 to {MAX_K}")
+        if mode is not None and (type(mode) is not str or mode not in MODES):
+            raise HostCallError(f"mode must be one of {', '.join(repr(m) for m in MODES)}")
         if kind is not None and not isinstance(kind, str):
             raise HostCallError("kind must be a str")
         if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
@@ -137,11 +163,11 @@ class ChunkSearch:
         found: list[tuple[str, Hit]] = []
         try:
             for n in range(len(self.handles)):
-                hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False)
+                hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False, mode=mode)
                 found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
             if self.memory is not None:
                 hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=self._may_record(run_id),
-                                          run_id=run_id)
+                                          run_id=run_id, mode=mode)
                 found += [(f"m{h.chunk_id}", h) for h in hits]
                 self._note_read(h.chunk_id for h in hits)
         except RunFailed:  # cancelled, or out of time: the run ends, not the call
@@ -150,6 +176,42 @@ class ChunkSearch:
             raise HostCallError(f"search_chunks failed: {e}") from e
         found.sort(key=lambda pair: pair[1].score, reverse=True)
         return [_hit(cid, h) for cid, h in found[:k]]
+
+    def semantic_grep(self, query: str, k: int = 10, context: int = 0, stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+        """The ``k`` paragraphs of ``contexts[context]`` nearest in meaning to ``query``, best
+        first: ``{"lines": "12-18", "score", "text"}`` (the text cut at ``PARAGRAPH_CHARS``).
+        The index's chunks nearest to the query (``2k`` of them) are split at blank lines,
+        and their paragraphs ranked against the query by the same model."""
+        if not isinstance(query, str) or not query.strip():
+            raise HostCallError("semantic_grep takes a non-empty query str")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise HostCallError(f"k must be an int from 1 to {MAX_K}")
+        if not isinstance(context, int) or isinstance(context, bool) or not 0 <= context < len(self.handles):
+            raise HostCallError(f"context must be the number of a context, from 0 to {len(self.handles) - 1}"
+                                if self.handles else "semantic_grep: this run has no context")
+        if not self.meaning_available():
+            raise HostCallError(f"semantic_grep needs an embedding model ({embeddings.INSTALL_HINT}): use search_chunks or grep")
+        query = query[: hostwrites.SEARCH_QUERY_CHARS]
+        try:
+            store = self._index(context, stop)
+            hits = store.search(query, k=min(MAX_K, 2 * k), record=False, mode="vector")
+            views = store.read_many([h.chunk_id for h in hits], record=False)
+        except RunFailed:
+            raise
+        except RLMError as e:
+            raise HostCallError(f"semantic_grep failed: {e}") from e
+        paragraphs = [p for v in views for p in _paragraphs(v.text, v.start_line)]
+        if not paragraphs or store.vectors is None:
+            return []
+        model = store.vectors.embedder
+        scores = model.embed([text for _, _, text in paragraphs]) @ model.embed([query])[0]
+        ranked = sorted(range(len(paragraphs)), key=lambda i: -float(scores[i]))[:k]
+        out = []
+        for i in ranked:
+            first, last, text = paragraphs[i]
+            text = text if len(text) <= PARAGRAPH_CHARS else text[:PARAGRAPH_CHARS] + "…"
+            out.append({"lines": f"{first}-{last}", "score": round(float(scores[i]), 3), "text": text})
+        return out
 
     def _note_read(self, ids: Iterable[int]) -> None:
         for i in ids:
@@ -193,6 +255,25 @@ class ChunkSearch:
         except RLMError as e:
             raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
         raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
+
+
+def _paragraphs(text: str, first_line: int) -> list[tuple[int, int, str]]:
+    """(first line, last line, text) of each paragraph of a chunk starting at ``first_line``:
+    runs of lines between blank ones."""
+    out: list[tuple[int, int, str]] = []
+    run: list[str] = []
+    start = first_line
+    for n, line in enumerate(text.split("\n"), first_line):
+        if line.strip():
+            if not run:
+                start = n
+            run.append(line)
+        elif run:
+            out.append((start, n - 1, "\n".join(run)))
+            run = []
+    if run:
+        out.append((start, start + len(run) - 1, "\n".join(run)))
+    return out
 
 
 def _hit(cid: str, h: Hit) -> dict[str, Any]:

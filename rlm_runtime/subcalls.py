@@ -90,19 +90,34 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         return child.answer
 
     def search_chunks(query: str, k: int = 10, kind: str | None = None, tags: list[str] | None = None,
-                      source: str | None = None) -> list[dict[str, Any]]:
-        """Ranked search over the session's contexts and memory."""
+                      source: str | None = None, mode: str | None = None) -> list[dict[str, Any]]:
+        """Ranked search over the session's contexts and memory (``mode``: hybrid, bm25, vector)."""
         search = run.tree.search
         if search is None:
             raise HostCallError("search_chunks is not available in this run")
         began = time.monotonic()
         try:
-            hits = search.search(query, k, kind, tags, source, run_id=run.run_id, stop=run.tree.budget.check_time)
+            hits = search.search(query, k, kind, tags, source, run_id=run.run_id, stop=run.tree.budget.check_time, mode=mode)
         except BudgetExceeded as e:  # the time ran out while a context was indexed
             run.budget_error = run.budget_error or e
             raise HostCallError(f"budget exhausted: {e}") from e
         run.emit({"type": "tool_call", "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
                        "error": None, "duration_s": time.monotonic() - began})
+        return hits
+
+    def semantic_grep(query: str, k: int = 10, context: int = 0) -> list[dict[str, Any]]:
+        """One context's paragraphs ranked by meaning, with their line numbers."""
+        search = run.tree.search
+        if search is None:
+            raise HostCallError("semantic_grep is not available in this run")
+        began = time.monotonic()
+        try:
+            hits = search.semantic_grep(query, k, context, stop=run.tree.budget.check_time)
+        except BudgetExceeded as e:  # the time ran out while a context was indexed
+            run.budget_error = run.budget_error or e
+            raise HostCallError(f"budget exhausted: {e}") from e
+        run.emit({"type": "tool_call", "name": "semantic_grep", "args": _short_repr(query), "result": f"{len(hits)} hits",
+                  "error": None, "duration_s": time.monotonic() - began})
         return hits
 
     def read_chunk(chunk_id: str, around: int = 0) -> str:
@@ -116,7 +131,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
                                             "rlm_query": rlm_query}
     if not run.tree.setup.limits.sub_calls:
         calls = {name: _switched_off(name) for name in calls}
-    return {**calls, "search_chunks": search_chunks, "read_chunk": read_chunk}
+    return {**calls, "search_chunks": search_chunks, "read_chunk": read_chunk, "semantic_grep": semantic_grep}
 
 
 def _switched_off(name: str) -> Callable[..., Any]:

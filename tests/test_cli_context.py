@@ -287,3 +287,36 @@ def test_a_warning_is_one_escaped_line(files: Path, capsys: pytest.CaptureFixtur
     assert main(["grep", "needle", "bad\x1b]0;pwned\x07.txt"]) == 0
     err = capsys.readouterr().err
     assert err == "rlm: warning: bad\\x1b]0;pwned\\x07.txt: invalid UTF-8 was decoded with replacement characters\n"
+
+
+POLICY = "\n\n".join(
+    ["Opening hours are nine to five on weekdays.", "Refunds are accepted within thirty days of purchase.",
+     "Parking behind the building is for staff only.", "Pets are welcome in the garden."]) + "\n"
+
+
+@pytest.mark.skipif(not __import__("rlm_runtime.embeddings", fromlist=["installed"]).installed(), reason="no embedding model")
+def test_grep_meaning_ranks_paragraphs_with_line_numbers(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It prints the paragraphs closest in meaning to the query, with their line numbers, best first; --json too."""
+    (files / "policy.md").write_text(POLICY)
+    assert main(["grep", "--meaning", "when can I get my money back", "policy.md", "-k", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("--- lines 3-3  score ") and out[1] == "3: Refunds are accepted within thirty days of purchase."
+    assert len([line for line in out if line.startswith("--- lines")]) == 2
+    assert main(["grep", "--meaning", "money back", "policy.md", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["hits"][0]["lines"] == "3-3" and len(data["hits"]) == 4
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["grep", "--meaning", "x", "a.md", "b.md"], "takes one PATH"),
+    (["grep", "--meaning", "  ", "guide.md"], "needs a query"),
+    (["grep", "--meaning", "x", "guide.md", "-k", "0"], "-k must be"),
+    (["grep", "--meaning", "x", "guide.md", "-c"], "for patterns"),
+    (["grep", "needle"], "takes a PATTERN and a PATH"),
+])
+def test_grep_meaning_bad_usage_exits_2(files: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
+    """It refuses a meaning search with a pattern as well, an empty query, a bad -k or pattern options, in one line."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    _one_line_error(err)
+    assert says in err

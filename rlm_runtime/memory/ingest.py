@@ -24,7 +24,8 @@
   content hash matches is skipped after hashing. A changed file is re-chunked and each piece
   whose text is already stored for that file keeps its chunk (id, statistics, links); only the
   chunks whose text is gone are deleted, at the end, in the transaction that marks the source
-  complete. Chunks are written about ``batch_chunks`` per transaction (small files share
+  complete. Chunks are written (with their vectors, when the store has a model) about
+  ``batch_chunks`` per transaction (small files share
   one): a killed ingest leaves every committed batch, and a file cut off in the middle keeps
   its source in state ``ingesting``, which the next ingest redoes.
 * Skipping never deletes: a file that turned binary, empty or unreadable keeps what it had.
@@ -54,6 +55,7 @@ from rlm_runtime.memory.writer import SourceWriter
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.settings import MemorySettings
+    from rlm_runtime.memory.vectors import Vectors
 
 Progress = Callable[[IngestProgress], None]
 #: Called between files and between windows of a file; raises to stop (``Budget.check_time``).
@@ -242,8 +244,9 @@ class Ingest:
     marked ``ingesting`` until its last batch."""
 
     def __init__(self, db: Database, settings: MemorySettings, *, tags: Sequence[str] = (), kind: str | None = None,
-                 progress: Progress | None = None, stop: Stop | None = None) -> None:
+                 progress: Progress | None = None, stop: Stop | None = None, vectors: Vectors | None = None) -> None:
         self.db = db
+        self.vectors = vectors
         self.settings = settings
         self.cfg = settings.ingest
         self.chunking = ChunkingConfig(min_tokens=self.cfg.min_tokens, max_tokens=self.cfg.max_tokens, exact_tokens=self.cfg.exact_tokens)
@@ -361,7 +364,7 @@ class Ingest:
                 old: dict[str, list[int]] = {}
                 for chunk_id, digest in conn.execute("SELECT id, hash FROM chunks WHERE source_id = ? ORDER BY seq, id", (sid,)):
                     old.setdefault(str(digest), []).append(int(chunk_id))
-                state["w"] = SourceWriter(sid, self.settings.links, tags=self.tags, old=old)
+                state["w"] = SourceWriter(sid, self.settings.links, tags=self.tags, old=old, vectors=self.vectors)
             return state["w"]
 
         def write(batch: list[NewChunk]) -> Callable[[sqlite3.Connection], object]:

@@ -22,6 +22,10 @@ The tables:
 * ``chunk_stats``: recall count, last recall, strength (as of ``strength_at``), tier, pinned,
   expires_at; a separate table so that a recall does not rewrite the row holding the text.
 * ``recall_traces`` and ``trace_chunks``: each search or recall, and the chunks it returned.
+* ``chunk_vectors``: a chunk's vector, quantised (``vectors.py``: 2 bits a dimension), and
+  ``vector_meta``: the one row naming the model that made them, its dimension, the bytes of a
+  vector, and the counters a reader's copy in memory follows. A store opened read-only before
+  this migration reads as a store without vectors (``READ_ONLY_OPTIONAL``).
 
 ``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
 empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
@@ -183,6 +187,28 @@ def m005_recall_traces(conn: sqlite3.Connection) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX trace_chunks_chunk ON trace_chunks (chunk_id);
     """)
+
+
+@migration
+def m006_chunk_vectors(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        CREATE TABLE vector_meta (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL CHECK (dim > 0 AND dim <= 4096 AND dim % 64 = 0),
+            bytes INTEGER NOT NULL CHECK (bytes * 4 = dim),
+            version INTEGER NOT NULL DEFAULT 0,
+            epoch INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE chunk_vectors (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+            bits BLOB NOT NULL
+        );
+    """)
+
+
+#: Migrations a store opened read-only may lack: it reads as it did before them.
+READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors"})
 
 
 @lru_cache(maxsize=1)

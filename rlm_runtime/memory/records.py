@@ -51,11 +51,16 @@ class Hits(list[Hit]):
     says that the hits are the ``scanned`` newest chunks holding all the terms (``all_of``)
     or any of them, unranked (a query of common words only). ``recorded``: the hits were counted as
     recalled (False when not asked, or when another writer held the store past the busy
-    timeout: the hits are still right). ``note`` says all this in a sentence, for a model."""
+    timeout: the hits are still right). ``mode`` is how they were ranked (``bm25``,
+    ``vector`` or ``hybrid``); ``fallback`` why a hybrid search ranked by words only (no
+    model, or no vectors of it). ``note`` says all this in a sentence, for a model."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, terms: tuple[str, ...] = (), dropped: tuple[str, ...] = (),
-                 capped: bool = False, scanned: int = 0, all_of: bool = False) -> None:
+                 capped: bool = False, scanned: int = 0, all_of: bool = False, mode: str = "bm25",
+                 fallback: str | None = None) -> None:
         super().__init__(hits)
+        self.mode = mode
+        self.fallback = fallback
         self.terms = terms
         self.dropped = dropped
         self.capped = capped
@@ -71,11 +76,14 @@ class Hits(list[Hit]):
         if self.capped:
             which = "all" if self.all_of else "any"
             parts.append(f"every word is common: these are the newest chunks holding {which} of: {', '.join(self.terms)}, unranked")
+        if self.fallback:
+            parts.append(f"ranked by words only: {self.fallback}")
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hits": [h.to_dict() for h in self], "terms": list(self.terms), "dropped": list(self.dropped),
-                "capped": self.capped, "scanned": self.scanned, "all_of": self.all_of, "recorded": self.recorded, "note": self.note}
+                "capped": self.capped, "scanned": self.scanned, "all_of": self.all_of, "recorded": self.recorded,
+                "mode": self.mode, "fallback": self.fallback, "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,34 @@ class StoreStats:
     traces: int
     size_bytes: int
     migrations: tuple[str, ...]
+    #: Chunks with a vector, and the model that made them (None: no vectors yet).
+    vectors: int = 0
+    vector_model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class ReindexProgress:
+    """Passed to a reindex's ``progress`` callback after each committed batch: chunks given a
+    vector so far (this run), chunks that had none when it started, seconds."""
+
+    done: int
+    total: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What ``reindex`` did: chunks embedded now, chunks that already had a vector, the model,
+    whether the store's vectors of another model were dropped first, and the time taken."""
+
+    embedded: int
+    kept: int
+    model: str
+    rebuilt: bool
+    seconds: float
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)

@@ -25,6 +25,7 @@ the top k are taken. Snippets mark matched terms with « and ».
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -179,6 +180,30 @@ def ranked(conn: sqlite3.Connection, the_plan: Plan, k: int, filters: Filters) -
         rows = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
                             (the_plan.match, k)).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+def coverage(conn: sqlite3.Connection, the_plan: Plan, chunk_id: int, df: dict[str, int], total: int) -> float:
+    """The share of the query's word weight (each term's idf, ``log(1 + total / df)``) that the
+    chunk ``chunk_id`` holds: 1 when it has every term searched, near 0 when it has only the
+    common ones."""
+    if not the_plan.terms:
+        return 0.0
+    weights = {t: math.log(1 + max(total, 1) / max(df.get(t.lower(), 1), 1)) for t in the_plan.terms}
+    held = sum(w for t, w in weights.items()
+               if conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid = ?", (quote(t), chunk_id)).fetchone())
+    return held / sum(weights.values())
+
+
+def existing(conn: sqlite3.Connection, ids: Sequence[int], filters: Filters) -> list[int]:
+    """The ids of ``ids`` that name a stored chunk passing ``filters``, in the order given
+    (a vector search's candidates: its copy in memory may hold chunks deleted since)."""
+    kept: set[int] = set()
+    where, args = filters.sql(conn) if filters else ("1", [])
+    for start in range(0, len(ids), 500):
+        part = list(ids[start:start + 500])
+        marks = ",".join("?" * len(part))
+        kept.update(int(r[0]) for r in conn.execute(f"SELECT c.id FROM chunks c WHERE c.id IN ({marks}) AND {where}", (*part, *args)))
+    return [i for i in ids if i in kept]
 
 
 def snippets(conn: sqlite3.Connection, match: str, ids: Sequence[int], tokens: int) -> dict[int, str]:

@@ -66,10 +66,28 @@ class LinkConfig(BaseModel):
     co_recall_max: float = Field(2.0, gt=0)
 
 
+#: The ways ``MemoryStore.search`` ranks: words (BM25), meaning (vectors), or both fused.
+SEARCH_MODES = ("hybrid", "bm25", "vector")
+
+
 class SearchConfig(BaseModel):
-    """Caps that bound what one query costs.
+    """How a query is ranked, and caps that bound what one query costs.
 
     Args:
+        mode: the default ranking: ``bm25``; ``hybrid`` (BM25 and vectors fused by reciprocal
+            rank; BM25 alone while the store has no vectors of the model, or there is no
+            model) or ``vector`` when asked for.
+        rrf_k: reciprocal-rank fusion's constant: a hit at rank r of a list adds
+            ``weight / (rrf_k + r)``.
+        w_bm25 / w_vector: the weights of the two lists in that sum, each multiplied by what
+            the query makes it worth: BM25's by the share ``c`` of the query's word weight (idf)
+            that its best hit holds, the vectors' by ``1 - c`` (a query whose informative words
+            all stand in one chunk is ranked by words; one whose words are scattered, by meaning).
+        fuse_depth: hits taken from each list before fusing (at least k).
+        hybrid_rank_budget: ``rank_budget`` of the word list of a hybrid search: the vectors
+            rank what common words would, so the words' list keeps to the rarer terms (a third
+            of the time at 100K chunks, with the same recall: bench/SEARCH_MEANING.md).
+        vector_candidates: chunks re-scored exactly after the bit-count pass (at least k).
         max_k: the most hits one search returns.
         max_terms: query terms beyond this are ignored.
         rank_budget: the most matching chunks one query ranks by BM25 (ranking costs a few
@@ -84,6 +102,15 @@ class SearchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # bm25 until hybrid is no worse on exact words (0.87 against 0.92 recall@10 today,
+    # bench/SEARCH_MEANING.md): a user's words are what most searches hold.
+    mode: str = Field("bm25", pattern="^(hybrid|bm25|vector)$")
+    rrf_k: float = Field(60.0, gt=0)
+    w_bm25: float = Field(1.0, ge=0)
+    w_vector: float = Field(1.0, ge=0)
+    fuse_depth: int = Field(50, ge=1, le=1000)
+    hybrid_rank_budget: int = Field(2_000, ge=1)
+    vector_candidates: int = Field(200, ge=1, le=100_000)
     max_k: int = Field(100, ge=1)
     max_terms: int = Field(16, ge=1)
     rank_budget: int = Field(10_000, ge=1)

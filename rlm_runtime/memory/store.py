@@ -4,7 +4,14 @@ The one object the rest of the runtime uses: the sandbox's ``search_chunks`` / `
 are ``search`` / ``read`` with ``record=True``; ``rlm memory ...`` maps a command to a method;
 a session calls ``remember`` after a run. Each method is one short transaction or a few (see
 ``db`` for the concurrency model); the work is done by one module per concern: ``ingest``,
-``writer`` and ``chunks`` (writing), ``links``, ``search``, ``lifecycle``, ``transfer``.
+``writer`` and ``chunks`` (writing), ``links``, ``search``, ``vectors`` (search by meaning),
+``lifecycle``, ``transfer``.
+
+Search ranks by words (BM25), by meaning (vectors of an embedding model: ``embeddings.py``,
+the ``embed`` extra) or by both fused (``hybrid``; ``bm25`` is the default). The model is loaded on first
+need (a write or a search), through the factory the store is given; without one (the extra
+not installed, or ``embedder=None``) the store keeps no vectors and a hybrid search ranks by
+words, and says so in ``Hits.fallback``.
 
 A store is used from one process by any number of threads (one connection under a lock), and
 by any number of processes at once (many readers, one writer at a time).
@@ -19,17 +26,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import hostwrites, private
 from rlm_runtime.config import Paths, paths_from_env
+from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory import lifecycle, links, search, transfer
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
-from rlm_runtime.memory.migrations import applied, migrate, pending
+from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending
 from rlm_runtime.memory.records import (
     ChunkStats,
     ChunkView,
@@ -38,10 +46,16 @@ from rlm_runtime.memory.records import (
     IngestReport,
     LifecycleReport,
     Link,
+    ReindexProgress,
+    ReindexReport,
     StoreStats,
 )
-from rlm_runtime.memory.settings import MemorySettings
+from rlm_runtime.memory.search import Filters
+from rlm_runtime.memory.settings import SEARCH_MODES, MemorySettings
 from rlm_runtime.memory.writer import SourceWriter
+
+if TYPE_CHECKING:
+    from rlm_runtime.memory.vectors import Vectors
 
 #: Chunk ids one remembered answer links ``derived_from`` at most.
 MAX_DERIVED = 64
@@ -71,6 +85,24 @@ def _clip_cells(cells: Sequence[str]) -> list[str]:
     return kept
 
 
+def _embedder_hint() -> str:
+    from rlm_runtime.embeddings import INSTALL_HINT, unavailable_reason
+
+    return unavailable_reason() or f"no embedding model (for search by meaning: {INSTALL_HINT})"
+
+
+def _chunk_count(conn: sqlite3.Connection) -> int:
+    """About how many chunks the store holds (the largest id ever given: no count(*) scan)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def vectors_rrf(rankings: Sequence[tuple[Sequence[int], float]], rrf_k: float) -> list[tuple[int, float]]:
+    from rlm_runtime.memory.vectors import rrf
+
+    return rrf(rankings, rrf_k)
+
+
 def default_store_path(paths: Paths | None = None) -> Path:
     """``$RLM_HOME/brain/memory.db`` (``~/.rlm/brain/memory.db`` without RLM_HOME)."""
     return (paths or paths_from_env()).home / "brain" / "memory.db"
@@ -86,6 +118,9 @@ class MemoryStore:
         readonly: open without writing (no migrations: the store must be current); every
             write raises ``StoreError``, and searches are not recorded.
         clock: seconds since the epoch (tests pass a fake one).
+        embedder: makes the embedding model, called once when vectors are first needed
+            (default: ``embeddings.default_embedder``, wordllama when the ``embed`` extra is
+            installed); None: no vectors are written or searched.
 
     Raises:
         StoreError: the file cannot be opened, is not a store, is read-only and not migrated,
@@ -93,16 +128,20 @@ class MemoryStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, settings: MemorySettings | None = None,
-                 readonly: bool = False, clock: Callable[[], float] = time.time) -> None:
+                 readonly: bool = False, clock: Callable[[], float] = time.time,
+                 embedder: EmbedderFactory | None = default_embedder) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         self.settings = settings or MemorySettings()
         self.clock = clock
+        self._embedder_factory = embedder
+        self._vectors: Vectors | None = None
+        self._vectors_made = embedder is None
         if not readonly:
             _private_file(self.path)
         self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
         try:
             if readonly:
-                missing = pending(self.db.conn)
+                missing = [name for name in pending(self.db.conn) if name not in READ_ONLY_OPTIONAL]
                 if missing:
                     raise StoreError(f"the memory store {self.path} needs migrations ({', '.join(missing)}): open it once for writing")
             else:
@@ -113,7 +152,7 @@ class MemoryStore:
         except BaseException:
             self.db.close()
             raise
-        self._df_cache: dict[str, int] = {}
+        self._df_cache: dict[int, dict[str, int]] = {}
         self._df_version: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -138,6 +177,25 @@ class MemoryStore:
         except sqlite3.Error as e:
             raise StoreError(f"memory store {self.path}: {e}") from e
 
+    @property
+    def vectors(self) -> Vectors | None:
+        """The store's vectors under its model, made on first use; None without a model."""
+        if not self._vectors_made:
+            with self.db.lock:
+                if not self._vectors_made:
+                    factory = self._embedder_factory
+                    model = factory() if factory is not None else None
+                    if model is not None:
+                        from rlm_runtime.memory.vectors import Vectors
+
+                        self._vectors = Vectors(model)
+                    self._vectors_made = True
+        return self._vectors
+
+    def _writing_vectors(self) -> Vectors | None:
+        """The vectors to write beside new chunks (None on a read-only store)."""
+        return None if self.db.readonly else self.vectors
+
     # ------------------------------------------------------------------ writing
 
     def ingest(self, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *, tags: Sequence[str] = (),
@@ -156,7 +214,8 @@ class MemoryStore:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         with self._sql_errors():
-            return _ingest.Ingest(self.db, self.settings, tags=tags, kind=kind, progress=progress, stop=stop).run(paths)
+            return _ingest.Ingest(self.db, self.settings, tags=tags, kind=kind, progress=progress, stop=stop,
+                                  vectors=self._writing_vectors()).run(paths)
 
     def _pieces(self, text: str, kind: str | None, stop: _ingest.Stop | None = None) -> list[_chunks.NewChunk]:
         cfg = self.settings.ingest
@@ -176,7 +235,8 @@ class MemoryStore:
         sid = _chunks.source_id(conn, "memory", source, now)
         assert sid is not None
         tail = conn.execute("SELECT id, seq FROM chunks WHERE source_id = ? ORDER BY seq DESC, id DESC LIMIT 1", (sid,)).fetchone()
-        return SourceWriter(sid, self.settings.links, next_seq=int(tail[1]) + 1 if tail else 0, prev_id=int(tail[0]) if tail else None, **kw)
+        return SourceWriter(sid, self.settings.links, next_seq=int(tail[1]) + 1 if tail else 0, prev_id=int(tail[0]) if tail else None,
+                            vectors=self._writing_vectors(), **kw)
 
     def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
                  run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
@@ -295,17 +355,21 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ reading
 
-    def _df(self) -> dict[str, int]:
+    def _df(self, budget: int | None = None) -> dict[str, int]:
+        """Document frequencies counted up to ``budget + 1`` (default: ``rank_budget``), kept
+        until the store changes; one cache a budget (a count capped lower would read as a
+        smaller frequency under a higher one)."""
         version = self.db.data_version()
         if version != self._df_version:
             self._df_cache.clear()
             self._df_version = version
-        return self._df_cache
+        return self._df_cache.setdefault(self.settings.search.rank_budget if budget is None else budget, {})
 
     def search(self, query: str, *, k: int = 10, kind: str | Sequence[str] | None = None, tags: str | Sequence[str] | None = None,
-               source: str | os.PathLike[str] | None = None, record: bool = True, run_id: str | None = None) -> Hits:
-        """Ranked full-text search (BM25) over chunk text; see ``search`` for how any text
-        becomes a safe, bounded query.
+               source: str | os.PathLike[str] | None = None, record: bool = True, run_id: str | None = None,
+               mode: str | None = None) -> Hits:
+        """Ranked search over chunk text: by its words (BM25; see ``search`` for how any text
+        becomes a safe, bounded query), by meaning (the chunks' vectors), or both.
 
         Args:
             query: plain text (never FTS syntax).
@@ -314,13 +378,65 @@ class MemoryStore:
                 this source path or folder.
             record: count every hit as recalled (trace, reinforcement, ``co_recalled``).
             run_id: the run searching, kept in the trace.
+            mode: ``hybrid`` (BM25 and vectors fused by reciprocal rank; by words alone when
+                the store has no vectors of its model, said in ``Hits.fallback``), ``bm25`` or
+                ``vector``; default ``SearchConfig.mode``.
+
+        Raises:
+            StoreError: an unknown mode, or ``vector`` without a model or vectors of it.
         """
+        cfg = self.settings.search
+        mode = cfg.mode if mode is None else mode
+        if mode not in SEARCH_MODES:
+            raise StoreError(f"unknown search mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
+        k = max(0, min(k, cfg.max_k))
+        filters = search.Filters.of(kind, tags, source)
+        vectors = self.vectors if mode != "bm25" else None
         with self._sql_errors():
             with self.db.snapshot() as conn:
-                found = search.search(conn, query, k, search.Filters.of(kind, tags, source), self.settings.search, self._df())
+                why = _embedder_hint() if vectors is None else vectors.usable(conn)
+                if mode == "vector" and why is not None:
+                    raise StoreError(f"cannot search by meaning: {why}")
+                if mode == "bm25" or why is not None:
+                    found = search.search(conn, query, k, filters, cfg, self._df())
+                    if mode == "hybrid":
+                        found.fallback = why
+                else:
+                    assert vectors is not None
+                    found = self._by_meaning(conn, vectors, query, k, filters, mode)
             if record:
                 found.recorded = self._record(found, "search", query, run_id, self.clock())
         return found
+
+    def _by_meaning(self, conn: sqlite3.Connection, vectors: Vectors, query: str, k: int, filters: Filters, mode: str) -> Hits:
+        """A ``vector`` or ``hybrid`` search (see ``search``). A query of common words only
+        (BM25 capped: its matches unranked) is ranked by meaning alone."""
+        cfg = self.settings.search
+        depth = max(k, cfg.fuse_depth) if mode == "hybrid" else k
+
+        def allowed(ids: Sequence[int]) -> list[int]:
+            return search.existing(conn, ids, filters)
+
+        nearest = vectors.search(conn, query[: hostwrites.SEARCH_QUERY_CHARS], depth, allowed=allowed,
+                                 candidates=max(cfg.vector_candidates, depth))
+        the_plan = search.Plan()
+        if mode == "hybrid":
+            budget = min(cfg.rank_budget, cfg.hybrid_rank_budget)
+            the_plan = search.plan(conn, query, cfg.model_copy(update={"rank_budget": budget}), self._df(budget))
+        if mode == "vector" or the_plan.capped or not the_plan.terms:
+            scored = nearest[:k]
+            used = "vector"
+        else:
+            words = search.ranked(conn, the_plan, depth, filters)
+            # Each list weighs what it is trusted for: words the share of the query's word weight
+            # that their best hit holds (1: it has every informative word), meaning the rest.
+            top = search.coverage(conn, the_plan, words[0][0], self._df(budget), _chunk_count(conn)) if words else 0.0
+            fused = vectors_rrf([([i for i, _ in words], cfg.w_bm25 * top), ([i for i, _ in nearest], cfg.w_vector * (1 - top))],
+                                cfg.rrf_k)
+            scored = fused[:k]
+            used = "hybrid"
+        snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored], cfg.snippet_tokens) if the_plan.terms else {}
+        return Hits(search.hits(conn, scored, snips), terms=tuple(the_plan.terms), dropped=tuple(the_plan.dropped), mode=used)
 
     def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:
         """Count hits as recalled together; False when there is nothing to record, the store
@@ -454,8 +570,55 @@ class MemoryStore:
             pinned = conn.execute("SELECT count(*) FROM chunk_stats WHERE pinned = 1").fetchone()[0]
             traces = conn.execute("SELECT count(*) FROM recall_traces").fetchone()[0]
             names = tuple(applied(conn))
+            has_vectors = "m006_chunk_vectors" in names
+            vectors = int(conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]) if has_vectors else 0
+            model = conn.execute("SELECT model FROM vector_meta WHERE id = 1").fetchone() if has_vectors else None
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists())
-        return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names)
+        return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names,
+                          vectors, None if model is None else str(model[0]))
+
+    def reindex(self, *, rebuild: bool = False, progress: Callable[[ReindexProgress], None] | None = None,
+                stop: _ingest.Stop | None = None, batch: int = 0) -> ReindexReport:
+        """Give every chunk without a vector one (a store made before vectors, or by a process
+        without the model), ``batch`` chunks per transaction, so a killed reindex keeps what it
+        committed and the next one goes on from there. The store's vectors of another model
+        (or all of them, with ``rebuild``) are dropped first, in one transaction.
+
+        Args:
+            progress: called after each committed batch.
+            stop: called between batches; what it raises ends the reindex (batches kept).
+            batch: chunks per transaction (default ``vectors.REINDEX_BATCH``).
+
+        Raises:
+            StoreError: no embedding model, or the store is read-only.
+        """
+        from rlm_runtime.memory import vectors as _vectors
+
+        model = self.vectors
+        if model is None:
+            raise StoreError(f"cannot make vectors: {_embedder_hint()}")
+        if self.db.readonly:
+            raise StoreError(f"the memory store {self.path} is open read-only")
+        began = time.perf_counter()
+        with self._sql_errors():
+            with self.db.write() as conn:
+                current = _vectors.meta(conn)
+                rebuilt = rebuild or (current is not None and model.usable(conn) is not None)
+                if rebuilt:
+                    model.reset(conn)
+                kept, total = _vectors.counts(conn)
+            done, after = 0, 0
+            while True:
+                if stop is not None:
+                    stop()
+                with self.db.write() as conn:
+                    written, after = model.fill(conn, after=after, limit=batch or _vectors.REINDEX_BATCH)
+                if not after:
+                    break
+                done += written
+                if progress is not None:
+                    progress(ReindexProgress(done, total, time.perf_counter() - began))
+        return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)
 
     def export_jsonl(self, target: transfer.Target) -> int:
         """Write the whole store as JSON lines (see ``transfer``); return the records written."""
@@ -465,8 +628,15 @@ class MemoryStore:
     def import_jsonl(self, source: transfer.Target) -> dict[str, int]:
         """Read an export into this store (ids kept when the store is empty, else merged; see
         ``transfer``); return the counts added."""
-        with self._sql_errors():
-            return transfer.import_jsonl(self.db, source)
+        model = self._writing_vectors()
+        with self._sql_errors(), self.db.write() as conn:  # the import's own transaction joins this one
+            counts = transfer.import_jsonl(self.db, source)
+            after = 0
+            while model is not None:  # the imported chunks' vectors, in the same transaction
+                after = model.fill(conn, after=after, limit=4096)[1]
+                if not after:
+                    break
+        return counts
 
     def integrity_check(self) -> list[str]:
         """Problems found by SQLite's ``integrity_check`` and FTS5's own check of the index

@@ -5,7 +5,8 @@ indexes and triggers only; SQLite does not check a row's values when it reads th
 written by another program can still put a blob in ``chunks.text``, text in
 ``chunks.start_line``, NULL in a NOT NULL column or a ``meta`` that is not JSON. The host read
 them as ints, floats and JSON later and stopped with an internal error (``rlm memory search``,
-``export``). ``malformed_values`` finds the first such value with one scan per table, reading
+``export``); a vector of another size than its model's would be read past its end.
+``malformed_values`` finds the first such value with one scan per table, reading
 only the values' types (SQLite answers ``typeof`` from the record header), before the store is
 used.
 """
@@ -17,7 +18,15 @@ import sqlite3
 from typing import Any
 
 #: The types ``typeof()`` may report for a declared column type (NULL is allowed apart).
-_ALLOWED = {"INTEGER": ("integer",), "REAL": ("real", "integer"), "TEXT": ("text",)}
+_ALLOWED = {"INTEGER": ("integer",), "REAL": ("real", "integer"), "TEXT": ("text",), "BLOB": ("blob",)}
+#: What a value must also be, beyond its type: the CHECK constraints of the migrations (SQLite
+#: checks them on writes only, not on a file written elsewhere) and the size of a vector.
+_VALUE_RULES = {
+    ("vector_meta", "id"): '"id" = 1',
+    ("vector_meta", "dim"): '"dim" > 0 AND "dim" <= 4096 AND "dim" % 64 = 0',
+    ("vector_meta", "bytes"): '"bytes" * 4 = "dim"',
+    ("chunk_vectors", "bits"): 'length("bits") = (SELECT "bytes" FROM main."vector_meta" WHERE "id" = 1)',
+}
 #: Columns holding JSON text, read with ``json.loads``.
 _JSON_COLUMNS = {("chunks", "meta")}
 #: The deepest JSON a ``meta`` may nest when imported (Python's reader recurses once a level).
@@ -49,6 +58,9 @@ def malformed_values(conn: sqlite3.Connection) -> str | None:
                 continue
             kinds = ", ".join(f"'{k}'" for k in (*allowed, *(() if not_null else ("null",))))
             tests.append((name, f"typeof({_quote(name)}) NOT IN ({kinds})"))
+            rule = _VALUE_RULES.get((table, name))
+            if rule is not None:
+                tests.append((name, f"({_quote(name)} IS NOT NULL AND NOT coalesce({rule}, 0))"))
             if (table, name) in _JSON_COLUMNS:
                 tests.append((name, f"({_quote(name)} IS NOT NULL AND (NOT json_valid({_quote(name)}) "
                                     f"OR json_type({_quote(name)}) != 'object'))"))

@@ -1,7 +1,8 @@
 """Writes the chunks of one source in order, inside the caller's transactions: new text gets
 a new chunk (with its links), text already stored in that source (same content hash) keeps
 its chunk, id, statistics and links and only moves to its new position. Consecutive chunks
-are linked ``follows``.
+are linked ``follows``. A new chunk's vector (when the store has a model) is written with it,
+in the same transaction.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rlm_runtime.memory.chunks import NewChunk, add_tags, insert_chunks, next_ch
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.settings import LinkConfig
+    from rlm_runtime.memory.vectors import Vectors
 
 
 class SourceWriter:
@@ -23,7 +25,8 @@ class SourceWriter:
 
     def __init__(self, source_id: int, link_cfg: LinkConfig, *, next_seq: int = 0, prev_id: int | None = None,
                  tags: Sequence[str] = (), run_id: str | None = None, meta: dict[str, Any] | None = None,
-                 old: dict[str, list[int]] | None = None, pinned: bool = False, expires_at: float | None = None) -> None:
+                 old: dict[str, list[int]] | None = None, pinned: bool = False, expires_at: float | None = None,
+                 vectors: Vectors | None = None) -> None:
         self.source_id = source_id
         self.link_cfg = link_cfg
         self.seq = next_seq
@@ -34,6 +37,7 @@ class SourceWriter:
         self.old = old or {}
         self.pinned = pinned
         self.expires_at = expires_at
+        self.vectors = vectors
         self.added = 0
         self.kept = 0
         #: (previous id, id) of every consecutive pair written, kept only when the source had
@@ -69,6 +73,8 @@ class SourceWriter:
         if new:
             insert_chunks(conn, new, tags=self.tags, now=now, run_id=self.run_id, meta=self.meta, pinned=self.pinned,
                           expires_at=self.expires_at)
+            if self.vectors is not None:
+                self.vectors.write_new(conn, [(r[0], r[3].text, r[3].header) for r in new])
             self.added += len(new)
         fresh = {r[0]: r[3] for r in new}
         chain: list[tuple[int, int]] = []

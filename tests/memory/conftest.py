@@ -3,8 +3,9 @@ a helper writing files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,51 @@ def small_chunks(**links: object) -> MemorySettings:
     from rlm_runtime.memory import IngestConfig, LinkConfig
 
     return MemorySettings(ingest=IngestConfig(min_tokens=5, max_tokens=60), links=LinkConfig(**links))  # type: ignore[arg-type]
+
+
+#: Words the tiny embedder reads as one concept (its "meaning"): each group shares a vector.
+CONCEPTS = (
+    ("refund", "refunds", "money", "back", "repayment", "reimbursement"),
+    ("feline", "cat", "cats", "kitten", "tabby"),
+    ("automobile", "car", "cars", "vehicle", "motorcar"),
+    ("password", "passwords", "passphrase", "credentials", "secret"),
+)
+
+
+class TinyEmbedder:
+    """A deterministic embedding model for tests: each word a fixed pseudo-random vector (from
+    its hash), the words of a ``CONCEPTS`` group one vector; a text the normalised sum. 64
+    dimensions; ``calls`` counts the texts embedded."""
+
+    def __init__(self, name: str = "tiny-64", dim: int = 64) -> None:
+        self.name = name
+        self.dim = dim
+        self.calls = 0
+        self.concept = {w: group[0] for group in CONCEPTS for w in group}
+
+    def _word(self, word: str) -> Any:
+        import hashlib
+
+        import numpy as np
+
+        seed = int.from_bytes(hashlib.blake2b(self.concept.get(word, word).encode(), digest_size=8).digest(), "little")
+        return np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import re
+
+        import numpy as np
+
+        self.calls += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", text.lower()):
+                if w not in {"the", "a", "of", "is", "are", "my", "i", "when", "may", "get", "can", "in", "on"}:
+                    out[i] += self._word(w)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.divide(out, norms, out=out, where=norms > 0)
+
+
+@pytest.fixture
+def tiny() -> TinyEmbedder:
+    return TinyEmbedder()

@@ -23,7 +23,7 @@ def good_export(tmp_path: Path) -> Records:
         first = store.add_text("The river passes the lantern works.", source="notes", tags=["a"])
         second = store.add_text("A second note, about copper.", source="notes")
         store.link(first[0], second[0], "supports")
-        store.search("river")
+        store.search("river", mode="bm25")
         store.export_jsonl(tmp_path / "good.jsonl")
     return [json.loads(line) for line in (tmp_path / "good.jsonl").read_text().splitlines()]
 

@@ -21,7 +21,7 @@ def test_ingests_a_folder(open_store: Callable[..., MemoryStore], write: Callabl
     assert report.bytes == a.stat().st_size + b.stat().st_size
     assert report.chunks_added == st.stats().chunks > 2
     assert report.skipped == [] and report.seconds > 0
-    assert {h.source for h in st.search("alpha3word0", record=False)} == {str(a)}
+    assert {h.source for h in st.search("alpha3word0", record=False, mode="bm25")} == {str(a)}
 
 
 def test_spans_open_the_chunk_in_place(open_store: Callable[..., MemoryStore], write: Callable[..., Path]) -> None:

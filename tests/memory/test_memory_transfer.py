@@ -56,7 +56,7 @@ def test_import_merges_into_a_store_with_content(full: MemoryStore, open_store: 
     counts = target.import_jsonl(path)
     assert counts["merged"] == 1
     assert target.stats().chunks == full.stats().chunks + 1
-    assert len(target.search("pinned note", record=False)) == 1
+    assert len(target.search("pinned note", record=False, mode="bm25")) == 1
     assert target.stats().links_by_type == full.stats().links_by_type
     assert target.integrity_check() == []
 
