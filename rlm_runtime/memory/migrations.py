@@ -36,13 +36,11 @@ first write or search, so such a file is refused before anything runs.
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
-from functools import lru_cache
 
+from rlm_runtime import sqlmigrations
 from rlm_runtime.memory.db import TOKENIZER
 
-Migration = Callable[[sqlite3.Connection], None]
+Migration = sqlmigrations.Migration
 MIGRATIONS: list[Migration] = []
 
 
@@ -211,61 +209,25 @@ def m006_chunk_vectors(conn: sqlite3.Connection) -> None:
 READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors"})
 
 
-@lru_cache(maxsize=1)
 def expected_schema() -> frozenset[tuple[str, str, str, str]]:
-    """(type, name, table, SQL with whitespace collapsed) of every schema object the
-    migrations make, with this SQLite's FTS5 shadow tables and ``sqlite_stat*`` tables."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    try:
-        migrate(conn)
-        conn.execute("ANALYZE")  # PRAGMA optimize (MemoryStore.optimize) may create sqlite_stat1
-        return frozenset(_schema_rows(conn))
-    finally:
-        conn.close()
+    """Every schema object the migrations make (``sqlmigrations.expected_schema``)."""
+    return sqlmigrations.expected_schema(tuple(MIGRATIONS))
 
 
 def unexpected_objects(conn: sqlite3.Connection) -> list[str]:
-    """The schema objects of ``conn``'s main database that no migration makes (or makes with
-    other SQL), as ``"type name"``; empty for a store this code made, at any migration."""
-    expected = expected_schema()
-    return sorted(f"{row[0]} {row[1]}" for row in _schema_rows(conn) if row not in expected)
+    """The schema objects of ``conn`` no migration makes; empty for a store this code made."""
+    return sqlmigrations.unexpected_objects(conn, MIGRATIONS)
 
 
-def _schema_rows(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
-    rows = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
-    return [(str(t), str(n), str(tb), " ".join(str(sql or "").split())) for t, n, tb, sql in rows]
-
-
-def applied(conn: sqlite3.Connection) -> list[str]:
-    """Names of the migrations applied to this database, in the order they were applied."""
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone()
-    if not exists:
-        return []
-    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, rowid")]
+applied = sqlmigrations.applied
 
 
 def pending(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
     """Names of the migrations not yet applied."""
-    done = set(applied(conn))
-    return [fn.__name__ for fn in (MIGRATIONS if migrations is None else migrations) if fn.__name__ not in done]
+    return sqlmigrations.pending(conn, MIGRATIONS if migrations is None else migrations)
 
 
 def migrate(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
     """Apply every pending migration (``migrations`` defaults to all of them); return the
     names applied now. ``conn`` must be in autocommit mode (``isolation_level=None``)."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    done_now = []
-    for fn in MIGRATIONS if migrations is None else migrations:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
-                conn.execute("COMMIT")
-                continue
-            fn(conn)
-            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.rollback()
-            raise
-        done_now.append(fn.__name__)
-    return done_now
+    return sqlmigrations.migrate(conn, MIGRATIONS if migrations is None else migrations)

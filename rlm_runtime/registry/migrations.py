@@ -22,11 +22,10 @@ holding triggers or views of its own is refused before SQLite could run them in 
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
-from functools import lru_cache
 
-Migration = Callable[[sqlite3.Connection], None]
+from rlm_runtime import sqlmigrations
+
+Migration = sqlmigrations.Migration
 MIGRATIONS: list[Migration] = []
 
 
@@ -92,55 +91,25 @@ def m002_usage(conn: sqlite3.Connection) -> None:
     )
 
 
-def applied(conn: sqlite3.Connection) -> list[str]:
-    """Names of the migrations applied to this database, in the order they were applied."""
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone()
-    if not exists:
-        return []
-    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, rowid")]
+def expected_schema() -> frozenset[tuple[str, str, str, str]]:
+    """Every schema object the migrations make (``sqlmigrations.expected_schema``)."""
+    return sqlmigrations.expected_schema(tuple(MIGRATIONS))
+
+
+def unexpected_objects(conn: sqlite3.Connection) -> list[str]:
+    """The schema objects of ``conn`` no migration makes; empty for a registry this code made."""
+    return sqlmigrations.unexpected_objects(conn, MIGRATIONS)
+
+
+applied = sqlmigrations.applied
+
+
+def pending(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
+    """Names of the migrations not yet applied."""
+    return sqlmigrations.pending(conn, MIGRATIONS if migrations is None else migrations)
 
 
 def migrate(conn: sqlite3.Connection, migrations: list[Migration] | None = None) -> list[str]:
     """Apply every pending migration (``migrations`` defaults to all of them); return the
     names applied now. ``conn`` must be in autocommit mode (``isolation_level=None``)."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    done_now = []
-    for fn in MIGRATIONS if migrations is None else migrations:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (fn.__name__,)).fetchone():
-                conn.execute("COMMIT")
-                continue
-            fn(conn)
-            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.rollback()
-            raise
-        done_now.append(fn.__name__)
-    return done_now
-
-
-@lru_cache(maxsize=1)
-def expected_schema() -> frozenset[tuple[str, str, str, str]]:
-    """(type, name, table, SQL with whitespace collapsed) of every schema object the migrations
-    make, with SQLite's statistics tables."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    try:
-        migrate(conn)
-        conn.execute("ANALYZE")
-        return frozenset(_schema_rows(conn))
-    finally:
-        conn.close()
-
-
-def unexpected_objects(conn: sqlite3.Connection) -> list[str]:
-    """The schema objects of ``conn``'s main database that no migration makes (or makes with
-    other SQL), as ``"type name"``; empty for a registry this code made, at any migration."""
-    expected = expected_schema()
-    return sorted(f"{row[0]} {row[1]}" for row in _schema_rows(conn) if row not in expected)
-
-
-def _schema_rows(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
-    rows = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
-    return [(str(t), str(n), str(tb), " ".join(str(sql or "").split())) for t, n, tb, sql in rows]
+    return sqlmigrations.migrate(conn, MIGRATIONS if migrations is None else migrations)
