@@ -62,6 +62,12 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
         except RLMError as e:
             raise ToolError(str(e)) from e
 
+    async def read(fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args))
+        except RLMError as e:
+            raise ResourceError(str(e)) from e
+
     @server.tool(description="Answer a question over one or more contexts: a model reads them with code, "
                              "in a sandbox, and returns the answer with how many iterations and tokens it took "
                              "and the id of its trajectory. Slow (seconds to minutes): prefer peek/grep for a lookup "
@@ -124,27 +130,17 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
     @server.resource("rlm://context/{context_id}", name="context", mime_type="application/json",
                      description="A registered context: its entry, probe and access statistics.")
     async def context_resource(context_id: str) -> str:
-        try:
-            entry = await anyio.to_thread.run_sync(service.context_show, context_id)
-        except RLMError as e:
-            raise ResourceError(str(e)) from e
-        return json.dumps(entry, ensure_ascii=False)
+        return json.dumps(await read(service.context_show, context_id), ensure_ascii=False)
 
     @server.resource("rlm://trajectory/{trace_id}.json", name="trajectory", mime_type="application/json",
                      description="A trajectory's events (every iteration, cell and sub-call of a session's questions).")
     async def trajectory_json(trace_id: str) -> str:
-        try:
-            return await anyio.to_thread.run_sync(service.trajectory, trace_id, "json")
-        except RLMError as e:
-            raise ResourceError(str(e)) from e
+        return await read(service.trajectory, trace_id, "json")
 
     @server.resource("rlm://trajectory/{trace_id}.html", name="trajectory page", mime_type="text/html",
                      description="A trajectory as one self-contained HTML page (summary, timeline, each iteration).")
     async def trajectory_html(trace_id: str) -> str:
-        try:
-            return await anyio.to_thread.run_sync(service.trajectory, trace_id, "html")
-        except RLMError as e:
-            raise ResourceError(str(e)) from e
+        return await read(service.trajectory, trace_id, "html")
 
     return server
 

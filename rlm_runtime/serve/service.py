@@ -58,6 +58,9 @@ class Service:
         self.limits = limits or ServeLimits()
         self.roots = tuple(_root(r) for r in roots)
         self._session_options = dict(session_options or {})
+        # Where the sessions write their trajectories (a folder given to them, else $RLM_HOME/traces).
+        trace = self._session_options.get("trace")
+        self._traces = Path(trace) if isinstance(trace, (str, Path)) and Path(trace).suffix != ".jsonl" else self.paths.traces
         if registry is None:
             from rlm_runtime.registry import Registry
 
@@ -237,7 +240,7 @@ class Service:
 
         if not isinstance(trace_id, str) or not TRACE_ID.fullmatch(trace_id):
             raise ContextError("a trajectory id looks like run-20261126-221500-0a1b2c")
-        path = self.paths.traces / f"{trace_id}.jsonl"
+        path = self._traces / f"{trace_id}.jsonl"
         if path.is_symlink() or not path.is_file():
             raise UnknownTrajectory(f"no trajectory {trace_id}")
         events = read_events(path)

@@ -3,6 +3,7 @@ errors, progress, sessions kept between questions, cancellation, and what a clie
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,27 @@ def test_the_sdk_client_asks_over_streamable_http_with_the_token(root: Path) -> 
     assert first.structured_content["answer"] == "4711"
     assert second.structured_content["answer"] == "again 4711"
     assert refused is not None
+
+
+def test_resources_give_a_context_entry_and_a_trajectory_page(root: Path) -> None:
+    """It reads a registered context's entry and a trajectory's HTML page as resources, and an
+    unknown id is a resource error naming it, with no traceback."""
+    notes = str(root / "notes.txt")
+
+    async def body(client: Client) -> Any:
+        await client.call_tool("context_add", {"path": notes, "name": "notes"})
+        asked = await client.call_tool("ask", {"question": "q", "contexts": ["ctx:notes"]})
+        entry = await client.read_resource("rlm://context/notes")
+        page = await client.read_resource(f"rlm://trajectory/{asked.structured_content['trajectory']}.html")
+        try:
+            await client.read_resource("rlm://context/nosuch")
+            missing = ""
+        except Exception as e:  # noqa: BLE001 - the SDK's protocol error
+            missing = str(e)
+        return entry, page, missing
+
+    entry, page, missing = _run(_service(root, lambda m: _code("FINAL('done')")), body)
+    data = json.loads(entry.contents[0].text)
+    assert data["id"] == "notes" and data["kind"] == "file" and data["usage"]["loads"] == 1
+    assert "<html" in page.contents[0].text.lower() and "done" in page.contents[0].text
+    assert "nosuch" in missing and "Traceback" not in missing
