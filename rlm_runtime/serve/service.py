@@ -257,8 +257,8 @@ class Service:
 
         # The session resolves each ctx:ID again when it opens it: under its own registered
         # path (a folder swapped for a symlink since the check is refused there too).
-        published = [Path(self.registry.get(_registry_id(s)).source) for s in sources
-                     if isinstance(s, str) and s.startswith("ctx:") and self.registry.get(_registry_id(s)).source]
+        entries = [self.registry.get(_registry_id(s)) for s in sources if isinstance(s, str) and s.startswith("ctx:")]
+        published = [Path(e.source) for e in entries if e.source]
         options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
                    **self._session_options}
         return Session(self.model, self.sub_model, contexts=list(sources), on_event=on_event, **options)
