@@ -341,7 +341,15 @@ def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
     path = getattr(handle, "path", None)
     if isinstance(path, (str, os.PathLike)) and os.path.isfile(path) and getattr(handle, "root", None) is None:
         real = os.path.realpath(path)
-        return _path_key(real), [real], None
+        # Ingested by path only while the path still names the file the handle mapped: one
+        # swapped for a symlink (or replaced) since is indexed from the handle's own text.
+        try:
+            st = os.stat(real)
+            same = (st.st_dev, st.st_ino) == getattr(handle, "identity", None)
+        except OSError:
+            same = False
+        if same:
+            return _path_key(real), [real], None
     text = handle.get_full()
     return "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], [], text
 

@@ -95,6 +95,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         search = run.tree.search
         if search is None:
             raise HostCallError("search_chunks is not available in this run")
+        _in_time(run)
         began = time.monotonic()
         try:
             hits = search.search(query, k, kind, tags, source, run_id=run.run_id, stop=run.tree.budget.check_time, mode=mode)
@@ -110,6 +111,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         search = run.tree.search
         if search is None:
             raise HostCallError("semantic_grep is not available in this run")
+        _in_time(run)
         began = time.monotonic()
         try:
             hits = search.semantic_grep(query, k, context, stop=run.tree.budget.check_time)
@@ -125,6 +127,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         search = run.tree.search
         if search is None:
             raise HostCallError("read_chunk is not available in this run")
+        _in_time(run)
         return str(search.read(chunk_id, around))
 
     calls: dict[str, Callable[..., Any]] = {"llm_query": llm_query, "llm_query_batched": llm_query_batched,
@@ -250,3 +253,13 @@ def _child_context(context: Any, stop: Callable[[], None]) -> Any:
         stop()
         return CorpusHandle.from_items(docs)
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
+
+
+def _in_time(run: Any) -> None:
+    """Refuse a search once the run's time is up. A cell's own clock stops while the host
+    serves its calls, so a loop of quick searches would otherwise outlive ``max_wall_s``."""
+    try:
+        run.tree.budget.check_time()
+    except BudgetExceeded as e:
+        run.budget_error = run.budget_error or e
+        raise HostCallError(f"budget exhausted: {e}") from e

@@ -286,6 +286,9 @@ class FileHandle(BufferHandle):
                 raise ContextError(f"{self.name} is not a regular file" + (" (a folder: open it as a corpus)"
                                                                            if stat.S_ISDIR(st.st_mode) else ""))
             size = st.st_size
+            #: (device, inode) of the file mapped: what a later open of ``path`` must find
+            #: to be the same file (``searching`` indexes a file by its path).
+            self.identity = (st.st_dev, st.st_ino)
             if size:
                 self._map: Any = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
                 if hasattr(self._map, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
