@@ -15,6 +15,9 @@ Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
 * ``blocks``: ``key: value`` lines (bullets allowed) grouped into records by blank lines,
   by markdown headings, or by the record's first field coming round again; indented lines
   continue the field above; other lines go to the field ``text``;
+* ``facts``: prose whose sentences each state one fact about one named thing ("The owner
+  of db-07 is Ana. db-07 runs in rack 3."): the sentence forms are found in the sample
+  (``facts.py``), each paragraph (or line) is a record, its ``name`` first;
 * ``paragraphs``: anything else: one record per blank-line-separated paragraph, with the
   single field ``text`` (code must search it: the text has no fields to filter).
 
@@ -33,9 +36,10 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from rlm_runtime.context import facts as _facts
 from rlm_runtime.errors import ContextError
 
 #: Non-blank lines read to decide a text's shape.
@@ -67,11 +71,12 @@ SHAPE_TEXT = {
     "fields": "one record a line, as key=value or key: value pairs",
     "table": "a table with a header row",
     "blocks": "records of key: value lines",
+    "facts": "sentences of facts about named things, read into fields",
     "paragraphs": "paragraphs of text (no fields: search their text)",
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -274,11 +279,13 @@ _SCALARS = (str, int, float, bool, type(None))
 @dataclass(frozen=True)
 class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
-    the sample, and the delimiter of a table's cells or of a line's fields (" ": logfmt)."""
+    the sample, the delimiter of a table's cells or of a line's fields (" ": logfmt), and
+    the sentence forms of ``facts``."""
 
     kind: str
     fields: tuple[str, ...] = ()
     delimiter: str = ""
+    facts: _facts.Facts | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         text = SHAPE_TEXT[self.kind]
@@ -427,10 +434,11 @@ def _table_delimiter(lines: list[str]) -> str | None:
 def sniff(lines: Iterable[str]) -> Shape:
     """The shape of a text from its first lines (any iterable of lines; reads at most
     ``SNIFF_LINES`` non-blank ones)."""
-    sample = []
+    sample, raw = [], []
     for line in lines:
+        raw.append(line.rstrip("\r\n"))
         if line.strip():
-            sample.append(line.rstrip("\r\n"))
+            sample.append(raw[-1])
             if len(sample) >= SNIFF_LINES:
                 break
     if not sample:
@@ -457,6 +465,9 @@ def sniff(lines: Iterable[str]) -> Shape:
             singles.append(pair)
     if len(singles) + headings >= 0.5 * len(sample) and singles:
         return Shape("blocks", _fields_of([k] for k, _ in singles))
+    forms = _facts.mine(raw)
+    if forms is not None:
+        return Shape("facts", ("name", *forms.fields), facts=forms)
     return Shape("paragraphs")
 
 
@@ -485,7 +496,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
-              "paragraphs": _parse_paragraphs}[shape.kind]
+              "facts": _parse_facts, "paragraphs": _parse_paragraphs}[shape.kind]
     out = Records(shape=shape.kind)
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
@@ -602,3 +613,12 @@ def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
             paragraph = []
     if paragraph:
         yield Record([("text", " ".join(paragraph))], start)
+
+
+def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
+    assert shape.facts is not None  # sniff makes a facts shape with its forms
+    for start, pairs in _facts.parse(lines, shape.facts):
+        record = Record(line=start)
+        for key, value in pairs:
+            _add(record, key, value)
+        yield record

@@ -21,7 +21,8 @@ FORMER_CIRCLE = ("rlm_runtime.context.probe", "rlm_runtime.context.handles", "rl
 ALLOWED = {
     "beneath": set(),
     "buffer": set(),
-    "records": set(),
+    "facts": set(),
+    "records": {"facts"},
     "grep": {"buffer"},
     "tokens": {"buffer"},
     "protocol": {"grep", "tokens"},

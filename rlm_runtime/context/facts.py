@@ -1,0 +1,320 @@
+"""Facts: fields read out of prose whose sentences each state one fact about one named thing.
+
+Generated reports, exported databases and logs written as sentences say the same few
+things about many things in the same few sentence forms: "Harbour 7 is a depot. Its
+manager is Ines Roy. Harbour 7 opened in 1998." Such text has fields as surely as a table
+does, only spelled as sentences. This module finds those sentence forms in a sample of the
+text, without being told any of them, and reads each paragraph into a record: the thing it
+is about (its name), then one field per sentence.
+
+How the forms are found (``mine``), on the sample's paragraphs (or lines, when the text has
+no blank lines):
+
+* *common words* are those in at least half the paragraphs ("is", "the", the field words);
+* a paragraph's *name* is the word sequence, starting and ending with an uncommon word,
+  that the most of its sentences hold (the longest on a tie); with no repeats, the first
+  such sequence of its first sentence. Each occurrence becomes the placeholder ``KEY``;
+* a *form* is a sentence's longest start (or end) that at least ``MIN_SHARE`` of the
+  paragraphs share and that different words follow (precede) in different paragraphs:
+  "the manager of KEY is" + "Ines Roy"; what is left is the value. A form holds a word
+  other than the placeholder and grammar; the value never holds the name;
+* the field's name is the form's words without the placeholder and grammar words
+  ("the home port of KEY is" -> "home port").
+
+Parsing applies the mined forms to every paragraph: linear in the text, each sentence
+tried against at most ``MAX_TOKENS`` starts and ends by dictionary lookups. Sentences no
+form reads are kept, in order, in the record's ``text`` field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+#: A form is shared by at least this share of the sample's paragraphs (and by 3 of them).
+MIN_SHARE = 0.2
+#: Words of a sentence looked at (a longer sentence is not read as a fact).
+MAX_TOKENS = 40
+#: Sentences of a paragraph looked at for its name.
+MAX_SENTENCES = 60
+#: Words in a name, at most.
+MAX_NAME_WORDS = 6
+#: A text is read as facts when its forms read at least this share of the sample's sentences.
+MIN_READ = 0.6
+#: Paragraphs the sample must have.
+MIN_PARAGRAPHS = 4
+
+KEY = "\x00"
+
+# Grammar: never a field's name, never a whole form's content.
+_GRAMMAR = frozenset("""
+a an the of is are was were be been being has have had its it it's their his her hers this that these those
+by in on at to for from with and or as called named which who whose there here 's ’s also
+""".split())
+# A sentence ends at . ! ? or ; before a space; ", and ..." starts a clause of its own (one
+# fact each), as do "but" and "while". A comma alone does not: values hold commas.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|,\s+(?:and|but|while|whereas)\s+")
+_EDGE_PUNCT = "\"'“”‘’()[]{},:"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The sentence forms of a text: ``starts`` and ``ends`` map a form (casefolded words,
+    ``KEY`` for the name) to its field; ``by_line`` says a record is a line, not a paragraph."""
+
+    starts: dict[tuple[str, ...], str]
+    ends: dict[tuple[str, ...], str]
+    common: frozenset[str]
+    by_line: bool
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.starts.values(), *self.ends.values()]))
+
+    def __hash__(self) -> int:  # the dicts make the generated hash fail; a Shape hashes its Facts
+        return hash((tuple(sorted(self.starts)), tuple(sorted(self.ends)), self.by_line))
+
+
+# ------------------------------------------------------------------------ words
+
+
+def _sentences(paragraph: str) -> list[str]:
+    out = []
+    for s in _SENTENCE_END.split(paragraph.strip()):
+        s = s.strip().rstrip(".!?;").strip()
+        if s:
+            out.append(s)
+    return out[:MAX_SENTENCES]
+
+
+def _words(sentence: str) -> list[str]:
+    """The sentence's words, outer quotes and commas off, a possessive ``'s`` its own word."""
+    out: list[str] = []
+    for raw in sentence.split()[:MAX_TOKENS + 1]:
+        word = raw.strip(_EDGE_PUNCT)
+        if not word:
+            continue
+        for mark in ("'s", "’s"):
+            if word.lower().endswith(mark) and len(word) > 2:
+                out += [word[:-2], mark]
+                break
+        else:
+            out.append(word)
+    return out
+
+
+def units(lines: Sequence[str], by_line: bool) -> Iterator[tuple[int, str]]:
+    """(first line number, text) of each paragraph (blank-line separated), or of each line."""
+    if by_line:
+        for k, line in enumerate(lines):
+            if line.strip():
+                yield 1 + k, line.strip()
+        return
+    start, parts = 1, []
+    for k, line in enumerate(lines):
+        if line.strip():
+            if not parts:
+                start = 1 + k
+            parts.append(line.strip())
+        elif parts:
+            yield start, " ".join(parts)
+            parts = []
+    if parts:
+        yield start, " ".join(parts)
+
+
+# ------------------------------------------------------------------------ names
+
+
+def _name(sentences: list[list[str]], common: frozenset[str]) -> tuple[str, ...] | None:
+    """The casefolded words of the paragraph's name (see the module docstring)."""
+    held: Counter[tuple[str, ...]] = Counter()
+    first: tuple[str, ...] | None = None
+    for words in sentences:
+        low = [w.casefold() for w in words]
+        seen: set[tuple[str, ...]] = set()
+        for i, w in enumerate(low):
+            if w in common or w in _GRAMMAR:
+                continue
+            for j in range(i, min(len(low), i + MAX_NAME_WORDS)):
+                if low[j] in common or low[j] in _GRAMMAR:
+                    if low[j] in ("'s", "’s"):
+                        break
+                    continue
+                seen.add(tuple(low[i:j + 1]))
+            if first is None:
+                run = []
+                for x in low[i:i + MAX_NAME_WORDS]:
+                    if x in common or x in _GRAMMAR:
+                        break
+                    run.append(x)
+                first = tuple(run)
+        held.update(seen)
+    if held:
+        best, times = max(held.items(), key=lambda kv: (kv[1], len(kv[0])))
+        if times >= 2:
+            return best
+    return first or None
+
+
+def _skeleton(words: list[str], name: tuple[str, ...], *, once: bool = False) -> list[str]:
+    """The sentence's words, casefolded, each occurrence of the name (the first, when
+    ``once``) one ``KEY``."""
+    low = [w.casefold() for w in words]
+    out: list[str] = []
+    i, n = 0, len(name)
+    while i < len(low):
+        if n and tuple(low[i:i + n]) == name and not (once and KEY in out):
+            out.append(KEY)
+            i += n
+        else:
+            out.append(low[i])
+            i += 1
+    return out
+
+
+def _unkey(words: list[str], skeleton: list[str]) -> list[str]:
+    """``skeleton`` with each ``KEY`` replaced by the original words it stands for, joined."""
+    out: list[str] = []
+    w = 0
+    for i, s in enumerate(skeleton):
+        if s != KEY:
+            out.append(words[w])
+            w += 1
+            continue
+        # the name's width: words left less the skeleton's words left after this KEY
+        rest = len(skeleton) - i - 1
+        width = len(words) - w - rest
+        out.append(" ".join(words[w:w + width]))
+        w += width
+    return out
+
+
+def _field_name(form: tuple[str, ...]) -> str:
+    return " ".join(w for w in form if w != KEY and w not in _GRAMMAR)
+
+
+# ------------------------------------------------------------------------ mining
+
+
+def _paragraph_words(text: str) -> list[list[str]]:
+    return [w for s in _sentences(text) if (w := _words(s)) and len(w) <= MAX_TOKENS]
+
+
+def mine(lines: Sequence[str]) -> Facts | None:
+    """The sentence forms of the sample ``lines`` (raw lines, blank ones included), or None
+    when they do not read at least ``MIN_READ`` of its sentences as facts."""
+    nonblank = [line for line in lines if line.strip()]
+    blank = len(lines) - len(nonblank)
+    by_line = blank < 2
+    paragraphs = [_paragraph_words(text) for _, text in units(lines, by_line)]
+    paragraphs = [p for p in paragraphs if p]
+    if len(paragraphs) < MIN_PARAGRAPHS:
+        return None
+    df: Counter[str] = Counter()
+    for p in paragraphs:
+        df.update({w.casefold() for words in p for w in words})
+    common = frozenset(w for w, n in df.items() if n >= 0.5 * len(paragraphs))
+    skeletons: list[list[list[str]]] = []
+    for p in paragraphs:
+        name = _name(p, common)
+        skeletons.append([_skeleton(words, name or ()) for words in p])
+    least = max(3, int(MIN_SHARE * len(paragraphs) + 0.999))
+    starts = _forms(skeletons, least, reverse=False)
+    ends = _forms(skeletons, least, reverse=True)
+    facts = Facts(starts, ends, common, by_line)
+    read = total = 0
+    for p in skeletons:
+        for sk in p:
+            total += 1
+            read += _only_name(sk, common) or _read(facts, sk) is not None
+    if not facts.fields or read < MIN_READ * total:
+        return None
+    return facts
+
+
+def _forms(skeletons: list[list[list[str]]], least: int, *, reverse: bool) -> dict[tuple[str, ...], str]:
+    """The forms (starts, or ends when ``reverse``) shared by ``least`` paragraphs and
+    followed by different words, each sentence's longest; form -> field name."""
+    support: Counter[tuple[str, ...]] = Counter()
+    after: dict[tuple[str, ...], set[str]] = {}
+    for p in skeletons:
+        seen: set[tuple[str, ...]] = set()
+        for sk in p:
+            seq = sk[::-1] if reverse else sk
+            for m in range(1, len(seq)):
+                form = tuple(seq[:m])
+                seen.add(form)
+                nxt = after.setdefault(form, set())
+                if len(nxt) < 2:
+                    nxt.add(seq[m])
+        support.update(seen)
+    out: dict[tuple[str, ...], str] = {}
+    for p in skeletons:
+        for sk in p:
+            seq = sk[::-1] if reverse else sk
+            for m in range(len(seq) - 1, 0, -1):
+                form = tuple(seq[:m])
+                if support[form] < least or len(after.get(form, ())) < 2:
+                    continue
+                if KEY in seq[m:] or not _field_name(form):
+                    break  # the value would hold the name, or the form is grammar only
+                out[tuple(reversed(form)) if reverse else form] = _field_name(form[::-1] if reverse else form)
+                break
+    return out
+
+
+def _only_name(skeleton: list[str], common: frozenset[str]) -> bool:
+    """A sentence that names the thing and says nothing else ("There is a host called KEY")."""
+    return KEY in skeleton and all(w == KEY or w in common or w in _GRAMMAR for w in skeleton)
+
+
+def _read(facts: Facts, skeleton: list[str]) -> tuple[str, int, int] | None:
+    """(field, lo, hi): the value is ``skeleton[lo:hi]``; None when no form reads it."""
+    n = len(skeleton)
+    for m in range(n - 1, 0, -1):
+        field = facts.starts.get(tuple(skeleton[:m]))
+        if field is not None and KEY not in skeleton[m:]:
+            return field, m, n
+    for m in range(n - 1, 0, -1):
+        field = facts.ends.get(tuple(skeleton[n - m:]))
+        if field is not None and KEY not in skeleton[:n - m]:
+            return field, 0, n - m
+    return None
+
+
+# ------------------------------------------------------------------------ parsing
+
+
+def parse(lines: Sequence[str], facts: Facts) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    """(first line, fields) of each paragraph (or line): ``name`` first, then one field per
+    sentence a form reads, then ``text`` with the sentences none reads."""
+    for start, text in units(lines, facts.by_line):
+        sentences = [_words(s) for s in _sentences(text)]
+        sentences = [w for w in sentences if w]
+        name = _name([w for w in sentences if len(w) <= MAX_TOKENS], facts.common)
+        fields: list[tuple[str, str]] = []
+        spelled = None
+        rest: list[str] = []
+        for words in sentences:
+            if len(words) > MAX_TOKENS:
+                rest.append(" ".join(words))
+                continue
+            sk = _skeleton(words, name or ())
+            if spelled is None and KEY in sk:
+                spelled = _unkey(words, sk)[sk.index(KEY)]
+            got = _read(facts, sk)
+            if got is None and sk.count(KEY) > 1:
+                # a value that begins with the name ("the parent of north mill is north mill annex")
+                sk = _skeleton(words, name or (), once=True)
+                got = _read(facts, sk)
+            if got is not None:
+                field, lo, hi = got
+                fields.append((field, " ".join(_unkey(words, sk)[lo:hi])))
+            elif not _only_name(sk, facts.common):
+                rest.append(" ".join(words))
+        head = [("name", spelled)] if spelled else []
+        yield start, head + fields + ([("text", ". ".join(rest))] if rest else [])
+
