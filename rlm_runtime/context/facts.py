@@ -37,7 +37,7 @@ from dataclasses import dataclass
 MIN_SHARE = 0.2
 #: Words of a sentence looked at (a longer sentence is not read as a fact).
 MAX_TOKENS = 40
-#: Sentences of a paragraph looked at for its name.
+#: Sentences of a paragraph looked at for its name (and, in the sample, for forms).
 MAX_SENTENCES = 60
 #: Words in a name, at most.
 MAX_NAME_WORDS = 6
@@ -86,7 +86,7 @@ def _sentences(paragraph: str) -> list[str]:
         s = s.strip().rstrip(".!?;").strip()
         if s:
             out.append(s)
-    return out[:MAX_SENTENCES]
+    return out
 
 
 def _words(sentence: str) -> list[str]:
@@ -175,20 +175,17 @@ def _skeleton(words: list[str], name: tuple[str, ...], *, once: bool = False) ->
     return out
 
 
-def _unkey(words: list[str], skeleton: list[str]) -> list[str]:
-    """``skeleton`` with each ``KEY`` replaced by the original words it stands for, joined."""
+def _unkey(words: list[str], skeleton: list[str], width: int) -> list[str]:
+    """``skeleton`` with each ``KEY`` the original ``width`` words it stands for, joined."""
     out: list[str] = []
     w = 0
-    for i, s in enumerate(skeleton):
-        if s != KEY:
+    for s in skeleton:
+        if s == KEY:
+            out.append(" ".join(words[w:w + width]))
+            w += width
+        else:
             out.append(words[w])
             w += 1
-            continue
-        # the name's width: words left less the skeleton's words left after this KEY
-        rest = len(skeleton) - i - 1
-        width = len(words) - w - rest
-        out.append(" ".join(words[w:w + width]))
-        w += width
     return out
 
 
@@ -200,7 +197,7 @@ def _field_name(form: tuple[str, ...]) -> str:
 
 
 def _paragraph_words(text: str) -> list[list[str]]:
-    return [w for s in _sentences(text) if (w := _words(s)) and len(w) <= MAX_TOKENS]
+    return [w for s in _sentences(text)[:MAX_SENTENCES] if (w := _words(s)) and len(w) <= MAX_TOKENS]
 
 
 def mine(lines: Sequence[str]) -> Facts | None:
@@ -292,29 +289,29 @@ def parse(lines: Sequence[str], facts: Facts) -> Iterator[tuple[int, list[tuple[
     """(first line, fields) of each paragraph (or line): ``name`` first, then one field per
     sentence a form reads, then ``text`` with the sentences none reads."""
     for start, text in units(lines, facts.by_line):
-        sentences = [_words(s) for s in _sentences(text)]
-        sentences = [w for w in sentences if w]
-        name = _name([w for w in sentences if len(w) <= MAX_TOKENS], facts.common)
+        said = [(sentence, _words(sentence)) for sentence in _sentences(text)]
+        name = _name([w for _, w in said[:MAX_SENTENCES] if w and len(w) <= MAX_TOKENS], facts.common) or ()
         fields: list[tuple[str, str]] = []
         spelled = None
         rest: list[str] = []
-        for words in sentences:
-            if len(words) > MAX_TOKENS:
-                rest.append(" ".join(words))
+        for sentence, words in said:
+            if not words or len(words) > MAX_TOKENS:
+                rest.append(sentence)
                 continue
-            sk = _skeleton(words, name or ())
+            sk = _skeleton(words, name)
             if spelled is None and KEY in sk:
-                spelled = _unkey(words, sk)[sk.index(KEY)]
+                spelled = _unkey(words, sk, len(name))[sk.index(KEY)]
             got = _read(facts, sk)
-            if got is None and sk.count(KEY) > 1:
-                # a value that begins with the name ("the parent of north mill is north mill annex")
-                sk = _skeleton(words, name or (), once=True)
-                got = _read(facts, sk)
+            # A value holding the name ("the annex of north mill is north mill annex"; "its
+            # annex is north mill annex"): the name once, as the form has it, or not at all.
+            for other in ((_skeleton(words, name, once=True),) if sk.count(KEY) > 1 else ()) + ((_skeleton(words, ()),) if KEY in sk else ()):
+                if got is not None:
+                    break
+                sk, got = other, _read(facts, other)
             if got is not None:
                 field, lo, hi = got
-                fields.append((field, " ".join(_unkey(words, sk)[lo:hi])))
+                fields.append((field, " ".join(_unkey(words, sk, len(name))[lo:hi])))
             elif not _only_name(sk, facts.common):
-                rest.append(" ".join(words))
+                rest.append(sentence)
         head = [("name", spelled)] if spelled else []
         yield start, head + fields + ([("text", ". ".join(rest))] if rest else [])
-
