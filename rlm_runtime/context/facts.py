@@ -62,11 +62,12 @@ _EDGE_PUNCT = "\"'“”‘’()[]{},:"
 @dataclass(frozen=True)
 class Facts:
     """The sentence forms of a text: ``starts`` and ``ends`` map a form (casefolded words,
-    ``KEY`` for the name) to its field; ``by_line`` says a record is a line, not a paragraph."""
+    ``KEY`` for the name) to its field; ``stop`` is the sample's common words and grammar;
+    ``by_line`` says a record is a line, not a paragraph."""
 
     starts: dict[tuple[str, ...], str]
     ends: dict[tuple[str, ...], str]
-    common: frozenset[str]
+    stop: frozenset[str]
     by_line: bool
 
     @property
@@ -96,10 +97,8 @@ def _words(sentence: str) -> list[str]:
         word = raw.strip(_EDGE_PUNCT)
         if not word:
             continue
-        for mark in ("'s", "’s"):
-            if word.lower().endswith(mark) and len(word) > 2:
-                out += [word[:-2], mark]
-                break
+        if len(word) > 2 and word[-2] in "'’" and word[-1] in "sS":
+            out += [word[:-2], word[-2:].lower()]
         else:
             out.append(word)
     return out
@@ -128,45 +127,57 @@ def units(lines: Sequence[str], by_line: bool) -> Iterator[tuple[int, str]]:
 # ------------------------------------------------------------------------ names
 
 
-def _name(sentences: list[list[str]], common: frozenset[str]) -> tuple[str, ...] | None:
-    """The casefolded words of the paragraph's name (see the module docstring)."""
+def _name(sentences: list[list[str]], stop: frozenset[str]) -> tuple[str, ...] | None:
+    """The paragraph's name (casefolded words) from its sentences' casefolded words: the
+    word sequence the most sentences hold, the longest on a tie (see the module docstring);
+    ``stop`` is the common words and grammar."""
+    times: Counter[str] = Counter()
+    for low in sentences:
+        times.update(set(low) - stop)
+    if not times:
+        return None
+    most = max(times.values())
+    if most < 2:  # nothing repeats: the first run of uncommon words
+        for low in sentences:
+            for i, w in enumerate(low):
+                if w not in stop:
+                    run = []
+                    for x in low[i:i + MAX_NAME_WORDS]:
+                        if x in stop:
+                            break
+                        run.append(x)
+                    return tuple(run)
+        return None
+    # The best sequence is held by `most` sentences, so each of its uncommon words is too:
+    # only sequences of those words (grammar between them allowed) are counted.
+    top = {w for w, n in times.items() if n == most}
     held: Counter[tuple[str, ...]] = Counter()
-    first: tuple[str, ...] | None = None
-    for words in sentences:
-        low = [w.casefold() for w in words]
+    for low in sentences:
         seen: set[tuple[str, ...]] = set()
         for i, w in enumerate(low):
-            if w in common or w in _GRAMMAR:
+            if w not in top:
                 continue
             for j in range(i, min(len(low), i + MAX_NAME_WORDS)):
-                if low[j] in common or low[j] in _GRAMMAR:
-                    if low[j] in ("'s", "’s"):
-                        break
-                    continue
-                seen.add(tuple(low[i:j + 1]))
-            if first is None:
-                run = []
-                for x in low[i:i + MAX_NAME_WORDS]:
-                    if x in common or x in _GRAMMAR:
-                        break
-                    run.append(x)
-                first = tuple(run)
+                x = low[j]
+                if x in top:
+                    seen.add(tuple(low[i:j + 1]))
+                elif x not in stop or x in ("'s", "’s"):
+                    break
         held.update(seen)
-    if held:
-        best, times = max(held.items(), key=lambda kv: (kv[1], len(kv[0])))
-        if times >= 2:
-            return best
-    return first or None
+    best, _ = max(held.items(), key=lambda kv: (kv[1], len(kv[0])))
+    return best
 
 
-def _skeleton(words: list[str], name: tuple[str, ...], *, once: bool = False) -> list[str]:
-    """The sentence's words, casefolded, each occurrence of the name (the first, when
+def _skeleton(low: list[str], name: tuple[str, ...], *, once: bool = False) -> list[str]:
+    """The casefolded words of a sentence, each occurrence of the name (the first, when
     ``once``) one ``KEY``."""
-    low = [w.casefold() for w in words]
+    n = len(name)
+    if not n or name[0] not in low:
+        return list(low)
     out: list[str] = []
-    i, n = 0, len(name)
+    i = 0
     while i < len(low):
-        if n and tuple(low[i:i + n]) == name and not (once and KEY in out):
+        if low[i] == name[0] and tuple(low[i:i + n]) == name and not (once and KEY in out):
             out.append(KEY)
             i += n
         else:
@@ -197,7 +208,8 @@ def _field_name(form: tuple[str, ...]) -> str:
 
 
 def _paragraph_words(text: str) -> list[list[str]]:
-    return [w for s in _sentences(text)[:MAX_SENTENCES] if (w := _words(s)) and len(w) <= MAX_TOKENS]
+    """The casefolded words of the paragraph's first sentences (those short enough to read)."""
+    return [[x.casefold() for x in w] for s in _sentences(text)[:MAX_SENTENCES] if (w := _words(s)) and len(w) <= MAX_TOKENS]
 
 
 def mine(lines: Sequence[str]) -> Facts | None:
@@ -212,21 +224,21 @@ def mine(lines: Sequence[str]) -> Facts | None:
         return None
     df: Counter[str] = Counter()
     for p in paragraphs:
-        df.update({w.casefold() for words in p for w in words})
-    common = frozenset(w for w, n in df.items() if n >= 0.5 * len(paragraphs))
+        df.update({w for words in p for w in words})
+    stop = _GRAMMAR | {w for w, n in df.items() if n >= 0.5 * len(paragraphs)}
     skeletons: list[list[list[str]]] = []
     for p in paragraphs:
-        name = _name(p, common)
+        name = _name(p, stop)
         skeletons.append([_skeleton(words, name or ()) for words in p])
     least = max(3, int(MIN_SHARE * len(paragraphs) + 0.999))
     starts = _forms(skeletons, least, reverse=False)
     ends = _forms(skeletons, least, reverse=True)
-    facts = Facts(starts, ends, common, by_line)
+    facts = Facts(starts, ends, stop, by_line)
     read = total = 0
     for p in skeletons:
         for sk in p:
             total += 1
-            read += _only_name(sk, common) or _read(facts, sk) is not None
+            read += _only_name(sk, stop) or _read(facts, sk) is not None
     if not facts.fields or read < MIN_READ * total:
         return None
     return facts
@@ -263,9 +275,9 @@ def _forms(skeletons: list[list[list[str]]], least: int, *, reverse: bool) -> di
     return out
 
 
-def _only_name(skeleton: list[str], common: frozenset[str]) -> bool:
+def _only_name(skeleton: list[str], stop: frozenset[str]) -> bool:
     """A sentence that names the thing and says nothing else ("There is a host called KEY")."""
-    return KEY in skeleton and all(w == KEY or w in common or w in _GRAMMAR for w in skeleton)
+    return KEY in skeleton and all(w == KEY or w in stop for w in skeleton)
 
 
 def _read(facts: Facts, skeleton: list[str]) -> tuple[str, int, int] | None:
@@ -289,29 +301,31 @@ def parse(lines: Sequence[str], facts: Facts) -> Iterator[tuple[int, list[tuple[
     """(first line, fields) of each paragraph (or line): ``name`` first, then one field per
     sentence a form reads, then ``text`` with the sentences none reads."""
     for start, text in units(lines, facts.by_line):
-        said = [(sentence, _words(sentence)) for sentence in _sentences(text)]
-        name = _name([w for _, w in said[:MAX_SENTENCES] if w and len(w) <= MAX_TOKENS], facts.common) or ()
+        said = [(sentence, words, [w.casefold() for w in words]) for sentence in _sentences(text)
+                for words in (_words(sentence),)]
+        name = _name([low for _, w, low in said[:MAX_SENTENCES] if w and len(w) <= MAX_TOKENS], facts.stop) or ()
         fields: list[tuple[str, str]] = []
         spelled = None
         rest: list[str] = []
-        for sentence, words in said:
+        for sentence, words, low in said:
             if not words or len(words) > MAX_TOKENS:
                 rest.append(sentence)
                 continue
-            sk = _skeleton(words, name)
+            sk = _skeleton(low, name)
             if spelled is None and KEY in sk:
                 spelled = _unkey(words, sk, len(name))[sk.index(KEY)]
+            named_only = _only_name(sk, facts.stop)
             got = _read(facts, sk)
             # A value holding the name ("the annex of north mill is north mill annex"; "its
             # annex is north mill annex"): the name once, as the form has it, or not at all.
-            for other in ((_skeleton(words, name, once=True),) if sk.count(KEY) > 1 else ()) + ((_skeleton(words, ()),) if KEY in sk else ()):
+            for other in ((_skeleton(low, name, once=True),) if sk.count(KEY) > 1 else ()) + ((list(low),) if KEY in sk else ()):
                 if got is not None:
                     break
                 sk, got = other, _read(facts, other)
             if got is not None:
                 field, lo, hi = got
                 fields.append((field, " ".join(_unkey(words, sk, len(name))[lo:hi])))
-            elif not _only_name(sk, facts.common):
+            elif not named_only:
                 rest.append(sentence)
         head = [("name", spelled)] if spelled else []
         yield start, head + fields + ([("text", ". ".join(rest))] if rest else [])

@@ -234,6 +234,13 @@ class Records(list[Record]):
         words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
         partial = [r for r in self if words is not None and any(
             words.search(str(v).casefold()) for v in (x for val in r.values() for x in (val if isinstance(val, list) else [val])))]
+        if not partial and isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
+            # A field's name given as a value ("find('department')" for "which department is
+            # most common"): say so, with what the field holds.
+            field = next(f for f in self.fields if _norm(f) == _norm(value))
+            top = ", ".join(f"{v!r}: {n}" for v, n in list(self.tally(field).items())[:8])
+            return self._derived([], f"{value!r} is a field, not a value; tally({field!r}) counts each of its "
+                                     f"values, most common first: {{{top}}}; where({field!r}, value) keeps one")
         note = f"no record has {value!r} as a whole field value" + ("" if partial else "; grep for part of it")
         return self._derived(partial, note)
 

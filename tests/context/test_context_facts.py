@@ -31,7 +31,7 @@ def value_first_lines() -> str:
 
 def possessive_prose() -> str:
     out = []
-    for k, (n, side, m, y, r) in enumerate(DEPOTS):
+    for k, (n, _, m, y, _) in enumerate(DEPOTS):
         extra = " Nobody remembers why the gate was painted green." if k == 2 else ""
         out.append(f"{n}'s supervisor is {m}. {n}'s opening year was {y}.{extra}\n\n")
     return "".join(out)

@@ -265,6 +265,16 @@ def test_an_empty_filter_names_the_field_that_holds_the_value() -> None:
     assert "is the" not in repr(recs.where("state", "pending"))  # held nowhere: no pointer
 
 
+def test_finding_a_field_name_shows_the_fields_values() -> None:
+    """It answers find() of a field's name with the field's tally, not a bare "no record"."""
+    recs = parse_text(SHAPES["jsonl"])
+    found = recs.find("Owner")
+    assert len(found) == 0
+    assert "'Owner' is a field, not a value; tally('owner')" in repr(found)
+    assert "'mara lind': 2" in repr(found)
+    assert "is a field" not in repr(recs.find("nobody"))
+
+
 def test_a_field_name_reads_the_first_record() -> None:
     """It reads find(name)["field"] as the first record's field, and says why when nothing was found."""
     recs = parse_text(SHAPES["jsonl"])
