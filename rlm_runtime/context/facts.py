@@ -111,7 +111,7 @@ def units(lines: Sequence[str], by_line: bool) -> Iterator[tuple[int, str]]:
             if line.strip():
                 yield 1 + k, line.strip()
         return
-    start, parts = 1, []
+    start, parts = 1, list[str]()
     for k, line in enumerate(lines):
         if line.strip():
             if not parts:
