@@ -286,13 +286,15 @@ _SCALARS = (str, int, float, bool, type(None))
 @dataclass(frozen=True)
 class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
-    the sample, the delimiter of a table's cells or of a line's fields (" ": logfmt), and
-    the sentence forms of ``facts``."""
+    the sample, the delimiter of a table's cells or of a line's fields (" ": logfmt; "||":
+    a table drawn with outer bars; "fixed": fixed-width ``columns``; for paragraphs, "\n":
+    a record a line), and the sentence forms of ``facts``."""
 
     kind: str
     fields: tuple[str, ...] = ()
     delimiter: str = ""
     facts: _facts.Facts | None = field(default=None, compare=False)
+    columns: tuple[int, ...] = ()
 
     def describe(self) -> str:
         text = SHAPE_TEXT[self.kind]
@@ -438,6 +440,36 @@ def _table_delimiter(lines: list[str]) -> str | None:
     return None
 
 
+_RULE = re.compile(r"^[\s|:+=-]*$")  # a table's rule line: |---|:--:|, +----+----+, ====
+
+
+def _bordered(lines: list[str]) -> list[str] | None:
+    """The rows of a table drawn with outer bars (markdown, psql), without their bars and
+    rule lines; None when most lines are not such rows."""
+    rows = [line.strip() for line in lines if not _RULE.match(line)]
+    if len(rows) < 2 or sum(r.startswith("|") and r.endswith("|") and len(r) > 1 for r in rows) < 0.9 * len(rows):
+        return None
+    return [r[1:-1] for r in rows]
+
+
+def _columns(lines: list[str]) -> tuple[int, ...] | None:
+    """Where the columns of a fixed-width table start (from its header of names two or more
+    spaces apart), when at least 90% of the rows have a space before each column."""
+    header = lines[0].rstrip()
+    starts = [m.start() for m in re.finditer(r"(?:^|(?<=\s\s))\S", header)]
+    names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], len(header)], strict=True)]
+    if len(starts) < 2 or any(len(n) > 40 or len(n.split()) > 4 for n in names) or len(lines) < 3:
+        return None
+    rows = lines[1:]
+    # A row may stop early (empty last cells), but must reach its second column.
+    fits = sum(all(c >= len(row) or row[c - 1] == " " for c in starts[1:]) and len(row) > starts[1] for row in rows)
+    return tuple(starts) if fits >= 0.9 * len(rows) else None
+
+
+def _cut(line: str, starts: tuple[int, ...]) -> list[str]:
+    return [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)], strict=False)]
+
+
 def sniff(lines: Iterable[str]) -> Shape:
     """The shape of a text from its first lines (any iterable of lines; reads at most
     ``SNIFF_LINES`` non-blank ones)."""
@@ -459,10 +491,16 @@ def sniff(lines: Iterable[str]) -> Shape:
         sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
         return Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep)
     if len(sample) >= 2:
+        bordered = _bordered(sample)
+        if bordered is not None and _table_delimiter(bordered) == "|":
+            return Shape("table", tuple(_norm(h) for h in bordered[0].split("|")), "||")
         delim = _table_delimiter(sample)
         if delim is not None:
             header = next(csv.reader(sample[:1], delimiter=delim))
             return Shape("table", tuple(_norm(h) for h in header), delim)
+        starts = _columns(sample)
+        if starts is not None:
+            return Shape("table", tuple(_norm(h) for h in _cut(sample[0], starts)), "fixed", columns=starts)
     singles, headings = [], 0
     for line in sample:
         heading = _HEADING.match(line)
@@ -475,7 +513,8 @@ def sniff(lines: Iterable[str]) -> Shape:
     forms = _facts.mine(raw)
     if forms is not None:
         return Shape("facts", ("name", *forms.fields), facts=forms)
-    return Shape("paragraphs")
+    # Text with no blank lines between its lines: each line is a record (not all one).
+    return Shape("paragraphs", delimiter="\n" if len(raw) - len(sample) < 2 and len(sample) > 1 else "")
 
 
 def _fields_of(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
@@ -534,6 +573,13 @@ def _parse_fields(lines: list[str], shape: Shape) -> Iterator[Record]:
 
 def _parse_table(lines: list[str], shape: Shape) -> Iterator[Record]:
     header = list(shape.fields)
+    if shape.delimiter in ("||", "fixed"):
+        rows = ((k, line) for k, line in enumerate(lines) if line.strip() and not _RULE.match(line))
+        next(rows, None)  # the header row
+        for k, line in rows:
+            cells = line.strip()[1:-1].split("|") if shape.delimiter == "||" else _cut(line, shape.columns)
+            yield Record(((h, cell.strip()) for h, cell in zip(header, cells, strict=False)), 1 + k)
+        return
     reader = csv.reader(lines, delimiter=shape.delimiter)
     try:
         next(reader)  # the header row
@@ -553,6 +599,10 @@ def _add(record: Record, key: str, value: Any) -> None:
         return
     old = dict.__getitem__(record, key)
     record[key] = [*old, value] if isinstance(old, list) else [old, value]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
 
 
 def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
@@ -585,6 +635,13 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
             record, last_key = Record([("title", raw.split(":", 1)[0].strip())], line=line_no), None
             first_key = "title"
             continue
+        if (pair is not None and _BULLET.match(raw) and k + 1 < len(lines) and _indent(lines[k + 1]) > _indent(raw)
+                and not _BULLET.match(lines[k + 1]) and _field(lines[k + 1]) is not None):
+            # "- key: value" over fields indented deeper (a YAML list item): a record of its own
+            if record and list(record) != ["title"]:
+                yield record
+            record, first_key, last_key = Record([pair], line=line_no), pair[0], pair[0]
+            continue
         if record is not None and last_key is not None and raw[:1] in (" ", "\t") and not _BULLET.match(raw) and pair is None:
             value = dict.__getitem__(record, last_key)
             if isinstance(value, str):
@@ -608,6 +665,11 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
 
 
 def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
+    if shape.delimiter == "\n":
+        for k, line in enumerate(lines):
+            if line.strip():
+                yield Record([("text", line.strip())], 1 + k)
+        return
     paragraph: list[str] = []
     start = 1
     for k, line in enumerate(lines):

@@ -37,6 +37,14 @@ SHAPES = {
                    for t in TICKETS),
     "yaml-list": "".join(f"- ticket: {t['ticket']}\n" + "".join(f"  {k}: {v}\n" for k, v in t.items() if k != "ticket")
                          for t in TICKETS),
+    "yaml-nested": "tickets:\n" + "".join(f"  - ticket: {t['ticket']}\n" + "".join(
+        f"    {k}: {v}\n" for k, v in t.items() if k != "ticket") for t in TICKETS),
+    "table-markdown": "| Ticket | State | Owner | Blocks |\n|---|:---:|---|---|\n" + "".join(
+        f"| {' | '.join(t.values())} |\n" for t in TICKETS),
+    "table-psql": "+--------+-------+\n| ticket | state | owner | blocks |\n+--------+-------+\n" + "".join(
+        f"| {' | '.join(t.values())} |\n" for t in TICKETS) + "+--------+-------+\n",
+    "table-fixed": f"{'TICKET':<8}{'STATE':<10}{'OWNER':<12}BLOCKS\n" + "".join(
+        f"{t['ticket']:<8}{t['state']:<10}{t['owner']:<12}{t['blocks']}\n" for t in TICKETS),
     "markdown": "# Tracker export\n\n" + "".join(
         f"### ticket: {t['ticket']}\n\n" + "".join(f"- {k}: {v}\n" for k, v in t.items() if k != "ticket") + "\n"
         for t in TICKETS),
@@ -263,6 +271,22 @@ def test_an_empty_filter_names_the_field_that_holds_the_value() -> None:
     assert "'mara lind' is the owner of 2 records: find('mara lind') gives them" in repr(missed)
     assert "is the owner of 2 records" in repr(recs.find("blocks=mara lind")[:3])
     assert "is the" not in repr(recs.where("state", "pending"))  # held nowhere: no pointer
+
+
+def test_lines_without_blank_lines_are_a_record_each() -> None:
+    """It reads text with no blank lines as a record a line, not one record of everything."""
+    text = "".join(f"{t['owner']} opened {t['ticket']} and left it {t['state']}\n" for t in TICKETS)
+    recs = parse_text(text)
+    assert recs.shape == "paragraphs" and len(recs) == 4
+    assert [r.line for r in recs] == [1, 2, 3, 4] and recs[2]["text"] == "ines vo opened T-3 and left it open"
+    two = parse_text("First paragraph, line one\nline two\n\nSecond paragraph\n")
+    assert len(two) == 2  # blank lines still part paragraphs
+
+
+def test_a_headerless_line_is_not_a_fixed_width_table() -> None:
+    """It takes a fixed-width table only where every row has a space before each column of the header."""
+    text = "Notes  from the meeting\n" + "".join(f"{w} went to the market and bought bread\n" for w in ("Ann", "Bo", "Cy"))
+    assert sniff(text.split("\n")).kind != "table"
 
 
 def test_finding_a_field_name_shows_the_fields_values() -> None:
