@@ -141,6 +141,15 @@ def prose_final(text: str) -> str | None:
     return inner
 
 
+def echoes_question(answer: str, question: str) -> bool:
+    """The answer is the question copied back (``FINAL("How many ...?")``), ignoring case,
+    spaces and punctuation: no answer at all, as a placeholder is none."""
+    def bare(text: str) -> str:
+        return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+    said, asked = bare(answer), bare(question)
+    return bool(asked) and said == asked
+
+
 def prose_final_var(text: str) -> str | None:
     """The variable named by a ``FINAL_VAR(name)`` written outside code, if any."""
     found = _PROSE_FINAL_VAR.search(text)

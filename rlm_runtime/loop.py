@@ -300,6 +300,8 @@ class Run:
                        "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
+            if answer is not None and harness.echoes_question(answer, self.query) and self.iterations < lim.max_iterations:
+                answer, feedback = None, prompts.notes["question_as_answer"]
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
                 if check is None:

@@ -166,6 +166,16 @@ def test_a_placeholder_in_prose_final_is_no_answer(reply: str) -> None:
     assert result.iterations == 3
 
 
+@pytest.mark.parametrize("reply", [code("FINAL('What is the secret launch code?')"),
+                                   "FINAL(what is the secret launch code)"])
+def test_the_question_copied_into_final_is_no_answer(reply: str) -> None:
+    """It denies a FINAL given the question itself, says so, and takes the next answer."""
+    result, client = run([code("n = 480\nprint(n)"), reply, code("FINAL(str(n))")])
+    assert result.answer == "480"
+    assert result.iterations == 3
+    assert "FINAL was given the question itself" in last_messages(client)[-1]
+
+
 def test_an_unclosed_fence_still_runs() -> None:
     """It runs a trailing code block whose closing fence never came (generation stopped)."""
     result, _ = run(["Let me answer.\n```python\nFINAL('unclosed')"])
