@@ -90,10 +90,11 @@ def _sentences(paragraph: str) -> list[str]:
     return out
 
 
-def _words(sentence: str) -> list[str]:
-    """The sentence's words, outer quotes and commas off, a possessive ``'s`` its own word."""
+def split_words(text: str, limit: int) -> list[str]:
+    """The first ``limit`` words of ``text``, outer quotes, brackets and commas off, a
+    possessive ``'s`` its own word."""
     out: list[str] = []
-    for raw in sentence.split()[:MAX_TOKENS + 1]:
+    for raw in text.split()[:limit]:
         word = raw.strip(_EDGE_PUNCT)
         if not word:
             continue
@@ -102,6 +103,24 @@ def _words(sentence: str) -> list[str]:
         else:
             out.append(word)
     return out
+
+
+_FULL_STOP = re.compile(r"[.!?]\s+\S")
+
+
+def sentences_a_line(lines: Sequence[str]) -> float:
+    """How many sentences (ended by . ! or ?) a non-blank line holds, on average."""
+    counts = [1 + len(_FULL_STOP.findall(line)) for line in lines if line.strip()]
+    return sum(counts) / len(counts) if counts else 0.0
+
+
+def grammar_word(word: str) -> bool:
+    """Whether a (casefolded) word is grammar: never a field's name on its own."""
+    return word in _GRAMMAR
+
+
+def _words(sentence: str) -> list[str]:
+    return split_words(sentence, MAX_TOKENS + 1)
 
 
 def units(lines: Sequence[str], by_line: bool) -> Iterator[tuple[int, str]]:

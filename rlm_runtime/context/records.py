@@ -18,6 +18,9 @@ Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
 * ``facts``: prose whose sentences each state one fact about one named thing ("The owner
   of db-07 is Ana. db-07 runs in rack 3."): the sentence forms are found in the sample
   (``facts.py``), each paragraph (or line) is a record, its ``name`` first;
+* ``slots``: lines that each state several facts between the same words ("... host db-07
+  reported status down (rack r3)"): a field per value, named by the words before it
+  (``slots.py``);
 * ``paragraphs``: anything else: one record per blank-line-separated paragraph, with the
   single field ``text`` (code must search it: the text has no fields to filter).
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_runtime.context import facts as _facts
+from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
 
 #: Non-blank lines read to decide a text's shape.
@@ -72,11 +76,12 @@ SHAPE_TEXT = {
     "table": "a table with a header row",
     "blocks": "records of key: value lines",
     "facts": "sentences of facts about named things, read into fields",
+    "slots": "lines stating several facts in the same words, each value a field named by the words before it",
     "paragraphs": "paragraphs of text (no fields: search their text)",
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -294,6 +299,7 @@ class Shape:
     fields: tuple[str, ...] = ()
     delimiter: str = ""
     facts: _facts.Facts | None = field(default=None, compare=False)
+    slots: _slots.Slots | None = field(default=None, compare=False)
     columns: tuple[int, ...] = ()
 
     def describe(self) -> str:
@@ -431,13 +437,28 @@ def _table_delimiter(lines: list[str]) -> str | None:
     for delim in _DELIMITERS:
         if delim not in lines[0]:
             continue
-        rows = list(csv.reader(lines, delimiter=delim))
+        try:
+            rows = list(csv.reader(lines, delimiter=delim))
+        except csv.Error:  # a cell over csv's size limit: no table of ours
+            continue
         header = rows[0]
         if len(header) < 2 or any(not h.strip() or len(h) > 40 or len(h.split()) > 4 for h in header):
             continue
-        if sum(len(row) == len(header) for row in rows) >= 0.9 * len(rows):
+        if sum(len(row) == len(header) for row in rows) >= 0.9 * len(rows) and not _named_cells(rows):
             return delim
     return None
+
+
+def _named_cells(rows: list[list[str]]) -> bool:
+    """Cells that name themselves ("rack r3, owner data team" on every row): the first row is
+    data like the rest, not a header."""
+    named = 0
+    for col, head in enumerate(rows[0]):
+        first = head.split()[:1]
+        below = [row[col].split() for row in rows[1:] if col < len(row)]
+        if first and len(head.split()) > 1 and below and sum(cell[:1] == first for cell in below) >= 0.8 * len(below):
+            named += 1
+    return named >= max(1, len(rows[0]) // 2)
 
 
 _RULE = re.compile(r"^[\s|:+=-]*$")  # a table's rule line: |---|:--:|, +----+----+, ====
@@ -510,6 +531,12 @@ def sniff(lines: Iterable[str]) -> Shape:
             singles.append(pair)
     if len(singles) + headings >= 0.5 * len(sample) and singles:
         return Shape("blocks", _fields_of([k] for k, _ in singles))
+    # Lines of one sentence each are read by the words around their values (slots); lines of
+    # several sentences, and paragraphs, by their sentences' forms (facts).
+    by_line = len(raw) - len(sample) < 2
+    frame = _slots.mine(sample) if by_line and _facts.sentences_a_line(sample) < 1.5 else None
+    if frame is not None:
+        return Shape("slots", frame.fields, slots=frame)
     forms = _facts.mine(raw)
     if forms is not None:
         return Shape("facts", ("name", *forms.fields), facts=forms)
@@ -542,7 +569,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
-              "facts": _parse_facts, "paragraphs": _parse_paragraphs}[shape.kind]
+              "facts": _parse_facts, "slots": _parse_slots, "paragraphs": _parse_paragraphs}[shape.kind]
     out = Records(shape=shape.kind)
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
@@ -585,11 +612,15 @@ def _parse_table(lines: list[str], shape: Shape) -> Iterator[Record]:
         next(reader)  # the header row
     except StopIteration:
         return
-    for row in reader:
-        if not any(cell.strip() for cell in row):
-            continue
-        # line_num counts lines read so far: a quoted cell may span several
-        yield Record(((h, cell.strip()) for h, cell in zip(header, row, strict=False)), reader.line_num)
+    try:
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            # line_num counts lines read so far: a quoted cell may span several
+            yield Record(((h, cell.strip()) for h, cell in zip(header, row, strict=False)), reader.line_num)
+    except csv.Error as e:
+        raise ContextError(f"records(): line {reader.line_num} of the table cannot be read ({e}); "
+                           "read the lines around it with context.lines(...) or grep") from None
 
 
 def _add(record: Record, key: str, value: Any) -> None:
@@ -688,6 +719,15 @@ def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
     assert shape.facts is not None  # sniff makes a facts shape with its forms
     for start, pairs in _facts.parse(lines, shape.facts):
         record = Record(line=start)
+        for key, value in pairs:
+            _add(record, key, value)
+        yield record
+
+
+def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:
+    assert shape.slots is not None  # sniff makes a slots shape with its frame
+    for line_no, pairs in _slots.parse(lines, shape.slots):
+        record = Record(line=line_no)
         for key, value in pairs:
             _add(record, key, value)
         yield record

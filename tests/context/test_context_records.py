@@ -289,6 +289,17 @@ def test_a_headerless_line_is_not_a_fixed_width_table() -> None:
     assert sniff(text.split("\n")).kind != "table"
 
 
+def test_a_table_cell_over_the_csv_limit_is_a_clear_error() -> None:
+    """It reports a table row too big to read as a ContextError naming the line, never a csv traceback."""
+    rows = "".join(f"T-{i},open,ann\n" for i in range(300))
+    text = "ticket,state,owner\n" + rows + 'T-x,"' + "y" * 200_000 + '",bo\n'
+    assert sniff(text.split("\n")).kind == "table"
+    with pytest.raises(ContextError, match=r"line 30\d of the table cannot be read"):
+        parse_text(text)
+    huge_first = "a,b\n" + "1," + "z" * 200_000 + "\n"
+    assert sniff(huge_first.split("\n")).kind == "paragraphs"  # sniffing never raises
+
+
 def test_finding_a_field_name_shows_the_fields_values() -> None:
     """It answers find() of a field's name with the field's tally, not a bare "no record"."""
     recs = parse_text(SHAPES["jsonl"])
