@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlm_runtime.memory import links
+from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.errors import ChunkNotFound
 from rlm_runtime.memory.records import ChunkStats, ChunkView
 from rlm_runtime.memory.value_check import read_meta
@@ -155,12 +156,12 @@ def _view(row: sqlite3.Row | tuple[Any, ...], tags: tuple[str, ...]) -> ChunkVie
 
 
 def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:
-    """A chunk with up to ``around`` neighbours on each side (same source, by position).
+    """A live chunk with up to ``around`` live neighbours on each side (same source, by position).
 
     Raises:
-        ChunkNotFound: no chunk has this id.
+        ChunkNotFound: no chunk has this id, or it is in the trash.
     """
-    row = conn.execute(f"{_VIEW} WHERE c.id = ?", (chunk_id,)).fetchone()
+    row = conn.execute(f"{_VIEW} WHERE c.id = ? AND {LIVE}", (chunk_id,)).fetchone()
     if row is None:
         raise ChunkNotFound(chunk_id)
     before: list[tuple[Any, ...]] = []
@@ -168,10 +169,11 @@ def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:
     if around > 0:
         src, seq = row[14], row[4]
         before = conn.execute(
-            f"{_VIEW} WHERE c.source_id = ? AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) ORDER BY c.seq DESC, c.id DESC LIMIT ?",
+            f"{_VIEW} WHERE c.source_id = ? AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) AND {LIVE} ORDER BY c.seq DESC, c.id DESC LIMIT ?",
             (src, seq, seq, chunk_id, around)).fetchall()[::-1]
-        after = conn.execute(f"{_VIEW} WHERE c.source_id = ? AND (c.seq > ? OR (c.seq = ? AND c.id > ?)) ORDER BY c.seq, c.id LIMIT ?",
-                             (src, seq, seq, chunk_id, around)).fetchall()
+        after = conn.execute(
+            f"{_VIEW} WHERE c.source_id = ? AND (c.seq > ? OR (c.seq = ? AND c.id > ?)) AND {LIVE} ORDER BY c.seq, c.id LIMIT ?",
+            (src, seq, seq, chunk_id, around)).fetchall()
     tags = tags_of(conn, [int(r[0]) for r in (row, *before, *after)])
     return dataclasses.replace(_view(row, tags.get(int(row[0]), ())),
                                before=tuple(_view(r, tags.get(int(r[0]), ())) for r in before),

@@ -151,7 +151,7 @@ def co_recall(conn: sqlite3.Connection, ids: Sequence[int], cfg: LinkConfig, now
 
 def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int) -> dict[int, float]:
     """Chunks linked to any seed (either direction, any type): id -> summed link strength,
-    the ``limit`` strongest, seeds left out."""
+    the ``limit`` strongest, seeds and chunks in the trash left out."""
     if not seeds:
         return {}
     marks = ",".join("?" * len(seeds))
@@ -159,7 +159,8 @@ def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int) -> di
         f"""SELECT other, sum(strength) AS s FROM (
                 SELECT dst AS other, strength FROM links WHERE src IN ({marks})
                 UNION ALL SELECT src AS other, strength FROM links WHERE dst IN ({marks}))
-            WHERE other NOT IN ({marks}) GROUP BY other ORDER BY s DESC LIMIT ?""",
+            WHERE other NOT IN ({marks}) AND other NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)
+            GROUP BY other ORDER BY s DESC LIMIT ?""",
         (*seeds, *seeds, *seeds, limit)).fetchall()
     return {int(other): float(s) for other, s in rows}
 
@@ -170,8 +171,10 @@ def squash(strength: float) -> float:
 
 
 def links_of(conn: sqlite3.Connection, chunk_id: int, type: str | None = None) -> list[Link]:
-    """Every link from or to a chunk (of one type when given), strongest first."""
+    """Every link from or to a chunk (of one type when given), strongest first; links to a
+    chunk in the trash are left out."""
     extra, args = ("AND type = ?", (type,)) if type else ("", ())
+    extra += " AND NOT EXISTS (SELECT 1 FROM chunks WHERE id IN (src, dst) AND deleted_at IS NOT NULL)"
     rows = conn.execute(
         f"""SELECT src, dst, type, strength, count, created FROM links WHERE src = ? {extra}
             UNION ALL SELECT src, dst, type, strength, count, created FROM links WHERE dst = ? {extra}

@@ -26,6 +26,8 @@ The tables:
   ``vector_meta``: the one row naming the model that made them, its dimension, the bytes of a
   vector, and the counters a reader's copy in memory follows. A store opened read-only before
   this migration reads as a store without vectors (``READ_ONLY_OPTIONAL``).
+* ``chunks.deleted_at``: when ``forget`` moved the chunk to the trash (NULL: live). A deleted
+  chunk keeps its row, index entry, vector and links until ``purge``; every reader skips it.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
 empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
@@ -202,6 +204,14 @@ def m006_chunk_vectors(conn: sqlite3.Connection) -> None:
             chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
             bits BLOB NOT NULL
         );
+    """)
+
+
+@migration
+def m007_soft_delete(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        ALTER TABLE chunks ADD COLUMN deleted_at REAL;
+        CREATE INDEX chunks_deleted ON chunks (deleted_at) WHERE deleted_at IS NOT NULL;
     """)
 
 

@@ -8,6 +8,10 @@ Import into an empty store keeps every id, so exporting the imported store gives
 records. Import into a store that has content merges: sources are matched by kind and path,
 a chunk whose text that source already holds maps to the stored chunk (its statistics stay),
 the others get new ids; links and traces follow the mapping (a stronger link wins).
+
+Chunks in the trash (``forget``) are not exported, nor their links, nor their places in
+traces: an export is what the store remembers, and a text its user forgot must not travel in
+an export made to share or move the store. (A backup of the trash is the store file itself.)
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                   s.tier, s.pinned, s.expires_at,
                   (SELECT json_group_array(tag) FROM (SELECT tag FROM chunk_tags WHERE chunk_id = c.id ORDER BY tag)),
                   (SELECT json_group_array(term) FROM (SELECT term FROM chunk_terms WHERE chunk_id = c.id ORDER BY term))
-           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id ORDER BY c.id""")
+           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id WHERE c.deleted_at IS NULL ORDER BY c.id""")
     for r in cur:
         yield {"type": "chunk", "id": r[0], "source_id": r[1], "seq": r[2], "text": r[3], "start_byte": r[4], "end_byte": r[5],
                "start_line": r[6], "end_line": r[7], "tokens": r[8], "kind": r[9], "hash": r[10], "run_id": r[11],
@@ -65,12 +69,15 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                "stats": {"recall_count": r[16], "last_recall": r[17], "strength": r[18], "strength_at": r[19], "tier": r[20],
                          "pinned": bool(r[21]), "expires_at": r[22]},
                "tags": json.loads(r[23]), "terms": json.loads(r[24])}
-    for r in conn.execute("SELECT src, dst, type, strength, count, created, updated FROM links ORDER BY src, type, dst"):
+    for r in conn.execute("""SELECT src, dst, type, strength, count, created, updated FROM links
+                             WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE id IN (src, dst) AND deleted_at IS NOT NULL)
+                             ORDER BY src, type, dst"""):
         yield {"type": "link", "src": r[0], "dst": r[1], "link_type": r[2], "strength": r[3], "count": r[4], "created": r[5], "updated": r[6]}
     for r in conn.execute(
             """SELECT t.id, t.at, t.op, t.query, t.run_id,
                       (SELECT json_group_array(json_array(rank, chunk_id, score))
-                       FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id ORDER BY rank))
+                       FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id
+                             AND chunk_id NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL) ORDER BY rank))
                FROM recall_traces t ORDER BY t.id"""):
         yield {"type": "trace", "id": r[0], "at": r[1], "op": r[2], "query": r[3], "run_id": r[4], "chunks": json.loads(r[5])}
 
@@ -120,7 +127,8 @@ class _Importer:
         if not self.keep_ids:
             known = self.hashes.get(sid)
             if known is None:
-                rows = self.conn.execute("SELECT id, hash FROM chunks WHERE source_id = ?", (sid,))
+                # Not into a chunk in the trash: an imported text is meant to be found.
+                rows = self.conn.execute("SELECT id, hash FROM chunks WHERE source_id = ? AND deleted_at IS NULL", (sid,))
                 known = self.hashes[sid] = {str(h): int(i) for i, h in rows}
             if r["hash"] in known:
                 self.chunks[r["id"]] = known[r["hash"]]

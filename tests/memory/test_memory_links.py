@@ -108,11 +108,13 @@ def test_link_to_unknown_chunk_raises(store: MemoryStore) -> None:
 
 
 def test_forgetting_a_middle_chunk_keeps_the_chain(open_store: Callable[..., MemoryStore], write: Callable[..., Path]) -> None:
-    """It links the chunks before and after a forgotten one, and drops the forgotten one's links."""
+    """It hides a forgotten chunk's links, and once purged links the chunks before and after it and drops its links."""
     st = open_store(small_chunks())
     st.ingest(write("chain.txt", paragraphs("kea", 5)))
     ids = [r[0] for r in st.db.conn.execute("SELECT id FROM chunks ORDER BY seq")]
     assert st.forget(ids[2]) and not st.forget(ids[2])
+    assert {(lk.src, lk.dst) for lk in st.links(ids[1], "follows")} == {(ids[0], ids[1])}
+    assert st.purge() == [ids[2]]
     assert {(lk.src, lk.dst) for lk in st.links(ids[1], "follows")} == {(ids[0], ids[1]), (ids[1], ids[3])}
     assert st.db.conn.execute("SELECT count(*) FROM links WHERE src = ? OR dst = ?", (ids[2], ids[2])).fetchone()[0] == 0
     assert st.integrity_check() == []
