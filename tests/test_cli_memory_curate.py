@@ -233,10 +233,21 @@ def test_an_old_store_is_migrated_by_a_write(tmp_path: Path, capsys: Cap) -> Non
     import sqlite3
 
     conn = sqlite3.connect(path)
-    conn.executescript("DROP INDEX chunks_deleted; ALTER TABLE chunks DROP COLUMN deleted_at; "
-                       "DELETE FROM _migrations WHERE name = 'm007_soft_delete';")
+    conn.executescript("""DROP INDEX chunks_text_key; ALTER TABLE chunks DROP COLUMN text_key;
+                          DROP INDEX chunks_deleted; ALTER TABLE chunks DROP COLUMN deleted_at;
+                          DELETE FROM _migrations WHERE name IN ('m007_soft_delete', 'm008_text_keys');""")
     conn.close()
     assert main(["memory", "forget", str(cid), "--store", str(path)]) == 0
     capsys.readouterr()
     assert main(["memory", "list", "--deleted", "--store", str(path), "--json"]) == 0
     assert [c["chunk_id"] for c in _json(capsys)["chunks"]] == [cid]
+
+
+def test_add_the_same_note_twice_keeps_one(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: str) -> None:
+    """It says a note is held already, stores no second chunk, and adds the new tags to the one held."""
+    [a] = _note(monkeypatch, capsys, db, "Water the ferns on Sunday.")
+    _stdin(monkeypatch, b"Water the ferns\non Sunday.\n")
+    assert main(["memory", "add", "-", "--store", db, "--tags", "plants"]) == 0
+    assert f"already held as chunk {a}" in capsys.readouterr().out
+    with MemoryStore(db, readonly=True) as st:
+        assert st.stats().chunks == 1 and st.read(a, record=False).tags == ("plants",)

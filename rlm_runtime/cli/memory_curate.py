@@ -134,12 +134,16 @@ def add_note(args: argparse.Namespace, tags: list[str]) -> int:
     if not label or len(label) > 200:
         raise UsageError("--source needs a label of 1 to 200 characters")
     with open_store(args, readonly=False, must_exist=False) as store:
-        ids = store.add_text(text, source=label, kind=args.kind or None, tags=tags)
+        added = store.store_text(text, source=label, kind=args.kind or None, tags=tags)
         total = store.stats()
     if args.json:
-        print_json(args, {"ids": ids, "source": label, "store": str(store.path), "store_chunks": total.chunks})
+        print_json(args, {**added.to_dict(), "source": label, "store": str(store.path), "store_chunks": total.chunks})
         return EXIT_OK
-    say(f"stored a note from standard input as {_chunks(ids)} of {one_line(label)}")
+    held = [i for i in added.ids if i not in added.new]
+    if added.new:
+        say(f"stored a note from standard input as {_chunks(list(added.new))} of {one_line(label)}")
+    if held:  # identical text is stored once (``MemoryStore.store_text``)
+        say(f"already held as {_chunks(list(dict.fromkeys(held)))}" + (": tags added" if tags else ""))
     say(f"store: {store.path} ({total.chunks:,} chunks)")
     return EXIT_OK
 

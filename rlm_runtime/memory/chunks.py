@@ -25,6 +25,28 @@ def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def text_key(text: str) -> str:
+    """The key of a note's text for ``add_text``'s deduplication: the content hash of its words
+    with every run of whitespace made one space (case and punctuation kept)."""
+    return content_hash(" ".join(text.split()))
+
+
+def set_text_keys(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Give chunks of memory sources, each ``(id, text)``, their ``text_key``."""
+    conn.executemany("UPDATE chunks SET text_key = ? WHERE id = ?", [(text_key(t), i) for i, t in rows])
+
+
+def held_texts(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, int]:
+    """Each key held by a live chunk of a memory source: key -> the oldest such chunk."""
+    found: dict[str, int] = {}
+    for key in dict.fromkeys(keys):
+        row = conn.execute(f"""SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id
+                               WHERE c.text_key = ? AND s.kind = 'memory' AND {LIVE} ORDER BY c.id LIMIT 1""", (key,)).fetchone()
+        if row is not None:
+            found[key] = int(row[0])
+    return found
+
+
 @dataclass(frozen=True)
 class NewChunk:
     """A piece of text about to be stored, with its span in its source."""

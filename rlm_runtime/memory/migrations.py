@@ -28,6 +28,9 @@ The tables:
   this migration reads as a store without vectors (``READ_ONLY_OPTIONAL``).
 * ``chunks.deleted_at``: when ``forget`` moved the chunk to the trash (NULL: live). A deleted
   chunk keeps its row, index entry, vector and links until ``purge``; every reader skips it.
+* ``chunks.text_key``: for chunks of memory sources (notes, answers), the hash of their text
+  with whitespace made single spaces (``chunks.text_key``): a note already held is not stored
+  twice (``MemoryStore.add_text``). NULL for file chunks, which mirror their file.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
 empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
@@ -213,6 +216,21 @@ def m007_soft_delete(conn: sqlite3.Connection) -> None:
         ALTER TABLE chunks ADD COLUMN deleted_at REAL;
         CREATE INDEX chunks_deleted ON chunks (deleted_at) WHERE deleted_at IS NOT NULL;
     """)
+
+
+@migration
+def m008_text_keys(conn: sqlite3.Connection) -> None:
+    from rlm_runtime.memory.chunks import set_text_keys  # chunks reads the schema's LIVE from db, not this module
+
+    _script(conn, """
+        ALTER TABLE chunks ADD COLUMN text_key TEXT;
+        CREATE INDEX chunks_text_key ON chunks (text_key) WHERE text_key IS NOT NULL;
+    """)
+    ids = [int(r[0]) for r in conn.execute("SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE s.kind = 'memory'")]
+    for start in range(0, len(ids), 500):  # read, then write: never update the table a cursor is walking
+        part = ids[start:start + 500]
+        rows = conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part).fetchall()
+        set_text_keys(conn, [(int(i), str(t)) for i, t in rows])
 
 
 #: Migrations a store opened read-only may lack: it reads as it did before them.

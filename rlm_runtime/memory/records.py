@@ -295,3 +295,15 @@ class Changed:
 
     def to_dict(self) -> dict[str, Any]:
         return {"done": list(self.done), "missing": list(self.missing)}
+
+
+@dataclass(frozen=True)
+class Added:
+    """What ``MemoryStore.store_text`` did: the chunk ids of the text, in order, and those of
+    them it wrote now (the others held the same text already)."""
+
+    ids: tuple[int, ...]
+    new: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ids": list(self.ids), "new": list(self.new)}

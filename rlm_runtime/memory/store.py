@@ -39,6 +39,7 @@ from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
 from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending
 from rlm_runtime.memory.records import (
+    Added,
     Changed,
     ChunkStats,
     ChunkView,
@@ -242,9 +243,21 @@ class MemoryStore:
 
     def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
                  run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
-                 ttl_s: float | None = None, stop: _ingest.Stop | None = None) -> list[int]:
+                 ttl_s: float | None = None, stop: _ingest.Stop | None = None, dedup: bool = True) -> list[int]:
+        """``store_text``, returning the ids of the text's chunks."""
+        return list(self.store_text(text, source=source, kind=kind, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
+                                    ttl_s=ttl_s, stop=stop, dedup=dedup).ids)
+
+    def store_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
+                   run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
+                   ttl_s: float | None = None, stop: _ingest.Stop | None = None, dedup: bool = True) -> Added:
         """Store a text that is not a file (a note, a fact, a decision) as one or more chunks
-        appended to the memory source ``source`` (``follows`` its last chunk); return the ids.
+        appended to the memory source ``source`` (``follows`` its last chunk).
+
+        Identical text is stored once: a chunk whose text, whitespace aside, a live chunk of any
+        memory source already holds (a note, a remembered answer; not a file's chunk, which
+        comes and goes with its file) is not written again: the held chunk stands for it and
+        gets its tags (and its pin). A chunk in the trash does not count.
 
         Args:
             source: the label of the memory source (``notes``, ``run:<id>``...).
@@ -256,6 +269,8 @@ class MemoryStore:
             ttl_s: pruned this many seconds from now (unless pinned or promoted first).
             stop: called between windows of the text while it is chunked; what it raises ends
                 the call, with nothing stored.
+            dedup: store identical text once (False: every piece is written, as a context's
+                own index needs for a repeated paragraph).
 
         Raises:
             StoreError: the text is empty.
@@ -264,10 +279,30 @@ class MemoryStore:
         if not pieces:
             raise StoreError("nothing to store: the text is empty")
         now = self.clock()
+        keys = [_chunks.text_key(p.text) for p in pieces]
         with self._sql_errors(), self.db.write() as conn:
-            writer = self._writer(conn, source, now, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
-                                  expires_at=None if ttl_s is None else now + ttl_s)
-            return writer.write(conn, pieces, now)
+            held = _chunks.held_texts(conn, keys) if dedup else {}
+            fresh: list[_chunks.NewChunk] = []
+            seen: set[str] = set()
+            for piece, key in zip(pieces, keys, strict=True):
+                if dedup and (key in held or key in seen):  # held, or repeated within the text: its first copy stands
+                    continue
+                seen.add(key)
+                fresh.append(piece)
+            new: list[int] = []
+            if fresh:  # (a text held whole makes no source)
+                writer = self._writer(conn, source, now, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
+                                      expires_at=None if ttl_s is None else now + ttl_s)
+                new = writer.write(conn, fresh, now)
+            _chunks.set_text_keys(conn, [(i, p.text) for i, p in zip(new, fresh, strict=True)])
+            made = {_chunks.text_key(p.text): i for i, p in zip(new, fresh, strict=True)} if dedup else {}
+            if held:
+                old = list(dict.fromkeys(held.values()))
+                _chunks.add_tags(conn, old, tags)
+                if pinned:
+                    curation.pin(conn, old, True)
+            ids = new if not dedup else [held.get(key) or made[key] for key in keys]
+        return Added(tuple(ids), tuple(new))
 
     def remember(self, question: str, answer: str, *, run_id: str, trajectory: str | os.PathLike[str] | None = None,
                  cells: Sequence[str] = (), read_chunk_ids: Sequence[int] = (), tags: Sequence[str] = ()) -> list[int]:
@@ -291,6 +326,8 @@ class MemoryStore:
             writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta)
             answer_ids = writer.write(conn, answer_pieces, now)
             cell_ids = writer.write(conn, cell_pieces, now)
+            _chunks.set_text_keys(conn, [*zip(answer_ids, [p.text for p in answer_pieces], strict=True),
+                                         *zip(cell_ids, [p.text for p in cell_pieces], strict=True)])
             used = [i for i in read if conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NULL", (i,)).fetchone()]
             for a in answer_ids:
                 for b in used[:MAX_DERIVED]:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from rlm_runtime.memory import import_check, links
-from rlm_runtime.memory.chunks import NewChunk, insert_chunk
+from rlm_runtime.memory.chunks import NewChunk, insert_chunk, set_text_keys
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.migrations import applied
 from rlm_runtime.memory.value_check import read_meta
@@ -100,6 +100,7 @@ class _Importer:
         self.chunks: dict[int, int] = {}
         self.hashes: dict[int, dict[str, int]] = {}  # new source id -> hash -> chunk id (merge mode)
         self.counts = {"source": 0, "chunk": 0, "link": 0, "trace": 0, "merged": 0}
+        self.kinds: dict[int, bool] = {}  # source id -> a memory source
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], None]]:
         return {"source": self.source, "chunk": self.chunk, "link": self.link, "trace": self.trace}
@@ -140,6 +141,8 @@ class _Importer:
                               meta=r["meta"], digest=r["hash"], pinned=bool(st["pinned"]), expires_at=st["expires_at"],
                               chunk_id=r["id"] if self.keep_ids else None)
         self.conn.execute("UPDATE chunks SET modified = ?, accessed = ? WHERE id = ?", (r["modified"], r["accessed"], new_id))
+        if self._is_memory(sid):  # a note imported is one ``add_text`` will not store twice
+            set_text_keys(self.conn, [(new_id, r["text"])])
         self.conn.execute("""UPDATE chunk_stats SET recall_count = ?, last_recall = ?, strength = ?, strength_at = ?, tier = ?
                              WHERE chunk_id = ?""",
                           (st["recall_count"], st["last_recall"], st["strength"], st["strength_at"], st["tier"], new_id))
@@ -148,6 +151,12 @@ class _Importer:
         # onto (a re-import merges), never two chunks of one file with the same text.
         self.chunks[r["id"]] = new_id
         self.counts["chunk"] += 1
+
+    def _is_memory(self, sid: int) -> bool:
+        if sid not in self.kinds:
+            row = self.conn.execute("SELECT kind FROM sources WHERE id = ?", (sid,)).fetchone()
+            self.kinds[sid] = row is not None and row[0] == "memory"
+        return self.kinds[sid]
 
     def link(self, r: dict[str, Any]) -> None:
         a, b = self.chunks.get(r["src"]), self.chunks.get(r["dst"])

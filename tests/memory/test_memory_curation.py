@@ -16,6 +16,10 @@ from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.migrations import MIGRATIONS, migrate
 
 Open = Callable[..., MemoryStore]
+#: A store as m001-m006 left it: what the later migrations added, taken away.
+BEFORE_M007 = """DROP INDEX chunks_text_key; ALTER TABLE chunks DROP COLUMN text_key;
+                 DROP INDEX chunks_deleted; ALTER TABLE chunks DROP COLUMN deleted_at;
+                 DELETE FROM _migrations WHERE name IN ('m007_soft_delete', 'm008_text_keys');"""
 
 
 def _three(st: MemoryStore) -> list[int]:
@@ -112,8 +116,7 @@ def test_the_soft_delete_migration_opens_an_old_store(tmp_path: Path, clock: Clo
     with MemoryStore(path, clock=clock, embedder=None) as st:
         ids = st.add_text("The capybara chairs the meeting of the rodents.", source="notes")
     db = Database(path)
-    db.conn.executescript("DROP INDEX chunks_deleted; ALTER TABLE chunks DROP COLUMN deleted_at; "
-                          "DELETE FROM _migrations WHERE name = 'm007_soft_delete';")
+    db.conn.executescript(BEFORE_M007)
     assert "deleted_at" not in [r[1] for r in db.conn.execute("PRAGMA table_info(chunks)")]
     db.close()
     with MemoryStore(path, clock=clock, embedder=None) as st:
@@ -131,3 +134,50 @@ def test_the_soft_delete_migration_is_last_and_applies_to_an_empty_store(tmp_pat
         assert "deleted_at" in [r[1] for r in db.conn.execute("PRAGMA table_info(chunks)")]
     finally:
         db.close()
+
+
+def test_identical_notes_are_stored_once_anywhere_in_memory(store: MemoryStore) -> None:
+    """It stores a note whose text, whitespace aside, a live note of any memory source holds as that chunk, adding its tags and pin."""
+    [a] = store.add_text("Buy oat milk on Friday.", source="notes", tags=["shop"])
+    added = store.store_text("  Buy oat   milk\non Friday. ", source="errands", tags=["week"], pinned=True)
+    assert added.to_dict() == {"ids": [a], "new": []}
+    view = store.read(a, record=False)
+    assert view.tags == ("shop", "week") and store.chunk_stats(a).pinned
+    assert store.stats().chunks == 1 and store.stats().sources == 1  # no empty "errands" source
+    assert store.store_text("buy oat milk on friday.").new != ()  # case is text: another note
+    store.forget(a)
+    assert store.store_text("Buy oat milk on Friday.").new != ()  # the trash does not count
+
+
+def test_file_chunks_and_a_context_index_are_never_deduplicated(store: MemoryStore, write: Callable[..., Path]) -> None:
+    """It keeps a note equal to a file's chunk as a note of its own, and with dedup=False stores a repeated paragraph twice."""
+    store.ingest(write("f.txt", "The river floods in spring."))
+    assert store.store_text("The river floods in spring.").new != ()
+    ids = store.add_text("Same paragraph.\n\nSame paragraph.", source="ctx", dedup=False)
+    again = store.add_text("Other paragraph.\n\nOther paragraph.", source="notes2")
+    assert len(set(ids)) == len(ids) and len(set(again)) == 1
+
+
+def test_the_text_key_migration_keys_old_notes(tmp_path: Path, clock: Clock) -> None:
+    """It gives the notes of a store made before text keys their keys, so a note added after is not stored twice."""
+    path = tmp_path / "old.db"
+    with MemoryStore(path, clock=clock, embedder=None) as st:
+        [a] = st.add_text("The lighthouse keeper retires in May.")
+    db = Database(path)
+    db.conn.executescript("DROP INDEX chunks_text_key; ALTER TABLE chunks DROP COLUMN text_key; "
+                          "DELETE FROM _migrations WHERE name = 'm008_text_keys';")
+    db.close()
+    with MemoryStore(path, clock=clock, embedder=None) as st:
+        assert st.add_text("The lighthouse keeper  retires in May.") == [a] and st.stats().chunks == 1
+
+
+def test_an_imported_note_is_not_stored_twice(open_store: Open, tmp_path: Path) -> None:
+    """It keys the notes an import brings, so adding the same text after is not a second chunk."""
+    src = open_store(path=tmp_path / "src.db")
+    src.add_text("Passport renewal is due in March.")
+    src.export_jsonl(tmp_path / "x.jsonl")
+    dst = open_store(path=tmp_path / "dst.db")
+    dst.add_text("an unrelated note")
+    dst.import_jsonl(tmp_path / "x.jsonl")
+    n = dst.stats().chunks
+    assert dst.store_text("Passport renewal is due in March.").new == () and dst.stats().chunks == n
