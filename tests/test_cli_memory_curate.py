@@ -189,7 +189,7 @@ def test_forget_restore_purge(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: 
     assert main(["memory", "search", "narwhal", "--store", db, "--json"]) == 0
     assert [h["chunk_id"] for h in _json(capsys)["hits"]] == [b]
     assert main(["memory", "show", str(a), "--store", db]) == 1
-    _error(capsys, f"no chunk with id {a}")
+    _error(capsys, f"no chunk with id {a} in the memory store (it is in the trash: rlm memory restore {a})")
     assert main(["memory", "stats", "--store", db, "--json"]) == 0
     assert (lambda s: (s["chunks"], s["deleted"]))(_json(capsys)) == (1, 1)
     assert main(["memory", "list", "--deleted", "--store", db, "--json"]) == 0
@@ -226,7 +226,7 @@ def test_curation_usage_errors(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db:
 
 
 def test_an_old_store_is_migrated_by_a_write(tmp_path: Path, capsys: Cap) -> None:
-    """It opens a store made before the trash (at the earlier schema) for a curation command, migrating it."""
+    """It lists a store made before the trash (at the earlier schema) read-only, and a curation command migrates it."""
     path = tmp_path / "old.db"
     with MemoryStore(path, embedder=None) as st:
         [cid] = st.add_text("The old store's only note.")
@@ -237,6 +237,8 @@ def test_an_old_store_is_migrated_by_a_write(tmp_path: Path, capsys: Cap) -> Non
                           DROP INDEX chunks_deleted; ALTER TABLE chunks DROP COLUMN deleted_at;
                           DELETE FROM _migrations WHERE name IN ('m007_soft_delete', 'm008_text_keys');""")
     conn.close()
+    assert main(["memory", "list", "--store", str(path), "--json"]) == 0  # read-only: the file is not migrated
+    assert [c["chunk_id"] for c in _json(capsys)["chunks"]] == [cid]
     assert main(["memory", "forget", str(cid), "--store", str(path)]) == 0
     capsys.readouterr()
     assert main(["memory", "list", "--deleted", "--store", str(path), "--json"]) == 0

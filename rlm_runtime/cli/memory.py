@@ -466,10 +466,16 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory import ChunkNotFound
     from rlm_runtime.memory.links import SYMMETRIC_TYPES
 
     with _open(args, readonly=True) as store:
-        view = store.read(args.id, around=args.around, record=False)
+        try:
+            view = store.read(args.id, around=args.around, record=False)
+        except ChunkNotFound:
+            if store.in_trash(args.id):
+                raise ChunkNotFound(args.id, f"it is in the trash: rlm memory restore {args.id}") from None
+            raise
         stats = store.chunk_stats(args.id)
         found = store.links(args.id) if args.links else []
         others = {v.chunk_id: v for v in store.read_many([_other(link, args.id) for link in found[:_LIST_LINKS]], record=False)}

@@ -37,7 +37,7 @@ from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
-from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending
+from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending, read_as_current
 from rlm_runtime.memory.records import (
     Added,
     Changed,
@@ -144,9 +144,11 @@ class MemoryStore:
         self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
         try:
             if readonly:
-                missing = [name for name in pending(self.db.conn) if name not in READ_ONLY_OPTIONAL]
+                waiting = pending(self.db.conn)
+                missing = [name for name in waiting if name not in READ_ONLY_OPTIONAL]
                 if missing:
                     raise StoreError(f"the memory store {self.path} needs migrations ({', '.join(missing)}): open it once for writing")
+                read_as_current(self.db.conn, waiting)
             else:
                 migrate(self.db.conn)
         except sqlite3.Error as e:
@@ -396,6 +398,11 @@ class MemoryStore:
                 ids = curation.in_trash(conn, before)
                 curation.purge(conn, ids, self.clock())
                 return ids
+
+    def in_trash(self, chunk_id: int) -> bool:
+        """Whether the chunk is in the trash (forgotten, not yet purged)."""
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NOT NULL", (int(chunk_id),)).fetchone() is not None
 
     def list_chunks(self, filters: curation.ListFilter | None = None, *, limit: int = 50) -> list[Listed]:
         """Chunks without a query, most recently stored first (``curation.list_chunks``)."""

@@ -119,6 +119,11 @@ def test_the_soft_delete_migration_opens_an_old_store(tmp_path: Path, clock: Clo
     db.conn.executescript(BEFORE_M007)
     assert "deleted_at" not in [r[1] for r in db.conn.execute("PRAGMA table_info(chunks)")]
     db.close()
+    with MemoryStore(path, clock=clock, embedder=None, readonly=True) as ro:  # read-only: reads as a store with an empty trash
+        assert [h.chunk_id for h in ro.search("capybara", record=False)] == ids
+        assert ro.stats().deleted == 0 and ro.read(ids[0], record=False).chunk_id == ids[0]
+        assert [c.chunk_id for c in ro.list_chunks()] == ids and ro.list_chunks(ListFilter(deleted=True)) == []
+        assert ro.recall("capybara", record=False)[0].chunk_id == ids[0]
     with MemoryStore(path, clock=clock, embedder=None) as st:
         assert "m007_soft_delete" in st.stats().migrations
         assert [h.chunk_id for h in st.search("capybara", record=False)] == ids
