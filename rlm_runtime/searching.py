@@ -120,7 +120,8 @@ class ChunkSearch:
                 if paths:
                     store.ingest(paths, stop=stop)
                 elif text is not None and store.stats().chunks == 0:
-                    store.add_text(text, source=handle.name, kind=None, stop=stop)  # all or nothing
+                    # All or nothing; every paragraph kept, a repeated one too (dedup is for notes).
+                    store.add_text(text, source=handle.name, kind=None, stop=stop, dedup=False)
                 stats = store.stats()
                 if store.vectors is not None and stats.vectors < stats.chunks:
                     store.reindex(stop=stop)  # an index built before vectors, or by a process without the model

@@ -1,12 +1,13 @@
 """The ``rlm memory`` commands: add files to the memory store, search it (by words, by meaning,
 or both), show a chunk and its links, link chunks, report its size, run its lifecycle (decay,
-promote, prune), give its chunks vectors (``reindex``), move it as JSONL and forget what it
-holds. Each command is one ``MemoryStore`` call or a few; this module
-only parses, opens the store and prints.
+promote, prune), give its chunks vectors (``reindex``), move it as JSONL and forget a source.
+The commands that curate it by hand (``add -``, ``list``, ``pin``, ``ttl``, ``unlink``, the
+trash: ``forget ID``, ``restore``, ``purge``) are ``memory_curate``'s, registered here. Each
+command is one ``MemoryStore`` call or a few; this module only parses, opens the store and prints.
 
 Every command takes ``--store PATH`` (default ``$RLM_HOME/brain/memory.db``). ``add`` and
 ``import`` create the store when it is missing; the other commands need it to exist. Commands
-that only look (``search``, ``show``, ``stats``, ``export``, ``prune --dry-run``) open it
+that only look (``search``, ``list``, ``show``, ``stats``, ``export``, ``prune --dry-run``) open it
 read-only, so they never wait for a writer and work on a store on a read-only disk.
 
 Exit codes (those of ``rlm``, see ``cli.common``): 0 done; 1 nothing found or nothing done: an
@@ -84,7 +85,7 @@ def add_commands(commands: Any) -> None:
     both = [store, as_json]
 
     memory = add_command(
-        commands, "memory", help="the persistent memory store: add, search, show, link, stats, prune, reindex, export, import, forget",
+        commands, "memory", help="the persistent memory store: add, search, list, show, link, pin, forget, restore, stats, prune, ...",
         description="The persistent memory store (one SQLite file): files and remembered answers, chunked and\n"
                     "searchable, for rlm ask|repl --memory.",
         examples=("rlm memory add notes/ --tags work", 'rlm memory search "launch code" -k 5',
@@ -93,9 +94,11 @@ def add_commands(commands: Any) -> None:
               "2 bad usage or not a usable memory store; 130 interrupted")
     actions = add_actions(memory)
 
-    ad = add_command(actions, "add", parents=both, help="chunk and store files and folders (unchanged files are skipped)",
-                     examples=("rlm memory add notes/", "rlm memory add report.md --tags q3,finance --kind report"))
-    ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder")
+    ad = add_command(actions, "add", parents=both, help="chunk and store files and folders (unchanged files are skipped), or a note",
+                     examples=("rlm memory add notes/", "rlm memory add report.md --tags q3,finance --kind report",
+                               'echo "The deploy key rotates on Mondays." | rlm memory add - --tags ops'))
+    ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder, or - for a note read from standard input")
+    ad.add_argument("--source", metavar="LABEL", help="with -: the memory source the note joins (default: notes)")
     ad.add_argument("--tags", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
     ad.add_argument("--kind", help="the kind of every chunk (default: detected per file)")
     ad.add_argument("-v", "--verbose", action="store_true", help="list every path skipped (default: counts by reason)")
@@ -162,14 +165,21 @@ def add_commands(commands: Any) -> None:
     im.add_argument("file", metavar="FILE", help="a JSONL export, or - for standard input")
     im.set_defaults(run=_guarded(_import))
 
-    fo = add_command(actions, "forget", parents=both, help="delete one chunk, or every chunk of a source",
-                     examples=("rlm memory forget 42", "rlm memory forget --source notes/old/ --dry-run"))
-    which = fo.add_mutually_exclusive_group(required=True)
-    which.add_argument("id", nargs="?", type=_chunk_id, metavar="ID", help="the chunk to delete")
-    which.add_argument("--source", metavar="PATH",
-                       help="a stored file's path, a folder (every file stored under it) or a memory label (run:<id>, notes)")
+    fo = add_command(actions, "forget", parents=both, help="move chunks to the trash, or delete every chunk of a source",
+                     description="Move chunks to the trash: searches, recalls, show and export leave them out;\n"
+                                 "rlm memory restore brings them back, rlm memory purge deletes them for good.\n"
+                                 "With --source, a source's chunks are deleted at once, for good (a file's come\n"
+                                 "back with rlm memory add).",
+                     examples=("rlm memory forget 42", "rlm memory forget 42 43", "rlm memory forget --source notes/old/ --dry-run"))
+    fo.add_argument("ids", nargs="*", type=_chunk_id, metavar="ID", help="a chunk to move to the trash")
+    fo.add_argument("--source", metavar="PATH",
+                    help="a stored file's path, a folder (every file stored under it) or a memory label (run:<id>, notes)")
     fo.add_argument("--dry-run", action="store_true", help="with --source: say how many chunks would go, change nothing")
     fo.set_defaults(run=_guarded(_forget))
+
+    from rlm_runtime.cli import memory_curate
+
+    memory_curate.add_commands(actions, both, _chunk_id, _count)
 
 
 def _chunk_id(text: str) -> int:
@@ -364,6 +374,14 @@ class Progress:
 
 
 def _add(args: argparse.Namespace) -> int:
+    if "-" in args.paths:
+        from rlm_runtime.cli.memory_curate import add_note
+
+        if len(args.paths) > 1:
+            raise UsageError("- (a note from standard input) cannot be given with other paths")
+        return add_note(args, _words(args.tags))
+    if args.source is not None:
+        raise UsageError("--source is the label of a note read from standard input (rlm memory add -)")
     for path in args.paths:
         if not os.path.lexists(path):
             raise UsageError(f"no such file or folder: {path}")
@@ -448,10 +466,16 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from rlm_runtime.memory import ChunkNotFound
     from rlm_runtime.memory.links import SYMMETRIC_TYPES
 
     with _open(args, readonly=True) as store:
-        view = store.read(args.id, around=args.around, record=False)
+        try:
+            view = store.read(args.id, around=args.around, record=False)
+        except ChunkNotFound:
+            if store.in_trash(args.id):
+                raise ChunkNotFound(args.id, f"it is in the trash: rlm memory restore {args.id}") from None
+            raise
         stats = store.chunk_stats(args.id)
         found = store.links(args.id) if args.links else []
         others = {v.chunk_id: v for v in store.read_many([_other(link, args.id) for link in found[:_LIST_LINKS]], record=False)}
@@ -530,6 +554,7 @@ def _stats(args: argparse.Namespace) -> int:
     say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {_plural(s.sources, 'source')}")
     say(f"links: {sum(s.links_by_type.values()):,} ({links})")
     say(f"tiers: {tiers}; pinned {s.pinned:,}")
+    say(f"trash: {_plural(s.deleted, 'chunk')}" + (" (rlm memory list --deleted; rlm memory purge)" if s.deleted else ""))
     say(f"recall traces: {s.traces:,}")
     say(f"vectors: {s.vectors:,} of {s.chunks:,} chunks" + (f" ({one_line(s.vector_model)})" if s.vector_model else "")
         + (" (rlm memory reindex gives the others theirs)" if s.vectors < s.chunks else ""))
@@ -673,23 +698,33 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
-    from rlm_runtime.memory import ChunkNotFound, StoreError
+    from rlm_runtime.memory import StoreError
 
+    if bool(args.ids) == (args.source is not None):
+        raise UsageError("give chunk ids or --source, not both nor neither")
+    if args.ids:
+        from rlm_runtime.cli.memory_curate import forget_ids
+
+        return forget_ids(args)
+    dry = bool(args.dry_run)
     with _open(args, readonly=False) as store:
-        if args.source is None:
-            if not store.forget(args.id):
-                raise ChunkNotFound(args.id)
-            value: dict[str, Any] = {"forgotten": [args.id]}
-            line = f"forgot chunk {args.id}"
-        else:
-            dry = bool(getattr(args, "dry_run", False))
-            n = store.forget_source(args.source, dry_run=dry)
-            if n == 0:
-                raise StoreError(f"no source {args.source} (nor files under it) with chunks in the memory store")
-            value = {"source": args.source, "chunks": n, "dry_run": dry}
-            line = f"{'would forget' if dry else 'forgot'} {_plural(n, 'chunk')} of {args.source}"
+        n = store.forget_source(args.source, dry_run=dry)
+    if n == 0:
+        raise StoreError(f"no source {args.source} (nor files under it) with chunks in the memory store")
+    value = {"source": args.source, "chunks": n, "dry_run": dry}
+    line = f"{'would forget' if dry else 'forgot'} {_plural(n, 'chunk')} of {args.source} (for good: a source skips the trash)"
     if args.json:
         print_json(args, value)
     else:
         say(line)
     return EXIT_OK
+
+
+# What ``memory_curate`` shares with the commands here: one way to open the store and print.
+guarded = _guarded
+open_store = _open
+id_list = _ids
+when = _when
+where = _where
+tag_text = _tags
+words = _words

@@ -4,7 +4,8 @@
 ``IngestReport``...) and its settings (``MemorySettings``, ``RecallConfig``...) come with it.
 Modules, one job each: ``db`` (connection, transactions), ``migrations`` (the schema),
 ``chunking`` (cutting text), ``ingest`` (files and folders), ``writer`` / ``chunks`` (rows),
-``links``, ``search``, ``lifecycle`` (recall, reinforce, decay, promote, prune), ``transfer``
+``links``, ``search``, ``lifecycle`` (recall, reinforce, decay, promote, prune), ``curation``
+(list, pin, expiry, the trash), ``transfer``
 (JSONL export and import), ``terms`` (words), ``records`` and ``settings``.
 """
 

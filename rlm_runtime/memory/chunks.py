@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlm_runtime.memory import links
+from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.errors import ChunkNotFound
 from rlm_runtime.memory.records import ChunkStats, ChunkView
 from rlm_runtime.memory.value_check import read_meta
@@ -22,6 +23,28 @@ from rlm_runtime.memory.value_check import read_meta
 def content_hash(text: str) -> str:
     """The content hash of a chunk's text (blake2b, 128 bits, hex)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def text_key(text: str) -> str:
+    """The key of a note's text for ``add_text``'s deduplication: the content hash of its words
+    with every run of whitespace made one space (case and punctuation kept)."""
+    return content_hash(" ".join(text.split()))
+
+
+def set_text_keys(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Give chunks of memory sources, each ``(id, text)``, their ``text_key``."""
+    conn.executemany("UPDATE chunks SET text_key = ? WHERE id = ?", [(text_key(t), i) for i, t in rows])
+
+
+def held_texts(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, int]:
+    """Each key held by a live chunk of a memory source: key -> the oldest such chunk."""
+    found: dict[str, int] = {}
+    for key in dict.fromkeys(keys):
+        row = conn.execute(f"""SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id
+                               WHERE c.text_key = ? AND s.kind = 'memory' AND {LIVE} ORDER BY c.id LIMIT 1""", (key,)).fetchone()
+        if row is not None:
+            found[key] = int(row[0])
+    return found
 
 
 @dataclass(frozen=True)
@@ -155,12 +178,12 @@ def _view(row: sqlite3.Row | tuple[Any, ...], tags: tuple[str, ...]) -> ChunkVie
 
 
 def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:
-    """A chunk with up to ``around`` neighbours on each side (same source, by position).
+    """A live chunk with up to ``around`` live neighbours on each side (same source, by position).
 
     Raises:
-        ChunkNotFound: no chunk has this id.
+        ChunkNotFound: no chunk has this id, or it is in the trash.
     """
-    row = conn.execute(f"{_VIEW} WHERE c.id = ?", (chunk_id,)).fetchone()
+    row = conn.execute(f"{_VIEW} WHERE c.id = ? AND {LIVE}", (chunk_id,)).fetchone()
     if row is None:
         raise ChunkNotFound(chunk_id)
     before: list[tuple[Any, ...]] = []
@@ -168,10 +191,11 @@ def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:
     if around > 0:
         src, seq = row[14], row[4]
         before = conn.execute(
-            f"{_VIEW} WHERE c.source_id = ? AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) ORDER BY c.seq DESC, c.id DESC LIMIT ?",
+            f"{_VIEW} WHERE c.source_id = ? AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) AND {LIVE} ORDER BY c.seq DESC, c.id DESC LIMIT ?",
             (src, seq, seq, chunk_id, around)).fetchall()[::-1]
-        after = conn.execute(f"{_VIEW} WHERE c.source_id = ? AND (c.seq > ? OR (c.seq = ? AND c.id > ?)) ORDER BY c.seq, c.id LIMIT ?",
-                             (src, seq, seq, chunk_id, around)).fetchall()
+        after = conn.execute(
+            f"{_VIEW} WHERE c.source_id = ? AND (c.seq > ? OR (c.seq = ? AND c.id > ?)) AND {LIVE} ORDER BY c.seq, c.id LIMIT ?",
+            (src, seq, seq, chunk_id, around)).fetchall()
     tags = tags_of(conn, [int(r[0]) for r in (row, *before, *after)])
     return dataclasses.replace(_view(row, tags.get(int(row[0]), ())),
                                before=tuple(_view(r, tags.get(int(r[0]), ())) for r in before),

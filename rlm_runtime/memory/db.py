@@ -33,6 +33,12 @@ from rlm_runtime.memory.errors import NotAMemoryStore, StoreError
 
 #: The FTS5 tokenizer of the chunk index (porter stemming over unicode61, accents folded).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: The condition on ``chunks c`` that keeps live chunks, not those in the trash (``curation``):
+#: every reader of chunks adds it.
+LIVE = "c.deleted_at IS NULL"
+#: The same over ``chunks_fts``: its rowids not in the trash (the partial index
+#: ``chunks_deleted`` makes the subquery read only the trash).
+LIVE_FTS = "chunks_fts.rowid NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)"
 #: Longest any one statement may run (seconds) before it is interrupted.
 MAX_STATEMENT_S = 300.0
 #: Largest string or blob a statement may make or read (bytes).

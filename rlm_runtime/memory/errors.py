@@ -22,6 +22,6 @@ class NotAMemoryStore(StoreError):
 class ChunkNotFound(StoreError):
     """No chunk has this id (never stored, forgotten or pruned). ``chunk_id`` names it."""
 
-    def __init__(self, chunk_id: int) -> None:
-        super().__init__(f"no chunk with id {chunk_id} in the memory store")
+    def __init__(self, chunk_id: int, note: str = "") -> None:
+        super().__init__(f"no chunk with id {chunk_id} in the memory store{f' ({note})' if note else ''}")
         self.chunk_id = chunk_id

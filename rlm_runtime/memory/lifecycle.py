@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from rlm_runtime.memory import links
 from rlm_runtime.memory.chunks import delete_chunks
+from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.records import Hit, LifecycleReport, ScoreParts
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def rank(conn: sqlite3.Connection, cfg: RecallConfig, now: float, *, text_scores
     created and recalled chunks): (id, parts, score), best first, at most ``k``."""
     ids = set(text_scores) | set(link_sums)
     if recent:
-        rows = conn.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT ?", (cfg.candidates,)).fetchall()
+        rows = conn.execute(f"SELECT id FROM chunks c WHERE {LIVE} ORDER BY id DESC LIMIT ?", (cfg.candidates,)).fetchall()
         rows += conn.execute("SELECT chunk_id FROM chunk_stats WHERE last_recall IS NOT NULL ORDER BY last_recall DESC LIMIT ?",
                                (cfg.candidates,)).fetchall()
         ids |= {int(r[0]) for r in rows}
@@ -88,7 +89,7 @@ def rank(conn: sqlite3.Connection, cfg: RecallConfig, now: float, *, text_scores
         part = id_list[start:start + 500]
         rows = conn.execute(
             f"""SELECT c.id, c.created, s.last_recall, s.recall_count FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id
-                WHERE c.id IN ({','.join('?' * len(part))})""", part).fetchall()
+                WHERE c.id IN ({','.join('?' * len(part))}) AND {LIVE}""", part).fetchall()
         for chunk_id, created, last_recall, count in rows:
             rel = text_scores.get(chunk_id, 0.0) / best if best > 0 else 0.0
             p = score_parts(cfg, now, text=rel, link_sum=link_sums.get(chunk_id, 0.0), created=float(created),

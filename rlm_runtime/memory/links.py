@@ -8,6 +8,8 @@ Types are an open set; the store makes these itself:
 * ``related_to``: sharing rare key terms or rare tags (symmetric; strength grows with what
   is shared). Found through the ``chunk_terms`` and ``chunk_tags`` indexes: each lookup reads
   at most ``rare_df`` rows, so linking a chunk costs the same in a store of 1K or 1M chunks.
+  Bounded: a new chunk makes at most ``related_max``, the strongest, ties to the nearest
+  (by id: the order of writing), and no chunk takes part in more than ``related_cap``.
 * ``co_recalled``: returned together by one search or recall, or read together for one
   remembered answer (symmetric; ``co_recall_step`` added each time, up to ``co_recall_max``).
 * ``derived_from``: a remembered answer came from this chunk (directed, answer -> chunk).
@@ -120,14 +122,47 @@ def link_new_chunks(conn: sqlite3.Connection, chunks: Sequence[tuple[int, str, i
                     for (other,) in holders:
                         scores[cid][int(other)] += 2
         related: list[tuple[int, int, float]] = []
+        degree = _Degrees(conn)
         for cid, _, prev in chunks:
             score = scores[cid]
             score.pop(cid, None)
             if prev is not None:
                 score.pop(prev, None)
-            best = sorted(((n, other) for other, n in score.items() if n >= cfg.related_min_score), reverse=True)[: cfg.related_max]
-            related += [(cid, int(other), min(1.0, n / (3 * cfg.related_min_score))) for n, other in best]
+            # The strongest first, ties to the nearest (ids follow the order of writing: the
+            # next paragraphs of the file, the notes written just before): a tagged ingest
+            # links each chunk to its neighbours, never each to every other.
+            ranked = sorted((other for other, n in score.items() if n >= cfg.related_min_score),
+                            key=lambda other: (-score[other], abs(cid - other), other))
+            made = 0
+            for other in ranked:
+                if made >= cfg.related_max or degree.get(cid) >= cfg.related_cap:
+                    break
+                if degree.get(other) >= cfg.related_cap:
+                    continue  # a chunk that holds its share of links is passed over for the next nearest
+                related.append((cid, int(other), min(1.0, score[other] / (3 * cfg.related_min_score))))
+                degree.add(cid, other)
+                made += 1
         upsert_many(conn, related, "related_to", 0.0, now)
+
+
+class _Degrees:
+    """How many ``related_to`` links each chunk takes part in: read from the store once per
+    chunk (two index lookups), then counted as links are chosen."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.known: dict[int, int] = {}
+
+    def get(self, chunk_id: int) -> int:
+        if chunk_id not in self.known:
+            self.known[chunk_id] = int(self.conn.execute(
+                """SELECT (SELECT count(*) FROM links WHERE src = ? AND type = 'related_to')
+                        + (SELECT count(*) FROM links WHERE dst = ? AND type = 'related_to')""", (chunk_id, chunk_id)).fetchone()[0])
+        return self.known[chunk_id]
+
+    def add(self, a: int, b: int) -> None:
+        for i in (a, b):
+            self.known[i] = self.get(i) + 1
 
 
 def upsert_many(conn: sqlite3.Connection, pairs: Sequence[tuple[int, int] | tuple[int, int, float]], type: str, strength: float,
@@ -151,7 +186,7 @@ def co_recall(conn: sqlite3.Connection, ids: Sequence[int], cfg: LinkConfig, now
 
 def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int) -> dict[int, float]:
     """Chunks linked to any seed (either direction, any type): id -> summed link strength,
-    the ``limit`` strongest, seeds left out."""
+    the ``limit`` strongest, seeds and chunks in the trash left out."""
     if not seeds:
         return {}
     marks = ",".join("?" * len(seeds))
@@ -159,7 +194,8 @@ def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int) -> di
         f"""SELECT other, sum(strength) AS s FROM (
                 SELECT dst AS other, strength FROM links WHERE src IN ({marks})
                 UNION ALL SELECT src AS other, strength FROM links WHERE dst IN ({marks}))
-            WHERE other NOT IN ({marks}) GROUP BY other ORDER BY s DESC LIMIT ?""",
+            WHERE other NOT IN ({marks}) AND other NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)
+            GROUP BY other ORDER BY s DESC LIMIT ?""",
         (*seeds, *seeds, *seeds, limit)).fetchall()
     return {int(other): float(s) for other, s in rows}
 
@@ -170,8 +206,10 @@ def squash(strength: float) -> float:
 
 
 def links_of(conn: sqlite3.Connection, chunk_id: int, type: str | None = None) -> list[Link]:
-    """Every link from or to a chunk (of one type when given), strongest first."""
+    """Every link from or to a chunk (of one type when given), strongest first; links to a
+    chunk in the trash are left out."""
     extra, args = ("AND type = ?", (type,)) if type else ("", ())
+    extra += " AND NOT EXISTS (SELECT 1 FROM chunks WHERE id IN (src, dst) AND deleted_at IS NOT NULL)"
     rows = conn.execute(
         f"""SELECT src, dst, type, strength, count, created FROM links WHERE src = ? {extra}
             UNION ALL SELECT src, dst, type, strength, count, created FROM links WHERE dst = ? {extra}

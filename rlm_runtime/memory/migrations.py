@@ -25,7 +25,13 @@ The tables:
 * ``chunk_vectors``: a chunk's vector, quantised (``vectors.py``: 2 bits a dimension), and
   ``vector_meta``: the one row naming the model that made them, its dimension, the bytes of a
   vector, and the counters a reader's copy in memory follows. A store opened read-only before
-  this migration reads as a store without vectors (``READ_ONLY_OPTIONAL``).
+  this migration reads as a store without vectors (``READ_ONLY_OPTIONAL``), and one before
+  the next two as one with an empty trash (``read_as_current``).
+* ``chunks.deleted_at``: when ``forget`` moved the chunk to the trash (NULL: live). A deleted
+  chunk keeps its row, index entry, vector and links until ``purge``; every reader skips it.
+* ``chunks.text_key``: for chunks of memory sources (notes, answers), the hash of their text
+  with whitespace made single spaces (``chunks.text_key``): a note already held is not stored
+  twice (``MemoryStore.add_text``). NULL for file chunks, which mirror their file.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
 empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
@@ -205,8 +211,43 @@ def m006_chunk_vectors(conn: sqlite3.Connection) -> None:
     """)
 
 
-#: Migrations a store opened read-only may lack: it reads as it did before them.
-READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors"})
+@migration
+def m007_soft_delete(conn: sqlite3.Connection) -> None:
+    _script(conn, """
+        ALTER TABLE chunks ADD COLUMN deleted_at REAL;
+        CREATE INDEX chunks_deleted ON chunks (deleted_at) WHERE deleted_at IS NOT NULL;
+    """)
+
+
+@migration
+def m008_text_keys(conn: sqlite3.Connection) -> None:
+    from rlm_runtime.memory.chunks import set_text_keys  # chunks reads the schema's LIVE from db, not this module
+
+    _script(conn, """
+        ALTER TABLE chunks ADD COLUMN text_key TEXT;
+        CREATE INDEX chunks_text_key ON chunks (text_key) WHERE text_key IS NOT NULL;
+    """)
+    ids = [int(r[0]) for r in conn.execute("SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE s.kind = 'memory'")]
+    for start in range(0, len(ids), 500):  # read, then write: never update the table a cursor is walking
+        part = ids[start:start + 500]
+        rows = conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(part))})", part).fetchall()
+        set_text_keys(conn, [(int(i), str(t)) for i, t in rows])
+
+
+#: Migrations a store opened read-only may lack: it reads as it did before them (see ``read_as_current``).
+READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys"})
+#: The columns of ``chunks`` a migration added, and the value a store without them reads as.
+_ADDED_COLUMNS = {"m007_soft_delete": "NULL AS deleted_at", "m008_text_keys": "NULL AS text_key"}
+
+
+def read_as_current(conn: sqlite3.Connection, missing: list[str]) -> None:
+    """Let a read-only connection to a store without the column-adding migrations read it
+    with today's queries: a temporary view ``chunks`` (the temp schema is searched first; the
+    file is not written) shows ``main.chunks`` with those columns as NULL: nothing in the trash,
+    no note keyed. FTS5 reads its content from ``main.chunks`` by name, so it is unaffected."""
+    added = [_ADDED_COLUMNS[name] for name in missing if name in _ADDED_COLUMNS]
+    if added:
+        conn.execute(f"CREATE TEMP VIEW chunks AS SELECT *, {', '.join(added)} FROM main.chunks")
 
 
 def expected_schema() -> frozenset[tuple[str, str, str, str]]:

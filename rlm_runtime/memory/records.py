@@ -212,6 +212,8 @@ class StoreStats:
     #: Chunks with a vector, and the model that made them (None: no vectors yet).
     vectors: int = 0
     vector_model: str | None = None
+    #: Chunks in the trash (``forget``): not in ``chunks`` nor ``tokens``, gone at ``purge``.
+    deleted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)
@@ -256,3 +258,52 @@ class LifecycleReport:
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A chunk as ``MemoryStore.list`` shows it: where it is, its kind, tags and lifecycle
+    state, and the start of its text."""
+
+    chunk_id: int
+    source: str
+    start_line: int
+    end_line: int
+    kind: str
+    tags: tuple[str, ...]
+    created: float
+    tier: str
+    pinned: bool
+    expires_at: float | None
+    deleted_at: float | None
+    preview: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What a curation command did to the ids it was given: ``done`` changed, ``missing``
+    named no chunk it applies to (unknown, or deleted when the command needs a live one)."""
+
+    done: tuple[int, ...]
+    missing: tuple[int, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.done)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"done": list(self.done), "missing": list(self.missing)}
+
+
+@dataclass(frozen=True)
+class Added:
+    """What ``MemoryStore.store_text`` did: the chunk ids of the text, in order, and those of
+    them it wrote now (the others held the same text already)."""
+
+    ids: tuple[int, ...]
+    new: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ids": list(self.ids), "new": list(self.new)}

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlm_runtime.memory.chunks import tags_of
+from rlm_runtime.memory.db import LIVE, LIVE_FTS
 from rlm_runtime.memory.records import Hit, Hits
 from rlm_runtime.memory.terms import is_stop_phrase, words
 
@@ -163,6 +164,7 @@ def ranked(conn: sqlite3.Connection, the_plan: Plan, k: int, filters: Filters) -
     if not the_plan.terms or k <= 0:
         return []
     where, args = filters.sql(conn) if filters else ("1", [])
+    where = f"{where} AND {LIVE_FTS}"  # chunks in the trash are never found
     join = "JOIN chunks c ON c.id = chunks_fts.rowid" if filters else ""
     if the_plan.capped:
         rows = conn.execute(f"""SELECT chunks_fts.rowid FROM chunks_fts {join}
@@ -177,7 +179,7 @@ def ranked(conn: sqlite3.Connection, the_plan: Plan, k: int, filters: Filters) -
             f"""SELECT chunks_fts.rowid, bm25(chunks_fts) AS s FROM chunks_fts {join}
                 WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?""", (the_plan.match, *args, k)).fetchall()
     else:
-        rows = conn.execute("SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+        rows = conn.execute(f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND {LIVE_FTS} ORDER BY rank LIMIT ?",
                             (the_plan.match, k)).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows]
 
@@ -195,14 +197,15 @@ def coverage(conn: sqlite3.Connection, the_plan: Plan, chunk_id: int, df: dict[s
 
 
 def existing(conn: sqlite3.Connection, ids: Sequence[int], filters: Filters) -> list[int]:
-    """The ids of ``ids`` that name a stored chunk passing ``filters``, in the order given
-    (a vector search's candidates: its copy in memory may hold chunks deleted since)."""
+    """The ids of ``ids`` that name a live chunk passing ``filters``, in the order given
+    (a vector search's candidates: its copy in memory may hold chunks deleted since, and
+    holds those in the trash)."""
     kept: set[int] = set()
     where, args = filters.sql(conn) if filters else ("1", [])
     for start in range(0, len(ids), 500):
         part = list(ids[start:start + 500])
         marks = ",".join("?" * len(part))
-        kept.update(int(r[0]) for r in conn.execute(f"SELECT c.id FROM chunks c WHERE c.id IN ({marks}) AND {where}", (*part, *args)))
+        kept.update(int(r[0]) for r in conn.execute(f"SELECT c.id FROM chunks c WHERE c.id IN ({marks}) AND {LIVE} AND {where}", (*part, *args)))
     return [i for i in ids if i in kept]
 
 
@@ -220,14 +223,14 @@ def snippets(conn: sqlite3.Connection, match: str, ids: Sequence[int], tokens: i
 
 def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: dict[int, str], *, preview_chars: int = 240) -> list[Hit]:
     """``Hit`` rows for scored chunk ids (in that order); a chunk without a snippet shows the
-    start of its text. Ids no longer stored are left out."""
+    start of its text. Ids no longer stored, or in the trash, are left out."""
     if not scored:
         return []
     ids = [i for i, _ in scored]
     marks = ",".join("?" * len(ids))
     rows = {int(r[0]): r for r in conn.execute(
         f"""SELECT c.id, s.path, c.start_line, c.end_line, c.kind, substr(c.text, 1, ?) FROM chunks c
-            JOIN sources s ON s.id = c.source_id WHERE c.id IN ({marks})""", (preview_chars, *ids))}
+            JOIN sources s ON s.id = c.source_id WHERE c.id IN ({marks}) AND {LIVE}""", (preview_chars, *ids))}
     tags = tags_of(conn, ids)
     out = []
     for chunk_id, score in scored:

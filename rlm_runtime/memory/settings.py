@@ -48,7 +48,12 @@ class LinkConfig(BaseModel):
             make ``related_to`` links, and a term's list of chunks stops growing here, so each
             lookup reads at most ``rare_df`` rows whatever the size of the store.
         related_min_score: shared rare terms (1 each) plus shared rare tags (2 each) needed.
-        related_max: ``related_to`` links made per new chunk, strongest first.
+        related_max: ``related_to`` links made per new chunk, strongest first, ties to the
+            nearest chunk (by id: the order of writing, so the next paragraphs of a file, the
+            notes written just before).
+        related_cap: the most ``related_to`` links any chunk takes part in (made by it or
+            to it): a chunk that has them is passed over for the next nearest, so a tagged
+            ingest links each chunk to a few neighbours, never every chunk to every other.
         context_max: ``context_of`` links per new chunk to earlier chunks of the same run.
         co_recall_top: hits of one search or recall linked ``co_recalled`` pairwise.
         co_recall_step / co_recall_max: added to a ``co_recalled`` link each time, and its cap.
@@ -60,6 +65,7 @@ class LinkConfig(BaseModel):
     rare_df: int = Field(16, ge=2)
     related_min_score: float = Field(2.0, gt=0)
     related_max: int = Field(5, ge=0)
+    related_cap: int = Field(8, ge=0)
     context_max: int = Field(16, ge=0)
     co_recall_top: int = Field(5, ge=0)
     co_recall_step: float = Field(0.2, gt=0)

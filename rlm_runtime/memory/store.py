@@ -32,13 +32,15 @@ from rlm_runtime import hostwrites, private
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
+from rlm_runtime.memory import curation, lifecycle, links, search, transfer
 from rlm_runtime.memory import ingest as _ingest
-from rlm_runtime.memory import lifecycle, links, search, transfer
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
-from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending
+from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending, read_as_current
 from rlm_runtime.memory.records import (
+    Added,
+    Changed,
     ChunkStats,
     ChunkView,
     Hit,
@@ -46,6 +48,7 @@ from rlm_runtime.memory.records import (
     IngestReport,
     LifecycleReport,
     Link,
+    Listed,
     ReindexProgress,
     ReindexReport,
     StoreStats,
@@ -141,9 +144,11 @@ class MemoryStore:
         self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
         try:
             if readonly:
-                missing = [name for name in pending(self.db.conn) if name not in READ_ONLY_OPTIONAL]
+                waiting = pending(self.db.conn)
+                missing = [name for name in waiting if name not in READ_ONLY_OPTIONAL]
                 if missing:
                     raise StoreError(f"the memory store {self.path} needs migrations ({', '.join(missing)}): open it once for writing")
+                read_as_current(self.db.conn, waiting)
             else:
                 migrate(self.db.conn)
         except sqlite3.Error as e:
@@ -240,9 +245,21 @@ class MemoryStore:
 
     def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
                  run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
-                 ttl_s: float | None = None, stop: _ingest.Stop | None = None) -> list[int]:
+                 ttl_s: float | None = None, stop: _ingest.Stop | None = None, dedup: bool = True) -> list[int]:
+        """``store_text``, returning the ids of the text's chunks."""
+        return list(self.store_text(text, source=source, kind=kind, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
+                                    ttl_s=ttl_s, stop=stop, dedup=dedup).ids)
+
+    def store_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
+                   run_id: str | None = None, meta: dict[str, Any] | None = None, pinned: bool = False,
+                   ttl_s: float | None = None, stop: _ingest.Stop | None = None, dedup: bool = True) -> Added:
         """Store a text that is not a file (a note, a fact, a decision) as one or more chunks
-        appended to the memory source ``source`` (``follows`` its last chunk); return the ids.
+        appended to the memory source ``source`` (``follows`` its last chunk).
+
+        Identical text is stored once: a chunk whose text, whitespace aside, a live chunk of any
+        memory source already holds (a note, a remembered answer; not a file's chunk, which
+        comes and goes with its file) is not written again: the held chunk stands for it and
+        gets its tags (and its pin). A chunk in the trash does not count.
 
         Args:
             source: the label of the memory source (``notes``, ``run:<id>``...).
@@ -254,6 +271,8 @@ class MemoryStore:
             ttl_s: pruned this many seconds from now (unless pinned or promoted first).
             stop: called between windows of the text while it is chunked; what it raises ends
                 the call, with nothing stored.
+            dedup: store identical text once (False: every piece is written, as a context's
+                own index needs for a repeated paragraph).
 
         Raises:
             StoreError: the text is empty.
@@ -262,10 +281,30 @@ class MemoryStore:
         if not pieces:
             raise StoreError("nothing to store: the text is empty")
         now = self.clock()
+        keys = [_chunks.text_key(p.text) for p in pieces]
         with self._sql_errors(), self.db.write() as conn:
-            writer = self._writer(conn, source, now, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
-                                  expires_at=None if ttl_s is None else now + ttl_s)
-            return writer.write(conn, pieces, now)
+            held = _chunks.held_texts(conn, keys) if dedup else {}
+            fresh: list[_chunks.NewChunk] = []
+            seen: set[str] = set()
+            for piece, key in zip(pieces, keys, strict=True):
+                if dedup and (key in held or key in seen):  # held, or repeated within the text: its first copy stands
+                    continue
+                seen.add(key)
+                fresh.append(piece)
+            new: list[int] = []
+            if fresh:  # (a text held whole makes no source)
+                writer = self._writer(conn, source, now, tags=tags, run_id=run_id, meta=meta, pinned=pinned,
+                                      expires_at=None if ttl_s is None else now + ttl_s)
+                new = writer.write(conn, fresh, now)
+            _chunks.set_text_keys(conn, [(i, p.text) for i, p in zip(new, fresh, strict=True)])
+            made = {_chunks.text_key(p.text): i for i, p in zip(new, fresh, strict=True)} if dedup else {}
+            if held:
+                old = list(dict.fromkeys(held.values()))
+                _chunks.add_tags(conn, old, tags)
+                if pinned:
+                    curation.pin(conn, old, True)
+            ids = new if not dedup else [held.get(key) or made[key] for key in keys]
+        return Added(tuple(ids), tuple(new))
 
     def remember(self, question: str, answer: str, *, run_id: str, trajectory: str | os.PathLike[str] | None = None,
                  cells: Sequence[str] = (), read_chunk_ids: Sequence[int] = (), tags: Sequence[str] = ()) -> list[int]:
@@ -289,7 +328,9 @@ class MemoryStore:
             writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta)
             answer_ids = writer.write(conn, answer_pieces, now)
             cell_ids = writer.write(conn, cell_pieces, now)
-            used = [i for i in read if conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone()]
+            _chunks.set_text_keys(conn, [*zip(answer_ids, [p.text for p in answer_pieces], strict=True),
+                                         *zip(cell_ids, [p.text for p in cell_pieces], strict=True)])
+            used = [i for i in read if conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NULL", (i,)).fetchone()]
             for a in answer_ids:
                 for b in used[:MAX_DERIVED]:
                     links.upsert(conn, a, b, "derived_from", 1.0, now)
@@ -301,13 +342,13 @@ class MemoryStore:
         type gets this strength.
 
         Raises:
-            ChunkNotFound: either chunk does not exist.
+            ChunkNotFound: either chunk does not exist (or is in the trash).
         """
         if not type or not type.strip():
             raise StoreError("a link needs a type")
         with self._sql_errors(), self.db.write() as conn:
             for i in (a, b):
-                if not conn.execute("SELECT 1 FROM chunks WHERE id = ?", (i,)).fetchone():
+                if not conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NULL", (i,)).fetchone():
                     raise ChunkNotFound(i)
             links.set_link(conn, a, b, type.strip(), strength, self.clock())
 
@@ -316,28 +357,64 @@ class MemoryStore:
         with self._sql_errors(), self.db.write() as conn:
             return links.unlink(conn, a, b, type)
 
-    def pin(self, ids: Iterable[int], pinned: bool = True) -> int:
-        """Pin chunks (never pruned) or unpin them; return how many exist."""
-        ids = list(ids)
+    def pin(self, ids: Iterable[int], pinned: bool = True) -> Changed:
+        """Pin live chunks (never pruned) or unpin them (``curation.pin``)."""
         with self._sql_errors(), self.db.write() as conn:
-            return sum(conn.execute("UPDATE chunk_stats SET pinned = ? WHERE chunk_id = ?", (int(pinned), i)).rowcount for i in ids)
+            return curation.pin(conn, ids, pinned)
 
-    def expire(self, ids: Iterable[int], at: float | None) -> int:
-        """Set when chunks expire (seconds since the epoch; None: never); return how many exist."""
-        ids = list(ids)
-        with self._sql_errors(), self.db.write() as conn:
-            return sum(conn.execute("UPDATE chunk_stats SET expires_at = ? WHERE chunk_id = ?", (at, i)).rowcount for i in ids)
+    def expire(self, ids: Iterable[int], at: float | None) -> Changed:
+        """Set when live chunks expire (seconds since the epoch; None: never). A chunk
+        promoted to long-term later loses its expiry (``lifecycle``).
 
-    def forget(self, chunk_id: int) -> bool:
-        """Delete one chunk with its links and statistics (its neighbours stay linked
-        ``follows``); whether it existed."""
+        Raises:
+            StoreError: ``at`` is not a finite time.
+        """
+        if at is not None and not (isinstance(at, (int, float)) and -1e12 < at < 1e12):
+            raise StoreError(f"not a time: {at!r}")
         with self._sql_errors(), self.db.write() as conn:
-            return _chunks.delete_chunks(conn, [chunk_id], self.clock()) > 0
+            return curation.expire(conn, ids, at)
+
+    def forget(self, ids: int | Iterable[int]) -> Changed:
+        """Move chunks to the trash: every search, recall, read and export leaves them out
+        until ``restore``; ``purge`` deletes them for good."""
+        with self._sql_errors(), self.db.write() as conn:
+            return curation.soft_delete(conn, [ids] if isinstance(ids, int) else ids, self.clock())
+
+    def restore(self, ids: Iterable[int]) -> Changed:
+        """Bring chunks back from the trash, as they were (links, vectors, statistics)."""
+        with self._sql_errors(), self.db.write() as conn:
+            return curation.restore(conn, ids)
+
+    def purge(self, older_than_s: float | None = None, *, dry_run: bool = False) -> list[int]:
+        """Delete for good the chunks in the trash (those moved there at least
+        ``older_than_s`` seconds ago when given), with their links and statistics (their
+        neighbours stay linked ``follows``); return their ids (that would go, with ``dry_run``)."""
+        before = None if older_than_s is None else self.clock() - older_than_s
+        with self._sql_errors():
+            if dry_run:
+                with self.db.snapshot() as conn:
+                    return curation.in_trash(conn, before)
+            with self.db.write() as conn:
+                ids = curation.in_trash(conn, before)
+                curation.purge(conn, ids, self.clock())
+                return ids
+
+    def in_trash(self, chunk_id: int) -> bool:
+        """Whether the chunk is in the trash (forgotten, not yet purged)."""
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NOT NULL", (int(chunk_id),)).fetchone() is not None
+
+    def list_chunks(self, filters: curation.ListFilter | None = None, *, limit: int = 50) -> list[Listed]:
+        """Chunks without a query, most recently stored first (``curation.list_chunks``)."""
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return curation.list_chunks(conn, filters or curation.ListFilter(), limit)
 
     def forget_source(self, path: str | os.PathLike[str], *, dry_run: bool = False) -> int:
         """Delete a source (a file path, a folder's path: every file stored under it, or a
         memory label such as ``run:<id>``) and all its chunks, with their links and stats.
         Returns the chunks deleted, or that would be with ``dry_run`` (0: no such source).
+        This deletes for good, the source's chunks in the trash too: a file's chunks mirror
+        the file, and ``rlm memory add`` brings them back.
         A folder matches whole path components: ``/a/b`` never takes ``/a/bc``."""
         name = os.fspath(path)
         full = os.path.abspath(os.path.expanduser(name))
@@ -563,19 +640,29 @@ class MemoryStore:
     def stats(self) -> StoreStats:
         """Chunks, sources, tokens, links by type, tiers, pinned chunks, traces, size on disk."""
         with self._sql_errors(), self.db.snapshot() as conn:
-            chunks, tokens = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM chunks").fetchone()
+            chunks, tokens = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM chunks WHERE deleted_at IS NULL").fetchone()
+            deleted = conn.execute("SELECT count(*) FROM chunks WHERE deleted_at IS NOT NULL").fetchone()[0]
             sources = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
             by_type = dict(conn.execute("SELECT type, count(*) FROM links GROUP BY type ORDER BY type").fetchall())
-            tiers = dict(conn.execute("SELECT tier, count(*) FROM chunk_stats GROUP BY tier ORDER BY tier").fetchall())
-            pinned = conn.execute("SELECT count(*) FROM chunk_stats WHERE pinned = 1").fetchone()[0]
+            # Less the links that touch the trash (read through its index, not link by link).
+            for kind, n in conn.execute(
+                    """SELECT type, count(*) FROM (
+                           SELECT src, type, dst FROM links WHERE src IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)
+                           UNION SELECT src, type, dst FROM links WHERE dst IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL))
+                       GROUP BY type"""):
+                by_type[kind] -= n
+            by_type = {k: v for k, v in by_type.items() if v}
+            live = "chunk_id NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)"  # reads only the trash's index
+            tiers = dict(conn.execute(f"SELECT tier, count(*) FROM chunk_stats WHERE {live} GROUP BY tier ORDER BY tier").fetchall())
+            pinned = conn.execute(f"SELECT count(*) FROM chunk_stats WHERE pinned = 1 AND {live}").fetchone()[0]
             traces = conn.execute("SELECT count(*) FROM recall_traces").fetchone()[0]
             names = tuple(applied(conn))
             has_vectors = "m006_chunk_vectors" in names
-            vectors = int(conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]) if has_vectors else 0
+            vectors = int(conn.execute(f"SELECT count(*) FROM chunk_vectors WHERE {live}").fetchone()[0]) if has_vectors else 0
             model = conn.execute("SELECT model FROM vector_meta WHERE id = 1").fetchone() if has_vectors else None
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists())
         return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names,
-                          vectors, None if model is None else str(model[0]))
+                          vectors, None if model is None else str(model[0]), int(deleted))
 
     def reindex(self, *, rebuild: bool = False, progress: Callable[[ReindexProgress], None] | None = None,
                 stop: _ingest.Stop | None = None, batch: int = 0) -> ReindexReport:

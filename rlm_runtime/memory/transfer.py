@@ -8,6 +8,10 @@ Import into an empty store keeps every id, so exporting the imported store gives
 records. Import into a store that has content merges: sources are matched by kind and path,
 a chunk whose text that source already holds maps to the stored chunk (its statistics stay),
 the others get new ids; links and traces follow the mapping (a stronger link wins).
+
+Chunks in the trash (``forget``) are not exported, nor their links, nor their places in
+traces: an export is what the store remembers, and a text its user forgot must not travel in
+an export made to share or move the store. (A backup of the trash is the store file itself.)
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from rlm_runtime.memory import import_check, links
-from rlm_runtime.memory.chunks import NewChunk, insert_chunk
+from rlm_runtime.memory.chunks import NewChunk, insert_chunk, set_text_keys
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.migrations import applied
 from rlm_runtime.memory.value_check import read_meta
@@ -57,7 +61,7 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                   s.tier, s.pinned, s.expires_at,
                   (SELECT json_group_array(tag) FROM (SELECT tag FROM chunk_tags WHERE chunk_id = c.id ORDER BY tag)),
                   (SELECT json_group_array(term) FROM (SELECT term FROM chunk_terms WHERE chunk_id = c.id ORDER BY term))
-           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id ORDER BY c.id""")
+           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id WHERE c.deleted_at IS NULL ORDER BY c.id""")
     for r in cur:
         yield {"type": "chunk", "id": r[0], "source_id": r[1], "seq": r[2], "text": r[3], "start_byte": r[4], "end_byte": r[5],
                "start_line": r[6], "end_line": r[7], "tokens": r[8], "kind": r[9], "hash": r[10], "run_id": r[11],
@@ -65,12 +69,15 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                "stats": {"recall_count": r[16], "last_recall": r[17], "strength": r[18], "strength_at": r[19], "tier": r[20],
                          "pinned": bool(r[21]), "expires_at": r[22]},
                "tags": json.loads(r[23]), "terms": json.loads(r[24])}
-    for r in conn.execute("SELECT src, dst, type, strength, count, created, updated FROM links ORDER BY src, type, dst"):
+    for r in conn.execute("""SELECT src, dst, type, strength, count, created, updated FROM links
+                             WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE id IN (src, dst) AND deleted_at IS NOT NULL)
+                             ORDER BY src, type, dst"""):
         yield {"type": "link", "src": r[0], "dst": r[1], "link_type": r[2], "strength": r[3], "count": r[4], "created": r[5], "updated": r[6]}
     for r in conn.execute(
             """SELECT t.id, t.at, t.op, t.query, t.run_id,
                       (SELECT json_group_array(json_array(rank, chunk_id, score))
-                       FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id ORDER BY rank))
+                       FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id
+                             AND chunk_id NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL) ORDER BY rank))
                FROM recall_traces t ORDER BY t.id"""):
         yield {"type": "trace", "id": r[0], "at": r[1], "op": r[2], "query": r[3], "run_id": r[4], "chunks": json.loads(r[5])}
 
@@ -93,6 +100,7 @@ class _Importer:
         self.chunks: dict[int, int] = {}
         self.hashes: dict[int, dict[str, int]] = {}  # new source id -> hash -> chunk id (merge mode)
         self.counts = {"source": 0, "chunk": 0, "link": 0, "trace": 0, "merged": 0}
+        self.kinds: dict[int, bool] = {}  # source id -> a memory source
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], None]]:
         return {"source": self.source, "chunk": self.chunk, "link": self.link, "trace": self.trace}
@@ -120,7 +128,8 @@ class _Importer:
         if not self.keep_ids:
             known = self.hashes.get(sid)
             if known is None:
-                rows = self.conn.execute("SELECT id, hash FROM chunks WHERE source_id = ?", (sid,))
+                # Not into a chunk in the trash: an imported text is meant to be found.
+                rows = self.conn.execute("SELECT id, hash FROM chunks WHERE source_id = ? AND deleted_at IS NULL", (sid,))
                 known = self.hashes[sid] = {str(h): int(i) for i, h in rows}
             if r["hash"] in known:
                 self.chunks[r["id"]] = known[r["hash"]]
@@ -132,6 +141,8 @@ class _Importer:
                               meta=r["meta"], digest=r["hash"], pinned=bool(st["pinned"]), expires_at=st["expires_at"],
                               chunk_id=r["id"] if self.keep_ids else None)
         self.conn.execute("UPDATE chunks SET modified = ?, accessed = ? WHERE id = ?", (r["modified"], r["accessed"], new_id))
+        if self._is_memory(sid):  # a note imported is one ``add_text`` will not store twice
+            set_text_keys(self.conn, [(new_id, r["text"])])
         self.conn.execute("""UPDATE chunk_stats SET recall_count = ?, last_recall = ?, strength = ?, strength_at = ?, tier = ?
                              WHERE chunk_id = ?""",
                           (st["recall_count"], st["last_recall"], st["strength"], st["strength_at"], st["tier"], new_id))
@@ -140,6 +151,12 @@ class _Importer:
         # onto (a re-import merges), never two chunks of one file with the same text.
         self.chunks[r["id"]] = new_id
         self.counts["chunk"] += 1
+
+    def _is_memory(self, sid: int) -> bool:
+        if sid not in self.kinds:
+            row = self.conn.execute("SELECT kind FROM sources WHERE id = ?", (sid,)).fetchone()
+            self.kinds[sid] = row is not None and row[0] == "memory"
+        return self.kinds[sid]
 
     def link(self, r: dict[str, Any]) -> None:
         a, b = self.chunks.get(r["src"]), self.chunks.get(r["dst"])

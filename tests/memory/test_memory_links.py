@@ -108,11 +108,44 @@ def test_link_to_unknown_chunk_raises(store: MemoryStore) -> None:
 
 
 def test_forgetting_a_middle_chunk_keeps_the_chain(open_store: Callable[..., MemoryStore], write: Callable[..., Path]) -> None:
-    """It links the chunks before and after a forgotten one, and drops the forgotten one's links."""
+    """It hides a forgotten chunk's links, and once purged links the chunks before and after it and drops its links."""
     st = open_store(small_chunks())
     st.ingest(write("chain.txt", paragraphs("kea", 5)))
     ids = [r[0] for r in st.db.conn.execute("SELECT id FROM chunks ORDER BY seq")]
     assert st.forget(ids[2]) and not st.forget(ids[2])
+    assert {(lk.src, lk.dst) for lk in st.links(ids[1], "follows")} == {(ids[0], ids[1])}
+    assert st.purge() == [ids[2]]
     assert {(lk.src, lk.dst) for lk in st.links(ids[1], "follows")} == {(ids[0], ids[1]), (ids[1], ids[3])}
     assert st.db.conn.execute("SELECT count(*) FROM links WHERE src = ? OR dst = ?", (ids[2], ids[2])).fetchone()[0] == 0
     assert st.integrity_check() == []
+
+
+def _related_degrees(st: MemoryStore) -> dict[int, int]:
+    degree: dict[int, int] = {}
+    for src, dst in st.db.conn.execute("SELECT src, dst FROM links WHERE type = 'related_to'"):
+        degree[src] = degree.get(src, 0) + 1
+        degree[dst] = degree.get(dst, 0) + 1
+    return degree
+
+
+def test_a_tagged_ingest_links_each_chunk_to_a_few_neighbours(open_store: Callable[..., MemoryStore],
+                                                              write: Callable[..., Path]) -> None:
+    """It gives no chunk of a tagged ingest more related_to links than related_cap, each new one linked to its nearest, the same every time."""
+    paths = [write(f"n{i:02d}.txt", f"Note {i} about the harbour.") for i in range(15)]  # rare tag: every note shares it
+    made = []
+    for name in ("a.db", "b.db"):
+        st = open_store(small_chunks(related_max=3, related_cap=4), path=Path(paths[0]).parent / name)
+        st.ingest(paths, tags=["harbour"])
+        made.append(sorted((lk.src, lk.dst) for cid in range(1, 16) for lk in st.links(cid, "related_to")))
+        degree = _related_degrees(st)
+        assert degree and max(degree.values()) <= 4 and len(degree) > 10
+    assert made[0] == made[1]  # deterministic
+    first_links = {dst for src, dst in made[0] if src == 2} | {src for src, dst in made[0] if dst == 2}
+    assert first_links <= {1, 3, 4, 5}  # chunk 2's partners are its nearest, never the far end of the ingest
+
+
+def test_related_cap_zero_makes_no_related_links(open_store: Callable[..., MemoryStore], write: Callable[..., Path]) -> None:
+    """It makes no related_to link at all when related_cap is 0."""
+    st = open_store(small_chunks(related_cap=0))
+    st.ingest([write(f"m{i}.txt", f"Memo {i} on the lighthouse.") for i in range(6)], tags=["light"])
+    assert _related_degrees(st) == {}

@@ -37,17 +37,21 @@ def test_forget_source_removes_a_file_or_a_memory_source(open_store: Callable[..
 
 
 def test_forgetting_the_last_memory_drops_its_source(store: MemoryStore) -> None:
-    """It removes a memory source whose last chunk is forgotten."""
+    """It removes a memory source whose last chunk is forgotten and purged."""
     [cid] = store.add_text("a lone salamander", source="lonely")
-    assert store.forget(cid) and store.stats().sources == 0
+    assert store.forget(cid) and store.stats().sources == 1
+    assert store.purge() == [cid] and store.stats().sources == 0
 
 
 def test_pin_and_expire(store: MemoryStore) -> None:
-    """It pins, unpins and sets expiry of chunks that exist, and counts them."""
+    """It pins, unpins and sets expiry of live chunks, and names the ids it could not change."""
     [cid] = store.add_text("the olm lives in caves")
-    assert store.pin([cid, 999]) == 1 and store.chunk_stats(cid).pinned
-    assert store.expire([cid], 123.0) == 1 and store.chunk_stats(cid).expires_at == 123.0
-    assert store.pin([cid], False) == 1 and not store.chunk_stats(cid).pinned
+    assert store.pin([cid, 999, cid]).to_dict() == {"done": [cid], "missing": [999]} and store.chunk_stats(cid).pinned
+    assert store.expire([cid], 123.0).done == (cid,) and store.chunk_stats(cid).expires_at == 123.0
+    assert store.expire([cid], None).done == (cid,) and store.chunk_stats(cid).expires_at is None
+    assert store.pin([cid], False).done == (cid,) and not store.chunk_stats(cid).pinned
+    store.forget(cid)
+    assert store.pin([cid]).missing == (cid,) and not store.chunk_stats(cid).pinned
 
 
 def test_optimize_keeps_search_working(store: MemoryStore) -> None:
