@@ -233,8 +233,14 @@ class Records(list[Record]):
                 named.append(r)
             elif any(_same(v, value) for v in items[1:]):
                 mentioning.append(r)
-        if named or mentioning:
+        if named:
             return self._derived(named + mentioning, "")
+        if mentioning:
+            # No record is named so: say which field holds the value (a release date found
+            # by find() is the release of these records, not a record of its own).
+            held = Counter(k for r in mentioning[:_HELD_IN_MOST] for k, v in list(r.items())[1:] if _same(v, value))
+            where = " or ".join(f"the {k}" for k, _ in held.most_common(3))
+            return self._derived(mentioning, f"no record is named {value!r}; it is {where} of these")
         # No whole value: the records holding it as words of a value (a part of a name).
         words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
         partial = [r for r in self if words is not None and any(
@@ -269,6 +275,8 @@ class Records(list[Record]):
         # A slice says what it was cut from: small models count the records they see printed.
         size = f"{len(self)} records" if self._of is None or self._of == len(self) else f"{len(self)} of {self._of} records"
         head = f"{size} ({shape}); fields: {', '.join(self.fields[:30])}"
+        if self._note:
+            head += f"\nnote: {self._note}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
         rows = [f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}" for r in shown]
         if len(shown) < len(self):

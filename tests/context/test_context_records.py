@@ -300,6 +300,15 @@ def test_a_table_cell_over_the_csv_limit_is_a_clear_error() -> None:
     assert sniff(huge_first.split("\n")).kind == "paragraphs"  # sniffing never raises
 
 
+def test_a_value_no_record_is_named_says_which_field_holds_it() -> None:
+    """It says a found value names no record and which field holds it, so a chain's last value is not looked up again."""
+    recs = parse_text(SHAPES["jsonl"])
+    found = recs.find("mara lind")
+    assert len(found) == 2
+    assert "note: no record is named 'mara lind'; it is the owner of these" in repr(found)
+    assert "note:" not in repr(recs.find("T-3"))  # T-3 names a record: no note
+
+
 def test_finding_a_field_name_shows_the_fields_values() -> None:
     """It answers find() of a field's name with the field's tally, not a bare "no record"."""
     recs = parse_text(SHAPES["jsonl"])
