@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import csv
 import functools
+import html
 import json
 import re
 from collections import Counter
@@ -67,6 +68,12 @@ _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 # class excludes both separators, so the match is bounded by the name's 48 characters.
 _FIELD = re.compile(r"^\s*([A-Za-z][\w .'/()&-]{0,47}?)\s*[:=]\s?(.*)$", re.S)
 _URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://")
+# XML, one element a line: a leaf <status>up</status> is a field; <host name="x"> (or <host>)
+# opens a record, with its attributes as fields, and </host> closes it; <host a="1"/> is one.
+_XML_LEAF = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})(?:\s[^<>]*)?>([^<]*)</\1>\s*$")
+_XML_OPEN = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})((?:\s[^<>/]*)?)(/?)>\s*$")
+_XML_ATTR = re.compile(r"([A-Za-z_][\w.:-]{0,47})\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_XML_CLOSE = re.compile(r"^\s*</[A-Za-z_][\w.-]{0,47}\s*>\s*$")
 _SEPARATORS = (" | ", "|", "; ", ";", "\t", ", ")
 _DELIMITERS = ("\t", ",", ";", "|")
 
@@ -360,6 +367,9 @@ def _field(line: str) -> tuple[str, str] | None:
     """``(name, value)`` of a ``name: value`` line (bullets allowed), or None."""
     text = line[:_LINE_HEAD]
     first = text.lstrip()[:1]
+    if first == "<":
+        leaf = _XML_LEAF.match(text)
+        return (_norm(leaf.group(1)), html.unescape(leaf.group(2).strip())) if leaf else None
     if not first.isalpha():
         if first not in _BULLET_STARTS and not first.isdigit():
             return None  # a field name starts with a letter, after a bullet at most
@@ -537,6 +547,8 @@ def sniff(lines: Iterable[str]) -> Shape:
         headings += heading is not None
         if pair is not None:
             singles.append(pair)
+        elif line.lstrip()[:1] == "<" and (opened := _XML_OPEN.match(line[:_LINE_HEAD])):
+            singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
     if len(singles) + headings >= 0.5 * len(sample) and singles:
         return Shape("blocks", _fields_of([k] for k, _ in singles))
     # Lines of one sentence each are read by the words around their values (slots); lines of
@@ -665,6 +677,22 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
                 yield record
                 record, first_key, last_key = None, None, None
             continue
+        if raw.lstrip()[:1] == "<":
+            if raw.lstrip()[:2] in ("<?", "<!"):
+                continue  # an XML declaration, doctype or comment
+            opened, closed = _XML_OPEN.match(raw[:_LINE_HEAD]), _XML_CLOSE.match(raw[:_LINE_HEAD])
+            if opened or closed:
+                if record:
+                    yield record
+                record, first_key, last_key = None, None, None
+                if opened:
+                    attrs = Record(((_norm(name), html.unescape(v1 or v2)) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))),
+                                   line=line_no)
+                    if opened.group(3) and attrs:  # <host a="1"/>: a whole record
+                        yield attrs
+                    elif not opened.group(3):
+                        record, first_key = attrs, next(iter(attrs), None)
+                continue
         pair = _field(raw)
         if (pair is not None and not pair[1] and raw[:1] not in (" ", "\t") and k + 1 < len(lines)
                 and lines[k + 1][:1] in (" ", "\t") and _field(lines[k + 1]) is not None):

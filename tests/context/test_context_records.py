@@ -45,6 +45,11 @@ SHAPES = {
         f"| {' | '.join(t.values())} |\n" for t in TICKETS) + "+--------+-------+\n",
     "table-fixed": f"{'TICKET':<8}{'STATE':<10}{'OWNER':<12}BLOCKS\n" + "".join(
         f"{t['ticket']:<8}{t['state']:<10}{t['owner']:<12}{t['blocks']}\n" for t in TICKETS),
+    "xml": '<?xml version="1.0"?>\n<tickets>\n' + "".join(
+        f'  <ticket id="{t["ticket"]}">\n' + "".join(f"    <{k}>{v}</{k}>\n" for k, v in t.items() if k != "ticket")
+        + "  </ticket>\n" for t in TICKETS) + "</tickets>\n",
+    "xml-attributes": "<tickets>\n" + "".join(
+        "  <ticket " + " ".join(f'{k}="{v}"' for k, v in t.items()) + "/>\n" for t in TICKETS) + "</tickets>\n",
     "markdown": "# Tracker export\n\n" + "".join(
         f"### ticket: {t['ticket']}\n\n" + "".join(f"- {k}: {v}\n" for k, v in t.items() if k != "ticket") + "\n"
         for t in TICKETS),
@@ -56,7 +61,7 @@ def test_every_shape_gives_the_same_records(name: str) -> None:
     """It reads the same four tickets from JSON lines, inline fields, tables, blocks and markdown sections."""
     recs = parse_text(SHAPES[name])
     assert len(recs) == 4, (name, recs)
-    key = "title" if name == "ini" else "ticket"  # a section's name is its title
+    key = {"ini": "title", "xml": "id"}.get(name, "ticket")  # a section's name is its title; an element's, its attribute
     assert [r[key] for r in recs] == ["T-1", "T-2", "T-3", "T-4"]
     assert len(recs.where("state", "open")) == 2
     assert recs.tally("owner") == {"mara lind": 2, "otto berg": 1, "ines vo": 1}
@@ -169,7 +174,9 @@ def test_parsing_stays_linear_on_hostile_lines() -> None:
     """It parses long lines of separators, colons and spaces in time linear in their size."""
 
     def seconds(n: int) -> float:
-        lines = [("a" * 40 + " " * 40 + ":" + " |" * n), (" " * n + "x"), ("k=" * n), ("#" * 6 + " " + ":" * n)]
+        lines = [("a" * 40 + " " * 40 + ":" + " |" * n), (" " * n + "x"), ("k=" * n), ("#" * 6 + " " + ":" * n),
+                 ("<a " + 'b="c" ' * n + ">"), ("<a>" + "<" * n + "</a>"), ("<a" + " " * n + ">" + "x" * n + "</b>"),
+                 ("The x of y is z. " * n), ("host h status s " * n)]
         start = time.perf_counter()
         for line in lines:
             parse([line] * 20)
