@@ -234,8 +234,20 @@ def m008_text_keys(conn: sqlite3.Connection) -> None:
         set_text_keys(conn, [(int(i), str(t)) for i, t in rows])
 
 
+@migration
+def m009_upkeep(conn: sqlite3.Connection) -> None:
+    # When the store's scheduled upkeep last ran (one row, written by the store's own clock
+    # on its first open: the first upkeep comes a day after, not on the first open).
+    _script(conn, """
+        CREATE TABLE upkeep (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_run REAL NOT NULL
+        );
+    """)
+
+
 #: Migrations a store opened read-only may lack: it reads as it did before them (see ``read_as_current``).
-READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys"})
+READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys", "m009_upkeep"})
 #: The columns of ``chunks`` a migration added, and the value a store without them reads as.
 _ADDED_COLUMNS = {"m007_soft_delete": "NULL AS deleted_at", "m008_text_keys": "NULL AS text_key"}
 

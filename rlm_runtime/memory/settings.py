@@ -175,6 +175,10 @@ class MemorySettings(BaseModel):
         durable: ``synchronous=FULL`` (survives a power cut, slower commits) instead of NORMAL
             (survives a killed process).
         trace_retention_days: ``prune`` drops recall traces older than this.
+        maintain_every_s: a store opened for writing this long after its last upkeep runs it
+            (``MemoryStore.maintain``: strengths decayed, often-recalled chunks promoted,
+            expired and faded memories moved to the trash, old recall traces dropped); 0
+            never runs it on open (``rlm memory prune`` still does, by hand).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -186,3 +190,4 @@ class MemorySettings(BaseModel):
     busy_timeout_s: float = Field(10.0, gt=0)
     durable: bool = False
     trace_retention_days: float = Field(90.0, gt=0)
+    maintain_every_s: float = Field(86_400.0, ge=0)

@@ -159,6 +159,11 @@ class MemoryStore:
             raise
         self._df_cache: dict[int, dict[str, int]] = {}
         self._df_version: tuple[int, int] | None = None
+        if not readonly and self.settings.maintain_every_s > 0:
+            try:
+                self.maintain()
+            except StoreError:
+                pass  # another writer holds the store: the upkeep runs on a later open
 
     # ------------------------------------------------------------------ lifetime
 
@@ -626,6 +631,44 @@ class MemoryStore:
         to long-term (see ``lifecycle``); ``dry_run`` only reports."""
         with self._sql_errors():
             return lifecycle.decay_and_promote(self.db, self.settings.recall, self.clock() if now is None else now, dry_run=dry_run)
+
+    def maintain(self, *, force: bool = False) -> LifecycleReport | None:
+        """The store's scheduled upkeep, when ``settings.maintain_every_s`` have passed since
+        the last (a store opened for writing calls it; its first open starts the clock) or
+        when ``force``: strengths decayed
+        and often-recalled chunks promoted (``decay_and_promote``), the memories ``prune``
+        would remove moved to the trash instead (``restore`` brings them back, ``purge``
+        deletes them), recall traces past ``trace_retention_days`` dropped. One pass over
+        the chunks' statistics, at most once a day by default. None when it was not due (or
+        the store is read-only)."""
+        if self.db.readonly:
+            return None
+        now = self.clock()
+        cfg = self.settings.recall
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                row = conn.execute("SELECT last_run FROM upkeep WHERE id = 1").fetchone()
+            every = self.settings.maintain_every_s
+            if row is None and not force:
+                # The first open since the upkeep existed starts its clock: a day from now.
+                with self.db.write() as conn:
+                    conn.execute("INSERT OR IGNORE INTO upkeep (id, last_run) VALUES (1, ?)", (now,))
+                return None
+            # A clock behind the last run (set back) is not due: never twice in a day.
+            due = every > 0 and row is not None and now - float(row[0]) >= every
+            if not (force or due):
+                return None
+            aged = lifecycle.decay_and_promote(self.db, cfg, now)
+            with self.db.snapshot() as conn:
+                reasons = lifecycle.prune_candidates(conn, cfg, now)
+            with self.db.write() as conn:
+                moved = curation.soft_delete(conn, sorted(reasons), now)
+                traces = conn.execute("DELETE FROM recall_traces WHERE at < ?",
+                                      (now - self.settings.trace_retention_days * lifecycle.DAY,)).rowcount
+                conn.execute("INSERT INTO upkeep (id, last_run) VALUES (1, ?) "
+                             "ON CONFLICT(id) DO UPDATE SET last_run = excluded.last_run", (now,))
+        return LifecycleReport(dry_run=False, decayed=aged.decayed, promoted=aged.promoted, removed=moved.done,
+                               reasons={i: reasons[i] for i in moved.done}, traces_removed=max(0, traces))
 
     def prune(self, now: float | None = None, dry_run: bool = False) -> LifecycleReport:
         """Remove expired and faded memories (never pinned ones, never file chunks by

@@ -170,3 +170,44 @@ def test_prune_drops_old_traces(open_store: Callable[..., MemoryStore], clock: C
     clock.advance(2 * DAY)
     st.search("mink")
     assert st.prune().traces_removed == 1 and st.stats().traces == 1
+
+
+def test_the_upkeep_runs_on_open_once_a_day(open_store: Callable[..., MemoryStore], clock: Clock) -> None:
+    """It decays, promotes and moves expired memories to the trash when a store is opened a day after its last upkeep, and not again that day."""
+    store = open_store()
+    assert store.maintain() is None  # the first open started the clock
+    lasting = store.add_text("the okapi lives in the Ituri forest", source="a")[0]
+    fleeting = store.add_text("the kiosk closes at noon today", source="b")[0]
+    store.expire([fleeting], clock() + HOUR)
+    for _ in range(RecallConfig().promote_after):
+        store.reinforce([lasting])
+    store.close()
+
+    clock.advance(2 * HOUR)
+    store = open_store()  # not a day yet: nothing moved
+    assert store.read_many([fleeting], record=False) and store.chunk_stats(lasting).tier == "working"
+    store.close()
+
+    clock.advance(DAY)
+    store = open_store()
+    assert store.chunk_stats(lasting).tier == "long_term"
+    assert store.read_many([fleeting], record=False) == []  # in the trash, not gone
+    assert store.restore([fleeting]).done == (fleeting,)
+    assert store.maintain() is None  # ran on open: not due again today
+    forced = store.maintain(force=True)
+    assert forced is not None and forced.removed == (fleeting,) and forced.reasons[fleeting] == "expired"
+    store.close()
+
+
+def test_no_upkeep_on_open_when_switched_off(open_store: Callable[..., MemoryStore], clock: Clock) -> None:
+    """It leaves an expired memory alone on open when maintain_every_s is 0 (prune still removes it by hand)."""
+    off = MemorySettings(maintain_every_s=0)
+    store = open_store(off)
+    gone_soon = store.add_text("the ferry leaves at six", source="b")[0]
+    store.expire([gone_soon], clock() + HOUR)
+    store.close()
+    clock.advance(3 * DAY)
+    store = open_store(off)
+    assert store.read_many([gone_soon], record=False)
+    assert store.prune().removed == (gone_soon,)
+    store.close()
