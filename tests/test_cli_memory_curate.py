@@ -253,3 +253,24 @@ def test_add_the_same_note_twice_keeps_one(monkeypatch: pytest.MonkeyPatch, caps
     assert f"already held as chunk {a}" in capsys.readouterr().out
     with MemoryStore(db, readonly=True) as st:
         assert st.stats().chunks == 1 and st.read(a, record=False).tags == ("plants",)
+
+
+def test_recall_from_a_chunk_shows_its_linked_chunks(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: str) -> None:
+    """It ranks the chunks linked to --from first, shows each score's terms, counts nothing as a recall, and refuses an unknown chunk."""
+    [a] = _note(monkeypatch, capsys, db, "The lighthouse keeper logs the fog horn hours.")
+    [b] = _note(monkeypatch, capsys, db, "Fog horn repairs are billed to the harbour board.")
+    [c] = _note(monkeypatch, capsys, db, "Seagulls nest on the north pier in April.")
+    assert main(["memory", "link", str(a), str(c), "supports", "--store", db]) == 0
+    capsys.readouterr()
+    assert main(["memory", "recall", "--from", str(a), "--store", db]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith(f"{c}  ") and "(text 0.00, link " in first and "link 0.00" not in first
+    assert f"\n{a}  " not in "\n" + out  # the seed is not listed
+    assert main(["memory", "recall", "fog horn", "--from", str(a), "-k", "1", "--store", db, "--json"]) == 0
+    hits = _json(capsys)["hits"]
+    assert [h["chunk_id"] for h in hits] == [b] and hits[0]["parts"]["text"] > 0
+    with MemoryStore(db) as store:
+        assert store.chunk_stats(c).recall_count == 0
+    assert main(["memory", "recall", "--from", "999", "--store", db]) != 0
+    _error(capsys, "no chunk with id 999")

@@ -85,7 +85,7 @@ def add_commands(commands: Any) -> None:
     both = [store, as_json]
 
     memory = add_command(
-        commands, "memory", help="the persistent memory store: add, search, list, show, link, pin, forget, restore, stats, prune, ...",
+        commands, "memory", help="the persistent memory store: add, search, recall, list, show, link, pin, forget, restore, stats, prune, ...",
         description="The persistent memory store (one SQLite file): files and remembered answers, chunked and\n"
                     "searchable, for rlm ask|repl --memory.",
         examples=("rlm memory add notes/ --tags work", 'rlm memory search "launch code" -k 5',
@@ -119,6 +119,19 @@ def add_commands(commands: Any) -> None:
     se.add_argument("--tags", action="append", default=[], metavar="A,B", help="only chunks having every tag")
     se.add_argument("--source", metavar="PATH", help="only chunks from this file, folder or memory label")
     se.set_defaults(run=_guarded(_search))
+
+    rc = add_command(actions, "recall", parents=both,
+                     help="what the store would recall: by words, and by links from chunks you name (read-only)",
+                     description="Rank chunks as a run's memory does: text relevance to QUERY, link strength from the\n"
+                                 "--from chunks (co-recalled, related, followed), recency and reinforcement (each\n"
+                                 "shown). Without a query or --from, the recently made or recalled chunks. Looking\n"
+                                 "from a shell is not counted as a recall.",
+                     examples=("rlm memory recall --from 42", 'rlm memory recall "refund policy" --from 42 -k 5 --json'))
+    rc.add_argument("query", nargs="?", default=None)
+    rc.add_argument("--from", dest="seeds", action="append", type=_chunk_id, default=[], metavar="ID",
+                    help="a chunk to recall from (repeatable): its linked chunks rank high; it is not listed")
+    rc.add_argument("-k", type=_positive, default=10, metavar="N", help="chunks wanted (default 10)")
+    rc.set_defaults(run=_guarded(_recall))
 
     sh = add_command(actions, "show", parents=both, help="one chunk: its text, where it came from, its statistics",
                      examples=("rlm memory show 42", "rlm memory show 42 --around 1 --links"))
@@ -461,6 +474,27 @@ def _search(args: argparse.Namespace) -> int:
     for h in hits:
         tags = f"  tags: {_tags(h.tags)}" if h.tags else ""
         say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}")
+        say(f"    {one_line(h.snippet)[:400]}")
+    return EXIT_OK
+
+
+def _recall(args: argparse.Namespace) -> int:
+    with _open(args, readonly=True) as store:
+        for seed in args.seeds:
+            store.chunk_stats(seed)  # an unknown chunk is an error, not an empty recall
+        # Not recorded: as with search, a person looking is not a run recalling.
+        hits = store.recall(args.query or None, seeds=args.seeds, k=args.k, record=False)
+    if args.json:
+        print_json(args, {**hits.to_dict(), "store": str(store.path)})
+        return EXIT_OK if hits else EXIT_FAILED
+    if not hits:
+        say("rlm: nothing to recall" + (f" for {one_line(args.query)}" if args.query else "")
+            + (f" from {', '.join(map(str, args.seeds))}" if args.seeds else ""), err=True)
+        return EXIT_FAILED
+    for h in hits:
+        p = h.parts
+        parts = f"  (text {p.text:.2f}, link {p.link:.2f}, recency {p.recency:.2f}, reinforcement {p.reinforcement:.2f})" if p else ""
+        say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  score {h.score:.3g}{parts}")
         say(f"    {one_line(h.snippet)[:400]}")
     return EXIT_OK
 
