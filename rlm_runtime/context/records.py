@@ -294,6 +294,8 @@ class Records(list[Record]):
     __str__ = __repr__
 
 
+#: Characters of a field name the shape's description shows.
+_NAME_SHOWN = 40
 #: ``where``'s note names the fields of at most this many records holding the value elsewhere.
 _HELD_IN_MOST = 1000
 #: Values ``fresh`` hands out as they are (immutable); lists and JSON objects are copied whole.
@@ -318,8 +320,11 @@ class Shape:
     columns: tuple[int, ...] = ()
 
     def describe(self) -> str:
+        """The shape and its first 20 fields for a prompt; a field name is the text's own words
+        (a sentence form, a header), so each is cut to ``_NAME_SHOWN`` characters."""
         text = SHAPE_TEXT[self.kind]
-        return f"{text}; fields: {', '.join(self.fields[:20])}" if self.fields else text
+        names = [f if len(f) <= _NAME_SHOWN else f[:_NAME_SHOWN] + "..." for f in map(str, self.fields[:20])]
+        return f"{text}; fields: {', '.join(names)}" if names else text
 
 
 def _json_object(line: str) -> dict[str, Any] | None:

@@ -132,3 +132,12 @@ def test_mining_needs_a_few_paragraphs():
     two = "".join(pronoun_prose().split("\n\n")[:2])
     assert mined(two) is None
     assert records.parse_text(two).shape == "paragraphs"
+
+
+def test_a_field_name_from_the_text_is_cut_in_the_description():
+    """It cuts each field name the shape's description shows (the text's own words) to 40 characters."""
+    long_word = "x" * 5000
+    text = "".join(f"{n} is a depot. Its {long_word} is {m}. Its region is {r}.\n\n" for n, _, m, _, r in DEPOTS)
+    shape = records.sniff(text.split("\n"))
+    assert shape.kind == "facts" and any(len(f) > 1000 for f in shape.fields)
+    assert len(shape.describe()) < 400
