@@ -756,19 +756,20 @@ def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
         yield Record([("text", " ".join(paragraph))], start)
 
 
-def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
-    assert shape.facts is not None  # sniff makes a facts shape with its forms
-    for start, pairs in _facts.parse(lines, shape.facts):
+def _records_of(read: Iterator[tuple[int, list[tuple[str, str]]]]) -> Iterator[Record]:
+    """Records from (first line, fields) pairs, a repeated field kept as a list."""
+    for start, pairs in read:
         record = Record(line=start)
         for key, value in pairs:
             _add(record, key, value)
         yield record
 
 
+def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
+    assert shape.facts is not None  # sniff makes a facts shape with its forms
+    return _records_of(_facts.parse(lines, shape.facts))
+
+
 def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:
     assert shape.slots is not None  # sniff makes a slots shape with its frame
-    for line_no, pairs in _slots.parse(lines, shape.slots):
-        record = Record(line=line_no)
-        for key, value in pairs:
-            _add(record, key, value)
-        yield record
+    return _records_of(_slots.parse(lines, shape.slots))
