@@ -147,14 +147,18 @@ class Records(list[Record]):
 
     shape: str
 
-    def __init__(self, items: Iterable[Record] = (), shape: str = "", note: str = "", of: int | None = None) -> None:
+    def __init__(self, items: Iterable[Record] = (), shape: str = "", note: str = "", of: int | None = None,
+                 *, note_only: bool = False) -> None:
         super().__init__(items)
         self.shape = shape
         self._note = note
         self._of = of  # a slice: how many records the list it was cut from held
+        # An empty list whose note is what was asked for prints the note alone, not "0 records: ..."
+        # (a small model read "0 records" and went on as if nothing was found).
+        self._note_only = note_only and not self
 
-    def _derived(self, items: Iterable[Record], note: str, of: int | None = None) -> Records:
-        return Records(items, self.shape, note, of)
+    def _derived(self, items: Iterable[Record], note: str, of: int | None = None, *, note_only: bool = False) -> Records:
+        return Records(items, self.shape, note, of, note_only=note_only)
 
     def fresh(self) -> Records:
         """A copy whose records (and their values, however nested) code may change without touching this one."""
@@ -247,7 +251,9 @@ class Records(list[Record]):
             # by find() is the release of these records, not a record of its own).
             held = Counter(k for r in mentioning[:_HELD_IN_MOST] for k, v in list(r.items())[1:] if _same(v, value))
             where = " or ".join(f"the {k}" for k, _ in held.most_common(3))
-            return self._derived(mentioning, f"no record is named {value!r}; it is {where} of these")
+            # Said as what the value is, not what it is not: a small model read "no record is
+            # named 'salt'" as "salt is not in the text".
+            return self._derived(mentioning, f"{value!r} is {where} of each of these {len(mentioning)} records")
         # No whole value: the records holding it as words of a value (a part of a name).
         words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
         partial = [r for r in self if words is not None and any(
@@ -256,9 +262,15 @@ class Records(list[Record]):
             # A field's name given as a value ("find('department')" for "which department is
             # most common"): say so, with what the field holds.
             field = next(f for f in self.fields if _norm(f) == _norm(value))
-            top = ", ".join(f"{v!r}: {n}" for v, n in list(self.tally(field).items())[:8])
-            return self._derived([], f"{value!r} is a field, not a value; tally({field!r}) counts each of its "
-                                     f"values, most common first: {{{top}}}; where({field!r}, value) keeps one")
+            counts = list(self.tally(field).items())
+            top = ", ".join(f"{v!r}: {n}" for v, n in counts[:8])
+            tied = [v for v, n in counts if n == counts[0][1]] if counts else []
+            most = (f" The most common {field} is {tied[0]!r} ({counts[0][1]} records)." if len(tied) == 1 else
+                    f" The most common {field} values are {', '.join(map(repr, tied[:8]))} ({counts[0][1]} records each)."
+                    if tied else "")
+            return self._derived([], f"{value!r} is a field of the records, not a value. Its values, most common first "
+                                     f"(recs.tally({field!r})): {{{top}}}.{most} recs.where({field!r}, value) keeps the "
+                                     f"records of one value.", note_only=True)
         note = f"no record has {value!r} as a whole field value" + ("" if partial else "; grep for part of it")
         return self._derived(partial, note)
 
@@ -277,6 +289,8 @@ class Records(list[Record]):
 
     def __repr__(self) -> str:
         if not self:
+            if self._note_only:
+                return self._note
             return f"0 records: {self._note}" if self._note else "0 records"
         shape = SHAPE_TEXT.get(self.shape, self.shape)
         # A slice says what it was cut from: small models count the records they see printed.

@@ -58,11 +58,19 @@ def _strength_sql(cfg: RecallConfig) -> str:
 def score_parts(cfg: RecallConfig, now: float, *, text: float, link_sum: float, created: float, last_recall: float | None,
                 recall_count: int) -> ScoreParts:
     """The four terms of one candidate (see the module docstring)."""
-    touched = max(created, last_recall or created)
-    recency = math.exp(-max(now - touched, 0.0) / (cfg.recency_tau_hours * HOUR))
-    window_days = max(now - created, cfg.min_rate_window_hours * HOUR) / DAY
-    rate = recall_count / window_days
-    return ScoreParts(text=text, link=links.squash(link_sum), recency=recency, reinforcement=rate / (rate + cfg.rate_half_per_day))
+    return ScoreParts(text=text, link=links.squash(link_sum), recency=recency(cfg, now, max(created, last_recall or created)),
+                      reinforcement=reinforcement(cfg, now, created, recall_count))
+
+
+def recency(cfg: RecallConfig, now: float, touched: float) -> float:
+    """``exp(-age / tau)`` of the time since ``touched``."""
+    return math.exp(-max(now - touched, 0.0) / (cfg.recency_tau_hours * HOUR))
+
+
+def reinforcement(cfg: RecallConfig, now: float, created: float, recall_count: int) -> float:
+    """The recall rate (recalls a day since ``created``, over at least the minimum window) in [0, 1)."""
+    rate = recall_count / (max(now - created, cfg.min_rate_window_hours * HOUR) / DAY)
+    return rate / (rate + cfg.rate_half_per_day)
 
 
 def weighted(cfg: RecallConfig, p: ScoreParts) -> float:

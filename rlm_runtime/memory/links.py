@@ -184,19 +184,22 @@ def co_recall(conn: sqlite3.Connection, ids: Sequence[int], cfg: LinkConfig, now
             upsert(conn, a, b, "co_recalled", cfg.co_recall_step, now, add=True, cap=cfg.co_recall_max)
 
 
-def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int) -> dict[int, float]:
-    """Chunks linked to any seed (either direction, any type): id -> summed link strength,
-    the ``limit`` strongest, seeds and chunks in the trash left out."""
+def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int, *, types: Sequence[str] | None = None,
+               outgoing: bool = False) -> dict[int, float]:
+    """Chunks linked to any seed (either direction, or only from a seed when ``outgoing``; of
+    ``types``, or any type): id -> summed link strength, the ``limit`` strongest, seeds and
+    chunks in the trash left out."""
     if not seeds:
         return {}
     marks = ",".join("?" * len(seeds))
+    of_type, type_args = ("", []) if types is None else (f" AND type IN ({','.join('?' * len(types))})", list(types))
+    incoming = "" if outgoing else f"UNION ALL SELECT src AS other, strength FROM links WHERE dst IN ({marks}){of_type}"
     rows = conn.execute(
         f"""SELECT other, sum(strength) AS s FROM (
-                SELECT dst AS other, strength FROM links WHERE src IN ({marks})
-                UNION ALL SELECT src AS other, strength FROM links WHERE dst IN ({marks}))
+                SELECT dst AS other, strength FROM links WHERE src IN ({marks}){of_type} {incoming})
             WHERE other NOT IN ({marks}) AND other NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)
             GROUP BY other ORDER BY s DESC LIMIT ?""",
-        (*seeds, *seeds, *seeds, limit)).fetchall()
+        (*seeds, *type_args, *(() if outgoing else (*seeds, *type_args)), *seeds, limit)).fetchall()
     return {int(other): float(s) for other, s in rows}
 
 

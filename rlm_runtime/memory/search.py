@@ -243,11 +243,12 @@ def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: d
 
 
 def search(conn: sqlite3.Connection, query: str, k: int, filters: Filters, cfg: SearchConfig,
-           df_cache: dict[str, int] | None = None) -> Hits:
-    """The best ``k`` chunks for ``query`` (capped at ``max_k``), read-only."""
+           df_cache: dict[str, int] | None = None, *, snipped: int | None = None) -> Hits:
+    """The best ``k`` chunks for ``query`` (capped at ``max_k``), read-only; the first
+    ``snipped`` (default all) with snippets, the others with the start of their text."""
     k = max(0, min(k, cfg.max_k))
     the_plan = plan(conn, query, cfg, df_cache)
     scored = ranked(conn, the_plan, k, filters)
-    snips = snippets(conn, the_plan.any_match, [i for i, _ in scored], cfg.snippet_tokens) if scored else {}
+    snips = snippets(conn, the_plan.any_match, [i for i, _ in scored[:snipped]], cfg.snippet_tokens) if scored else {}
     return Hits(hits(conn, scored, snips), terms=tuple(the_plan.terms), dropped=tuple(the_plan.dropped),
                 capped=the_plan.capped, scanned=len(scored) if the_plan.capped else 0, all_of=the_plan.all_of)

@@ -104,6 +104,13 @@ class SearchConfig(BaseModel):
             chunks is capped: the newest chunks holding all its words (or any, when fewer
             than k hold all), unranked; the answer says so.
         snippet_tokens: the length of a hit's snippet.
+        w_memory: the weight of what the store recorded beside the text's score
+            (``learned.py``); 0 ranks by text alone. It multiplies the three terms' weights:
+        w_learned_link: links use made (an answer's sources, hits read together) from the
+            ``memory_seeds`` best text hits, each seed's links weighed by its text score.
+        w_recalled_recency / w_recalled_rate: how recently and how often a chunk was recalled
+            (every recorded search counts its hits, so these are weak evidence).
+        memory_seeds: the best text hits whose learned links bring chunks into the ranking.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -121,6 +128,11 @@ class SearchConfig(BaseModel):
     max_terms: int = Field(16, ge=1)
     rank_budget: int = Field(10_000, ge=1)
     snippet_tokens: int = Field(24, ge=4, le=64)
+    w_memory: float = Field(1.0, ge=0)
+    w_learned_link: float = Field(1.0, ge=0)
+    w_recalled_recency: float = Field(0.1, ge=0)
+    w_recalled_rate: float = Field(0.1, ge=0)
+    memory_seeds: int = Field(3, ge=0, le=50)
 
 
 class RecallConfig(BaseModel):

@@ -32,7 +32,7 @@ from rlm_runtime import hostwrites, private
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
-from rlm_runtime.memory import curation, lifecycle, links, search, transfer
+from rlm_runtime.memory import curation, learned, lifecycle, links, search, transfer
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
@@ -479,20 +479,26 @@ class MemoryStore:
                 why = _embedder_hint() if vectors is None else vectors.usable(conn)
                 if mode == "vector" and why is not None:
                     raise StoreError(f"cannot search by meaning: {why}")
+                # What the store recorded re-ranks the text's best (``learned``): it needs more
+                # than k of them to choose from.
+                depth = max(k, cfg.fuse_depth) if cfg.w_memory > 0 and k > 0 and learned.has_record(conn) else k
                 if mode == "bm25" or why is not None:
-                    found = search.search(conn, query, k, filters, cfg, self._df())
+                    found = search.search(conn, query, depth, filters, cfg, self._df(), snipped=k)
                     if mode == "hybrid":
                         found.fallback = why
                 else:
                     assert vectors is not None
-                    found = self._by_meaning(conn, vectors, query, k, filters, mode)
+                    found = self._by_meaning(conn, vectors, query, depth, filters, mode, snipped=k)
+                if depth > k:
+                    found = learned.rerank(conn, found, k, filters, cfg, self.settings.recall, self.clock())
             if record:
                 found.recorded = self._record(found, "search", query, run_id, self.clock())
         return found
 
-    def _by_meaning(self, conn: sqlite3.Connection, vectors: Vectors, query: str, k: int, filters: Filters, mode: str) -> Hits:
-        """A ``vector`` or ``hybrid`` search (see ``search``). A query of common words only
-        (BM25 capped: its matches unranked) is ranked by meaning alone."""
+    def _by_meaning(self, conn: sqlite3.Connection, vectors: Vectors, query: str, k: int, filters: Filters, mode: str,
+                    snipped: int | None = None) -> Hits:
+        """A ``vector`` or ``hybrid`` search (see ``search``; ``snipped`` as there). A query of
+        common words only (BM25 capped: its matches unranked) is ranked by meaning alone."""
         cfg = self.settings.search
         depth = max(k, cfg.fuse_depth) if mode == "hybrid" else k
 
@@ -517,7 +523,7 @@ class MemoryStore:
                                 cfg.rrf_k)
             scored = fused[:k]
             used = "hybrid"
-        snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored], cfg.snippet_tokens) if the_plan.terms else {}
+        snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored[:snipped]], cfg.snippet_tokens) if the_plan.terms else {}
         return Hits(search.hits(conn, scored, snips), terms=tuple(the_plan.terms), dropped=tuple(the_plan.dropped), mode=used)
 
     def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:

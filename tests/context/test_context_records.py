@@ -312,7 +312,7 @@ def test_a_value_no_record_is_named_says_which_field_holds_it() -> None:
     recs = parse_text(SHAPES["jsonl"])
     found = recs.find("mara lind")
     assert len(found) == 2
-    assert "note: no record is named 'mara lind'; it is the owner of these" in repr(found)
+    assert "note: 'mara lind' is the owner of each of these" in repr(found)
     assert "note:" not in repr(recs.find("T-3"))  # T-3 names a record: no note
 
 
@@ -321,9 +321,19 @@ def test_finding_a_field_name_shows_the_fields_values() -> None:
     recs = parse_text(SHAPES["jsonl"])
     found = recs.find("Owner")
     assert len(found) == 0
-    assert "'Owner' is a field, not a value; tally('owner')" in repr(found)
+    assert "'Owner' is a field of the records, not a value" in repr(found)
+    assert "recs.tally('owner')" in repr(found)
+    assert not repr(found).startswith("0 records")  # a small model read "0 records" as "nothing found"
     assert "'mara lind': 2" in repr(found)
+    assert "The most common owner is 'mara lind' (2 records)." in repr(found)
     assert "is a field" not in repr(recs.find("nobody"))
+
+
+def test_a_field_name_with_tied_values_names_them_all() -> None:
+    """It names every value tied for the most common, not the first of them."""
+    recs = parse_text("".join(f'{{"id": "r{i}", "color": "{c}"}}\n' for i, c in enumerate(["red", "blue", "red", "blue", "green"])))
+    note = repr(recs.find("color"))
+    assert "The most common color values are 'red', 'blue' (2 records each)." in note
 
 
 def test_a_field_name_reads_the_first_record() -> None:
