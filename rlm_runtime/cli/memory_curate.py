@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import codecs
 import re
-import sys
 import time
 from typing import Any
 
@@ -154,19 +153,11 @@ def read_note(limit: int = NOTE_MAX_BYTES) -> str:
     Raises:
         UsageError: no standard input, over the limit, binary, not UTF-8, or blank.
     """
+    from rlm_runtime.cli.stdin import read_bytes
     from rlm_runtime.context.buffer import looks_binary
 
-    source = getattr(sys.stdin, "buffer", None)
-    if source is None:
-        raise UsageError("there is no standard input to read (rlm memory add -)")
-    try:
-        data = source.read(limit + 1)
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read standard input: {getattr(e, 'strerror', None) or e}") from e
-    if not isinstance(data, bytes):
-        raise UsageError("cannot read standard input: it gives no bytes")
-    if len(data) > limit:
-        raise UsageError(f"standard input holds more than {limit:,} bytes: a text that long is a file (rlm memory add FILE)")
+    data = read_bytes(limit, command="rlm memory add -",
+                      too_long=f"more than {limit:,} bytes: a text that long is a file (rlm memory add FILE)")
     data = data.removeprefix(codecs.BOM_UTF8)
     if looks_binary(data[:8192]):
         raise UsageError("standard input looks like binary data (NUL or control bytes): a note is text")

@@ -52,10 +52,21 @@ def read_stdin(limit: int | None = None) -> str:
         UsageError: no standard input, unreadable, more than ``limit`` bytes, or not text.
     """
     limit = MAX_BYTES if limit is None else limit
-    stream = sys.stdin
-    source = getattr(stream, "buffer", None)
+    most = f"{limit >> 20} MB" if limit >= 1 << 20 else f"{limit:,} bytes"
+    data = read_bytes(limit, command="-c -", too_long=f"more than {most}: save it to a file and pass it with -c PATH")
+    return decode_text(data, NAME)
+
+
+def read_bytes(limit: int, *, command: str, too_long: str) -> bytes:
+    """At most ``limit`` bytes of standard input, read once (``limit + 1`` asked, so one more
+    says it is too long). ``command`` names what reads it, ``too_long`` ends the error.
+
+    Raises:
+        UsageError: no standard input, unreadable, not bytes, or more than ``limit`` bytes.
+    """
+    source = getattr(sys.stdin, "buffer", None)
     if source is None:
-        raise UsageError("there is no standard input to read (-c -)")
+        raise UsageError(f"there is no standard input to read ({command})")
     try:
         data = source.read(limit + 1)
     except (OSError, ValueError) as e:
@@ -63,9 +74,8 @@ def read_stdin(limit: int | None = None) -> str:
     if not isinstance(data, bytes):
         raise UsageError("cannot read standard input: it gives no bytes")
     if len(data) > limit:
-        most = f"{limit >> 20} MB" if limit >= 1 << 20 else f"{limit:,} bytes"
-        raise UsageError(f"standard input holds more than {most}: save it to a file and pass it with -c PATH")
-    return decode_text(data, NAME)
+        raise UsageError(f"standard input holds {too_long}")
+    return data
 
 
 def decode_text(data: bytes, name: str) -> str:
