@@ -167,15 +167,19 @@ class BufferHandle(abc.ABC):
 
     def records(self) -> _records.Records:
         """The text as records (fields as data; see ``context/records.py``), parsed once."""
+        out = self._parsed().fresh()
+        self.stats.record("records", f"{len(out)} {out.shape}", 0)
+        return out
+
+    def _parsed(self) -> _records.Records:
+        """The records, parsed on first use and kept (not counted as the model's reading)."""
         if self._records is None:
             buf = self._buf()
             if buf.nbytes > _records.MAX_PARSE_BYTES:
                 raise ContextError(f"records(): {self.name} has {buf.nbytes} bytes, over the {_records.MAX_PARSE_BYTES} "
                                    "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
             self._records = _records.parse_text(buf.decode(0, buf.nbytes))
-        out = self._records.fresh()
-        self.stats.record("records", f"{len(out)} {out.shape}", 0)
-        return out
+        return self._records
 
     def count(self, pattern: str, ignore_case: bool = False) -> int:
         """How many lines match ``pattern`` (like ``grep -c``)."""

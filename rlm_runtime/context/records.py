@@ -43,6 +43,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlm_runtime.context import about as _about
 from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
@@ -136,6 +137,18 @@ def _same(value: Any, wanted: Any) -> bool:
     return bool(value == wanted)
 
 
+def _show(r: Record) -> str:
+    """A record as a list of records prints it: ``line 12: {...}``."""
+    return f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}"
+
+
+class About(str):
+    """What ``Records.about`` says: a string that prints as itself (not quoted) at a prompt."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 class Records(list[Record]):
     """A list of records with the three operations counting and lookups need.
 
@@ -156,6 +169,7 @@ class Records(list[Record]):
         # An empty list whose note is what was asked for prints the note alone, not "0 records: ..."
         # (a small model read "0 records" and went on as if nothing was found).
         self._note_only = note_only and not self
+        self._values: dict[str, Counter[str]] | None = None  # about()'s index, made on first use
 
     def _derived(self, items: Iterable[Record], note: str, of: int | None = None, *, note_only: bool = False) -> Records:
         return Records(items, self.shape, note, of, note_only=note_only)
@@ -177,14 +191,34 @@ class Records(list[Record]):
         """``count(field, value)``: how many records have ``field`` equal to ``value`` (as
         ``len(where(field, value))``); ``count(value)``: how many hold ``value`` (as
         ``len(find(value))``, so ``count("field: value")`` works too); ``count()``: how many
-        records there are. A ``Record`` argument counts its equals, as ``list.count`` does."""
+        records there are. A ``Record`` argument counts its equals, as ``list.count`` does.
+        ``count(name)`` of a field's name that no record holds as a value raises
+        ContextError, saying what the field holds (a 0 there would read as "none")."""
         if len(args) == 2:
-            return len(self.where(*args))
+            kept = self.where(*args)
+            value = args[1]
+            if not kept and isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
+                # count("status", "owner"): a field's name as the value, which no record holds.
+                raise ContextError(f"records().count({args[0]!r}, {value!r}): {value!r} is a field's name, not a value; "
+                                   f"{kept._note}")
+            return len(kept)
         if not args:
             return len(self)
         if len(args) == 1 and not isinstance(args[0], dict):
-            return len(self.find(args[0]))
+            found = self.find(args[0])
+            if found._note_only:
+                # count("department"): a field's name, not a value. A silent 0 reads as "none";
+                # say what the field holds instead.
+                raise ContextError(f"records().count({args[0]!r}) counts records holding a value, and {found._note}")
+            return len(found)
         return list.count(self, *args)
+
+    def about(self, question: str) -> About:
+        """Which words of ``question`` are these records' field names and which are values
+        they hold (which field, how many records, the records when few): ``about.py``."""
+        if self._values is None:
+            self._values = _about.value_index(self)
+        return About(_about.describe(str(question), self, self.fields, self._values, _show))
 
     def where(self, field: str, value: Any) -> Records:
         """The records whose ``field`` equals ``value``, ignoring case."""
@@ -299,7 +333,7 @@ class Records(list[Record]):
         if self._note:
             head += f"\nnote: {self._note}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
-        rows = [f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}" for r in shown]
+        rows = [_show(r) for r in shown]
         if len(shown) < len(self):
             rows.append(f"... {len(self) - len(shown)} more; len() counts them, .where(field, value) filters, "
                         ".tally(field) counts each value")

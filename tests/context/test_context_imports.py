@@ -21,9 +21,10 @@ FORMER_CIRCLE = ("rlm_runtime.context.probe", "rlm_runtime.context.handles", "rl
 ALLOWED = {
     "beneath": set(),
     "buffer": set(),
+    "about": set(),
     "facts": set(),
     "slots": {"facts"},
-    "records": {"facts", "slots"},
+    "records": {"about", "facts", "slots"},
     "grep": {"buffer"},
     "tokens": {"buffer"},
     "protocol": {"grep", "tokens"},

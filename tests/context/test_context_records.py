@@ -221,11 +221,14 @@ def test_the_sandbox_binds_records(sandbox: Sandbox) -> None:
     assert _run(sandbox, "records('a=1 | b=2')[0]") == "{'a': '1', 'b': '2'}\n"
     assert _run(sandbox, "[(r.line, r['owner']) for r in records(grep('^Owner: mara'))]") == "[(3, 'mara lind'), (18, 'mara lind')]\n"
     assert _run(sandbox, "print(records())").startswith("4 records (records of key: value lines)")
+    assert "'mara lind' is the owner of 2 records: recs.count('owner', 'mara lind') == 2" in _run(
+        sandbox, "print(records().about('Which tickets does mara lind own?'))")
 
 
 def test_records_cannot_reach_the_handle(sandbox: Sandbox) -> None:
     """It keeps the parsed records' cache and the handle out of reach of code."""
-    for code in ("records()._note", "records().__class__.__init__", "records()[0].__missing__"):
+    for code in ("records()._note", "records().__class__.__init__", "records()[0].__missing__", "records()._values",
+                 "records().about('x').__class__"):
         result = sandbox.execute(code)
         assert not result.ok, code
     _run(sandbox, "r = records(); r[0]['state'] = 'x'; r.clear()")
@@ -369,3 +372,15 @@ def test_unquoted_values_with_spaces_run_to_the_next_key() -> None:
     assert [(r["name"], r["city"]) for r in recs] == [("Ada Park", "Oslo"), ("Bo", "Rome Italy"), ("Cy Lo", "Lima")]
     logs = parse_text('ts=1 level=info msg="a b" user=x\nts=2 level=warn msg="c" user=y\n')
     assert logs[0]["msg"] == "a b" and logs[1]["user"] == "y"
+
+
+def test_counting_a_field_name_says_what_the_field_holds() -> None:
+    """It raises a ContextError showing the field's counts for count(field name), never a silent 0 that reads as "none"."""
+    recs = parse_text(SHAPES["jsonl"])
+    with pytest.raises(ContextError, match=r"'owner' is a field of the records, not a value.*'mara lind': 2"):
+        recs.count("owner")
+    assert recs.count("mara lind") == 2  # a value is still counted
+    assert recs.count("nobody") == 0  # and a value no record holds is 0
+    with pytest.raises(ContextError, match=r"'blocks' is a field's name, not a value; no record has state = 'blocks'; its values are"):
+        recs.count("state", "blocks")
+    assert recs.count("state", "gone") == 0

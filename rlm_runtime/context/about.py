@@ -1,0 +1,176 @@
+"""``records().about(question)``: which words of a question are the records' field names and
+which are values they hold, with the records a value names.
+
+A small model starting on records has to choose a field and a value from the question's
+words, and it often takes the wrong one (a field's name as a value, an instruction word as a
+name). This does the matching in code over the records themselves: for a question it says
+
+    fields in the question: status, rack
+    'up' is the status of 118 records: recs.count('status', 'up') == 118
+    'db-07' is the host of 1 record: line 12: {'host': 'db-07', 'status': 'up', 'rack': 'r2'}
+
+Matching ignores case and the question's punctuation around words ("Kamir's" is "Kamir");
+a value is matched whole, longest first, never across a field name; a field name also
+matches in the plural. Nothing here knows a wording: the fields and values are the text's.
+
+Bounded: the question is cut to ``QUESTION_CHARS``, values longer than ``VALUE_WORDS`` words
+are not indexed, and the index is one pass over the records.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: The longest question read, and the most words a value may have to be matched.
+QUESTION_CHARS = 2_000
+VALUE_WORDS = 6
+#: Values reported, and records shown for a value held by few records.
+MOST_VALUES = 8
+SHOWN_RECORDS = 3
+RECORD_CHARS = 300
+#: A field named with no value is tallied when it has at most this many distinct values.
+TALLIED_VALUES = 20
+
+#: Words of a question that say how it is asked; never taken as a value alone.
+_GRAMMAR = frozenset("""a an the of is are was were be been to in on at by for from with as and or not no
+what which who whom whose how many much does do did have has had its it this that these those there
+give gives given tell me list name find count number value values record records""".split())
+_EDGE = "?!.,;:\"'()[]{}<>`"
+
+
+def _words(text: str) -> list[str]:
+    out = []
+    for raw in text.split():
+        word = raw.strip(_EDGE)
+        if word.lower().endswith(("'s", "\u2019s")):
+            word = word[:-2]
+        if word:
+            out.append(word)
+    return out
+
+
+def _key(words: Sequence[str]) -> str:
+    return " ".join(words).casefold()
+
+
+def value_index(records: Iterable[Mapping[str, Any]]) -> dict[str, Counter[str]]:
+    """value (casefolded) -> how many records hold it in each field (scalars and list items;
+    values of more than ``VALUE_WORDS`` words left out)."""
+    index: dict[str, Counter[str]] = {}
+    for r in records:
+        for field, value in r.items():
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, (dict, list)) or v is None:
+                    continue
+                text = str(v).strip()
+                if not text or len(text.split()) > VALUE_WORDS:
+                    continue
+                index.setdefault(text.casefold(), Counter())[field] += 1
+    return index
+
+
+def _field_spans(words: list[str], fields: Sequence[str]) -> tuple[list[str], set[int]]:
+    """The fields named in the question (in field order) and the word positions they take."""
+    keys = {f: _key(_words(f)) for f in fields}
+    found: list[str] = []
+    taken: set[int] = set()
+    lowered = [w.casefold() for w in words]
+    for field, key in keys.items():
+        size = len(key.split())
+        if not key:
+            continue
+        for i in range(len(words) - size + 1):
+            gram = " ".join(lowered[i:i + size])
+            if gram in (key, key + "s", key + "es") or (size == 1 and key.endswith("y") and gram == key[:-1] + "ies"):
+                if field not in found:
+                    found.append(field)
+                taken.update(range(i, i + size))
+    return found, taken
+
+
+def _value_spans(words: list[str], taken: set[int], index: Mapping[str, Counter[str]]) -> list[str]:
+    """The question's values, longest match first at each position, left to right."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for size in range(min(VALUE_WORDS, len(words) - i), 0, -1):
+            span = range(i, i + size)
+            if any(j in taken for j in span):
+                continue
+            key = _key(words[i:i + size])
+            if key in index and not (size == 1 and key in _GRAMMAR):
+                out.append(" ".join(words[i:i + size]))
+                i += size
+                break
+        else:
+            i += 1
+    return out
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= RECORD_CHARS else text[:RECORD_CHARS] + "..."
+
+
+def _holds(r: Mapping[str, Any], folded: str, *, only_first: bool) -> bool:
+    """Whether the record holds the value (casefolded) in any field, or in its first."""
+    items = list(r.items())[:1] if only_first else list(r.items())
+    return any(str(v).strip().casefold() == folded for _, val in items for v in (val if isinstance(val, list) else [val]))
+
+
+def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequence[str],
+             index: Mapping[str, Counter[str]], show: Any) -> str:
+    """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
+    renders a record as the list's printing does."""
+    words = _words(str(question)[:QUESTION_CHARS])
+    named, taken = _field_spans(words, fields)
+    values = _value_spans(words, taken, index)
+    lines = []
+    if named:
+        lines.append(f"fields in the question: {', '.join(named)}")
+    first = next(iter(fields), "")
+    for value in values[:MOST_VALUES]:
+        held = index[value.casefold()]
+        # The field that names records (the first) leads: a lookup starts from that record.
+        order = sorted(held.items(), key=lambda kv: (kv[0] != first, -kv[1]))
+        where = ", ".join(f"the {f} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
+        lines.append(f"{value!r} is {where}")
+        if first not in held:
+            field, n = held.most_common(1)[0]
+            lines[-1] += f": recs.count({field!r}, {value!r}) == {n}"
+        folded = value.casefold()
+        few = sum(held.values()) <= SHOWN_RECORDS
+        if few or held.get(first, 0) <= SHOWN_RECORDS:
+            shown = [r for r in records if _holds(r, folded, only_first=not few)]
+            shown.sort(key=lambda r: not _holds(r, folded, only_first=True))
+            lines += ["  " + _cut(show(r)) for r in shown[:SHOWN_RECORDS]]
+            # A field the question names whose value in the record named so names another
+            # record: that record too (a question through a link: "the office of X's manager").
+            own = [r for r in shown if _holds(r, folded, only_first=True)]
+            if len(own) == 1:
+                for field in named[:3]:
+                    link = own[0].get(field)
+                    if field == first or isinstance(link, (list, dict)) or link is None:
+                        continue
+                    target = str(link).strip().casefold()
+                    if index.get(target, Counter()).get(first, 0) == 1:
+                        other = next(r for r in records if _holds(r, target, only_first=True))
+                        lines.append(f"  its {field} {str(link).strip()!r} is the {first} of: {_cut(show(other))}")
+    if named and not values:
+        # No value asked about: a question over a field as a whole ("which status is most
+        # common"). Its counts, for a field of few distinct values.
+        for field in named:
+            counts = Counter(str(v).strip() for r in records for val in [r.get(field)] if val is not None
+                             for v in (val if isinstance(val, list) else [val]))
+            if 1 < len(counts) <= TALLIED_VALUES:
+                ranked = counts.most_common()
+                top = ", ".join(f"{v!r}: {n}" for v, n in ranked)
+                lines.append(f"{field} values, most common first (recs.tally({field!r})): {{{top}}}")
+                tied = [v for v, n in ranked if n == ranked[0][1]]
+                lines.append(f"the most common {field} is {tied[0]!r} ({ranked[0][1]} records)" if len(tied) == 1 else
+                             f"the most common {field} values are {', '.join(map(repr, tied))} ({ranked[0][1]} records each)")
+    if not lines:
+        return ("no word of the question is a field name or a whole value of these records: "
+                f"their fields are {', '.join(fields[:20])}; grep for the question's words")
+    return "\n".join(lines)

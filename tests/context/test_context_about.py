@@ -1,0 +1,87 @@
+"""records().about(question): which words of a question are field names and which are values
+the records hold, with the records a value names and the record a named field links to.
+
+Fixtures: a seed library's packets and a choir's rota, in shapes and wordings of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rlm_runtime.context.about import QUESTION_CHARS
+from rlm_runtime.context.records import parse_text
+
+PACKETS = [
+    {"packet": "heirloom tomato", "supplier": "north farm", "sown": "march", "shelf": "S-2"},
+    {"packet": "north farm", "supplier": "valley co-op", "sown": "april", "shelf": "S-9"},
+    {"packet": "sweet pea", "supplier": "north farm", "sown": "march", "shelf": "S-4"},
+    {"packet": "runner bean", "supplier": "valley co-op", "sown": "may", "shelf": "S-2"},
+    {"packet": "valley co-op", "supplier": "hill seeds", "sown": "june", "shelf": "S-7"},
+]
+JSONL = "".join(json.dumps(p) + "\n" for p in PACKETS)
+BLOCKS = "\n".join("".join(f"{k.title()}: {v}\n" for k, v in p.items()) for p in PACKETS)
+
+
+def test_a_count_question_gets_its_field_and_value_with_the_count() -> None:
+    """It names the field and the value of a counting question, and the count that code would give."""
+    said = parse_text(JSONL).about("How many packets were sown in march, by shelf?")
+    assert "fields in the question: packet, sown, shelf" in said
+    assert "'march' is the sown of 2 records: recs.count('sown', 'march') == 2" in said
+
+
+def test_a_lookup_shows_the_record_the_value_names_first() -> None:
+    """It shows the record a value names before the records that only mention it."""
+    said = parse_text(BLOCKS).about("Which shelf holds North Farm?")
+    lines = said.split("\n")
+    assert lines[0] == "fields in the question: shelf"
+    assert lines[1].startswith("'North Farm' is the packet of 1 record, the supplier of 2 records")
+    assert "'packet': 'north farm'" in lines[2]  # its own record first
+    assert "recs.count" not in lines[1]  # a value naming a record is looked up, not counted
+
+
+def test_a_named_link_shows_the_record_it_leads_to() -> None:
+    """It follows a field the question names from the value's record to the record that field's value names."""
+    said = parse_text(JSONL).about("On which shelf is the supplier of sweet pea's packet kept?")
+    assert "its supplier 'north farm' is the packet of: line 2: {'packet': 'north farm'" in said
+
+
+def test_a_field_asked_about_as_a_whole_is_tallied() -> None:
+    """It gives a field's counts, most common first, when the question names the field and no value."""
+    said = parse_text(JSONL).about("Which supplier is the commonest?")
+    assert "supplier values, most common first (recs.tally('supplier')): {'north farm': 2, 'valley co-op': 2, 'hill seeds': 1}" in said
+    assert "the most common supplier values are 'north farm', 'valley co-op' (2 records each)" in said
+    assert "the most common shelf is 'S-2' (2 records)" in parse_text(JSONL).about("Which shelf is used most?")
+
+
+def test_grammar_words_and_punctuation_do_not_make_values() -> None:
+    """It takes no instruction word as a value and reads a possessive as its name."""
+    recs = parse_text("name,role\nthe,guest\ncount,host\nada,host\n")
+    said = recs.about("Count the hosts: what is Ada's role?")
+    assert "'the'" not in said and "'Count'" not in said
+    assert "'Ada' is the name of 1 record" in said
+    assert "fields in the question: role" in said
+
+
+def test_a_question_of_no_field_or_value_says_what_to_do() -> None:
+    """It says so, with the fields, when the question holds no field name or value."""
+    said = parse_text(JSONL).about("Who wrote this?")
+    assert said.startswith("no word of the question is a field name or a whole value")
+    assert "packet, supplier, sown, shelf" in said
+
+
+def test_about_prints_unquoted() -> None:
+    """It prints as plain lines at a prompt (repr is the text), so a model reads it as output."""
+    said = parse_text(JSONL).about("shelf of runner bean?")
+    assert repr(said) == str(said)
+    assert "\n" in repr(said)
+
+
+def test_a_hostile_question_stays_bounded() -> None:
+    """It reads only the first QUESTION_CHARS of a huge question, in time linear in the records."""
+    recs = parse_text("".join(json.dumps({"id": f"k{i}", "v": "x " * 3}) + "\n" for i in range(20_000)))
+    started = time.perf_counter()
+    said = recs.about("k1 " * 1_000_000)
+    assert time.perf_counter() - started < 10
+    assert said.count("'k1' is the id of 1 record") == 8  # at most MOST_VALUES values reported
+    assert QUESTION_CHARS < 10_000
