@@ -4,7 +4,8 @@ Each turn the model's reply is parsed for code blocks (``harness``); each block 
 and run in the run's sandbox; the output goes back as the next user turn, until code calls
 FINAL. Small models get a forgiving harness: FINAL(...) written in prose counts when there
 is no code, a reply with neither is re-prompted once, and the run stops after too many
-failing turns in a row. After ``max_iterations`` one forced "answer now" turn is made.
+failing turns in a row (failing in prose, with no code, it first gets the forced turn). After
+``max_iterations`` one forced "answer now" turn is made.
 The run's assists (``rlm_runtime.assist``, the names ``RunLimits.assists`` selects) are
 called at fixed points: after each cell, before an answer is taken, when the turns run out.
 
@@ -314,7 +315,12 @@ class Run:
             if self.budget_error is not None:
                 raise self.budget_error
             if errors_in_a_row >= lim.max_consecutive_errors:
-                raise TooManyErrors(f"stopped after {errors_in_a_row} failing turns in a row", partial=self.partial)
+                if blocks:
+                    raise TooManyErrors(f"stopped after {errors_in_a_row} failing turns in a row", partial=self.partial)
+                # Failing in prose (no code, reprompted): the model is talking, maybe about an
+                # answer it has; ask for it once, as when the turns run out, before stopping.
+                return self._forced_answer(messages, sandbox, assists,
+                                           failing=f"stopped after {errors_in_a_row} failing turns in a row and a forced turn")
             if blocks:
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations)
             messages.append({"role": "user", "content": feedback})
@@ -372,7 +378,9 @@ class Run:
                 return harness.stringify(result.final)
         return harness.prose_final(reply)
 
-    def _forced_answer(self, messages: list[Message], sandbox: Sandbox, assists: Assists) -> RunResult:
+    def _forced_answer(self, messages: list[Message], sandbox: Sandbox, assists: Assists, *, failing: str = "") -> RunResult:
+        """One "answer now" turn; with no answer, NoAnswer (or TooManyErrors saying ``failing``,
+        when failing turns brought the run here)."""
         answer = assists.last_turn()
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
@@ -400,6 +408,8 @@ class Run:
         self.iterations += 1
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
+        if failing:
+            raise TooManyErrors(failing, partial=self.partial)
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 

@@ -205,12 +205,23 @@ def test_an_empty_reply_is_reprompted(reply: str) -> None:
 
 
 def test_a_second_reply_without_code_in_a_row_counts_as_a_failure() -> None:
-    """It re-prompts once for free; another reply without code counts as a failing turn."""
+    """It re-prompts once for free; another reply without code counts as a failing turn; a
+    run failing in prose gets one forced answer turn before it stops."""
     result, client = run(["no code here", "still no code", "and again"], "text", limits=fast(max_consecutive_errors=1))
     assert result.answer is None
     assert result.error_type == "TooManyErrors"
-    assert result.iterations == 2
+    assert "failing turns in a row and a forced turn" in (result.error or "")
+    assert result.iterations == 3
     assert last_messages(client)[1] == prompt_text("reprompt")
+    assert last_messages(client)[2] == prompt_text("force_answer", found="", question="What is the secret launch code?")
+
+
+def test_a_run_failing_in_prose_answers_in_the_forced_turn() -> None:
+    """It asks a model that keeps replying without code for its answer before giving up, and takes it."""
+    result, client = run([code("print(6 * 7)"), "The count is 42.", "The count is 42, as shown.", code("FINAL('42')")],
+                         "text", limits=fast(max_iterations=10, max_consecutive_errors=1))
+    assert result.answer == "42"
+    assert last_messages(client)[-1] == prompt_text("force_answer", found="", question="What is the secret launch code?")
 
 
 def test_the_same_prose_after_a_reprompt_is_taken_as_the_answer() -> None:
