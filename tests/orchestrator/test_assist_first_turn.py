@@ -1,6 +1,8 @@
-"""The ``question_fields`` assist: the first prompt shows what ``records().about(question)``
-says, read by a typed lookup that leaves the model's reads alone; nothing for a text without
-fields, or with ``assists="none"``.
+"""The ``first_turn`` hook and the typed ``about`` lookup, through an assist defined here
+(``QuestionFields``: the first prompt shows what ``records().about(question)`` says; it was
+measured as a shipped assist on 2026-11-27, gained nothing held out, and was removed): the
+lookup leaves the model's reads alone; nothing for a text without fields, or with
+``assists="none"``.
 
 The text is a choir's rota of its own shape (``name | voice | section leader | rehearsal``
 lines), not an eval suite's template."""
@@ -10,12 +12,32 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from rlm_runtime import Session
+from rlm_runtime.assist import Assist, AssistState, Host, lookups
+from rlm_runtime.assist.registry import REGISTRY
 from rlm_runtime.llm import ScriptedClient
 
 from .support import code, fast, of_type, read_trace
 
 VOICES = ("alto", "tenor", "bass", "soprano")
+HEADER = "The question's words, matched against the records by the runtime:"
+
+
+class QuestionFields(Assist):
+    """The first prompt shows what records().about(question) says, in a text with fields."""
+
+    name = "question_fields"
+
+    def first_turn(self, host: Host, state: AssistState) -> str:
+        said = lookups.about(host, host.query) if host.fielded else []
+        return HEADER + "\n" + "\n".join(said) if said and not said[0].startswith("no word") else ""
+
+
+@pytest.fixture(autouse=True)
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(REGISTRY, QuestionFields.name, QuestionFields)
 
 
 def rota(tmp_path: Path) -> Path:
@@ -40,14 +62,14 @@ def test_the_first_prompt_shows_the_questions_fields_and_values(tmp_path: Path) 
     client, notes, _ = ask(tmp_path, rota(tmp_path), "Which rehearsal does the leader of singer005 attend?", "question_fields")
     first = client.prompts[0][-1]["content"]
     assert "Question: Which rehearsal does the leader of singer005 attend?" in first
-    assert "The question's words, matched against the records by the runtime:" in first
+    assert HEADER in first
     assert "fields in the question: leader, rehearsal" in first
     assert "'singer005' is the name of 1 record" in first
     assert "its leader 'singer035' is the name of: line 36:" in first
     [note] = notes
     assert note["name"] == "question_fields" and note["trigger"] == "first_turn"
     assert note["lookups"][0].startswith("about: ")
-    assert note["chars"] == len(first) - first.index("The question's words, matched")
+    assert note["chars"] == len(first) - first.index(HEADER)
 
 
 def test_none_and_a_text_without_fields_get_nothing(tmp_path: Path) -> None:
