@@ -257,12 +257,11 @@ class Run:
         prompts = setup.prompts
         system = self._system_prompt(sandbox, briefs)
         self.emit({"type": "system_prompt", "text": system})
-        assists = self.assists = self._assists(sandbox, fielded=_fielded(briefs))
-        first = prompts.first_user(self.query, history=history, variables=variables, fielded=_fielded(briefs))
-        shown = assists.first_turn()
+        assists = self.assists = self._assists(sandbox)
         messages: list[Message] = [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"{first}\n\n{shown}" if shown else first},
+            {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables,
+                                                            fielded=_fielded(briefs))},
         ]
         reprompted = False
         prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
@@ -413,7 +412,7 @@ class Run:
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
-    def _assists(self, sandbox: Sandbox, *, fielded: bool = False) -> Assists:
+    def _assists(self, sandbox: Sandbox) -> Assists:
         """The assists this run's ``assists`` setting names, over this run's sandbox."""
         setup = self.tree.setup
         search = self.tree.search
@@ -422,7 +421,7 @@ class Run:
             return list(search.search(query, k, run_id=self.run_id, stop=self.tree.budget.check_time))
 
         host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit,
-                    search=searched if search is not None else None, ask=self._ask, fielded=fielded)
+                    search=searched if search is not None else None, ask=self._ask)
         return Assists(names_for(setup.limits.assists, self.client.model), host)
 
     def _ask(self, prompt: str, source: str) -> str:

@@ -1,7 +1,7 @@
 """The assist protocol: what an assist is, what it may use of the run, and what it keeps.
 
 An assist is the runtime doing one small thing for the model at a fixed point of the turn
-loop: text in the first prompt (``first_turn``), a note after a cell's output (``after_cell``), a question put to an answer before it
+loop: a note after a cell's output (``after_cell``), a question put to an answer before it
 is taken (``before_answer``), or the last turn when the turns run out (``last_turn``,
 ``settle``). The loop calls the hooks through ``Assists`` (``runner.py``) and knows no
 assist by name. An assist reads the run through ``Host`` (never the ``Run`` itself). Each
@@ -35,8 +35,6 @@ class Host:
     emit: Callable[[Event], None]
     search: Callable[[str, int], list[dict[str, Any]]] | None
     ask: Callable[[str, str], str]
-    #: Whether the main context has fields ``records()`` reads (the probe's shape).
-    fielded: bool = False
     #: What the assist being called looked up (``lookups.py`` and ``note_lookup`` add to it;
     #: the runner puts it in the assist's trace event and empties it before each call).
     looked: list[str] = field(default_factory=list)
@@ -77,8 +75,6 @@ class Assist:
     """One named assist. Subclasses set ``name`` and override the hooks they use; every
     hook's default does nothing. Hooks are called in the registry's order.
 
-    * ``first_turn``: text the first prompt shows after the question, or "" (every assist
-      that has some adds it, in order).
     * ``after_cell``: a note to add to the cell's feedback, or "". An ``exclusive`` assist
       is called only while no earlier exclusive one has spoken for this cell (one such note a
       cell); the others are called whatever spoke before.
@@ -91,9 +87,6 @@ class Assist:
 
     name = ""
     exclusive = True
-
-    def first_turn(self, host: Host, state: AssistState) -> str:
-        return ""
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         return ""

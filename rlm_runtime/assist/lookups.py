@@ -43,13 +43,3 @@ def tally(host: Host, pattern: str, *, ignore_case: bool = False) -> tuple[dict[
     if found["error"]:
         return {}, 0
     return dict(found["tally"]), int(found["count"])
-
-
-def about(host: Host, question: str, *, most: int = 30) -> list[str]:
-    """What ``records().about(question)`` says over the main context, a line each, ([] when
-    the text has no fields or the lookup failed)."""
-    found = host.lookup("about", question[:2_000], max_lines=most)
-    host.note_lookup(f"about: {found['count']} lines{' (' + found['error'] + ')' if found['error'] else ''}")
-    if found["error"]:
-        return []
-    return [harness.newlines_only(row[2]) for row in found["lines"]]

@@ -25,18 +25,6 @@ class Assists:
     def names(self) -> list[str]:
         return [a.name for a in self.assists]
 
-    def first_turn(self) -> str:
-        """What the first prompt shows after the question ("" for nothing)."""
-        parts: list[str] = []
-        for assist in self.assists:
-            self.host.looked.clear()
-            text = assist.first_turn(self.host, self.state)
-            if text:
-                parts.append(text)
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": "first_turn", "chars": len(text),
-                                "lookups": list(self.host.looked)})
-        return "\n\n".join(parts)
-
     def after_cell(self, code: str, result: CellResult) -> str:
         """The notes to add after a cell's output ("" for none)."""
         if not self.assists:

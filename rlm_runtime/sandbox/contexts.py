@@ -336,9 +336,8 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
 
 def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:
     """A host's lookup over ``handle`` (the worker's main context), by the rules of
-    ``frames.lookup_reply``: read through the grep module (or, for ``about``, the records
-    parsed once), so the handle's access counts (the model's own reading) do not change. A
-    pattern RE2 refuses gives ``error``; so does ``about`` of a text without fields."""
+    ``frames.lookup_reply``: read through the grep module, so the handle's access counts (the
+    model's own reading) do not change. A pattern RE2 refuses gives ``error``."""
     from rlm_runtime.context import grep as _grep
     from rlm_runtime.sandbox import frames
 
@@ -352,19 +351,6 @@ def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: i
         return out
     cut = frames.LOOKUP_LINE_CHARS
     try:
-        if kind == "about":
-            # records().about(pattern): the pattern is a question, not a regular expression.
-            if not isinstance(handle, BufferHandle):
-                out["error"] = "about reads one text's records, not a folder's"
-                return out
-            recs = handle._parsed()
-            if recs.shape not in _records.FIELDED_SHAPES:
-                out["error"] = "the text has no fields"
-                return out
-            said = str(recs.about(pattern)).split("\n")
-            out["count"] = len(said)
-            out["lines"] = [["", n, line[:cut]] for n, line in enumerate(said[:max_lines], 1)]
-            return out
         _grep.compile_pattern(pattern, ignore_case)
         if kind == "tally":
             counts: dict[str, int] = {}

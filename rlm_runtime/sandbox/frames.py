@@ -260,7 +260,7 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
 
 #: What a lookup asks of the main context: its matching lines, how many lines match, or
 #: how many match per text the pattern's first group captures.
-LOOKUP_KINDS = ("lines", "count", "tally", "about")
+LOOKUP_KINDS = ("lines", "count", "tally")
 #: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to
 #: NAME_MAX) and tally entries (each key cut to LOOKUP_LINE_CHARS).
 LOOKUP_MAX_LINES = 50

@@ -3,9 +3,8 @@ the runner writes, the ``assists`` setting (``auto``, ``small``, ``none``, names
 flag on ``rlm ask`` and ``rlm repl``, and the typed lookups an assist reads the text with.
 
 No assist ships (``REGISTRY`` is empty since the held-out measurements of 2026-11-26 and
--27), so each test registers small assists of its own, defined here, with ``monkeypatch``
-(``test_assist_first_turn.py`` has the first-turn hook and the ``about`` lookup). The text
-they read is a pantry log in prose, shaped unlike any eval suite's template."""
+-27), so each test registers small assists of its own, defined here, with ``monkeypatch``.
+The text they read is a pantry log in prose, shaped unlike any eval suite's template."""
 
 from __future__ import annotations
 
