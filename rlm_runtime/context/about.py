@@ -13,8 +13,9 @@ Matching ignores case and the question's punctuation around words ("Kamir's" is 
 a value is matched whole, longest first, never across a field name; a field name also
 matches in the plural. Nothing here knows a wording: the fields and values are the text's.
 
-Bounded: the question is cut to ``QUESTION_CHARS``, values longer than ``VALUE_WORDS`` words
-are not indexed, and the index is one pass over the records.
+Bounded: the question is cut to ``QUESTION_CHARS``, only the first ``MOST_FIELDS`` field names
+are matched, values longer than ``VALUE_WORDS`` words are not indexed, and the index is one
+pass over the records.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ SHOWN_RECORDS = 3
 RECORD_CHARS = 300
 #: A field named with no value is tallied when it has at most this many distinct values.
 TALLIED_VALUES = 20
+#: Field names matched against the question: the first this many (records of a text whose
+#: every line names new keys would otherwise make matching fields x words).
+MOST_FIELDS = 200
 
 #: Words of a question that say how it is asked; never taken as a value alone.
 _GRAMMAR = frozenset("""a an the of is are was were be been to in on at by for from with as and or not no
@@ -124,7 +128,7 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
     """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
     renders a record as the list's printing does."""
     words = _words(str(question)[:QUESTION_CHARS])
-    named, taken = _field_spans(words, fields)
+    named, taken = _field_spans(words, list(fields)[:MOST_FIELDS])
     values = _value_spans(words, taken, index)
     lines = []
     if named:

@@ -85,3 +85,12 @@ def test_a_hostile_question_stays_bounded() -> None:
     assert time.perf_counter() - started < 10
     assert said.count("'k1' is the id of 1 record") == 8  # at most MOST_VALUES values reported
     assert QUESTION_CHARS < 10_000
+
+
+def test_a_text_of_endless_field_names_stays_bounded() -> None:
+    """It matches only the first MOST_FIELDS field names, so a text whose every line names new keys stays fast."""
+    recs = parse_text("".join(json.dumps({"id": f"k{i}", f"f{i}": "v"}) + "\n" for i in range(20_000)))
+    started = time.perf_counter()
+    said = recs.about("f5 and f19999 " * 200)
+    assert time.perf_counter() - started < 5
+    assert "fields in the question: f5" in said and "f19999" not in said.split("\n")[0]
