@@ -65,14 +65,22 @@ def value_index(records: Iterable[Mapping[str, Any]]) -> dict[str, Counter[str]]
     index: dict[str, Counter[str]] = {}
     for r in records:
         for field, value in r.items():
+            held: set[str] = set()  # a list holding a value twice is one record, as count() sees it
             for v in value if isinstance(value, list) else [value]:
                 if isinstance(v, (dict, list)) or v is None:
                     continue
                 text = str(v).strip()
-                if not text or len(text.split()) > VALUE_WORDS:
-                    continue
-                index.setdefault(text.casefold(), Counter())[field] += 1
+                if text and len(text.split()) <= VALUE_WORDS:
+                    held.add(text.casefold())
+            for key in held:
+                index.setdefault(key, Counter())[field] += 1
     return index
+
+
+def shown_name(name: str) -> str:
+    """A field name as the text wrote it, its control characters escaped (a name is the
+    document's own words: it must not move a terminal's cursor or colour what follows)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(name))
 
 
 def _field_spans(words: list[str], fields: Sequence[str]) -> tuple[list[str], set[int]]:
@@ -129,16 +137,19 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
     renders a record as the list's printing does."""
     words = _words(str(question)[:QUESTION_CHARS])
     named, taken = _field_spans(words, list(fields)[:MOST_FIELDS])
-    values = _value_spans(words, taken, index)
+    values: list[str] = []
+    for value in _value_spans(words, taken, index):  # a value asked about twice is said once
+        if value.casefold() not in {v.casefold() for v in values}:
+            values.append(value)
     lines = []
     if named:
-        lines.append(f"fields in the question: {', '.join(named)}")
+        lines.append(f"fields in the question: {', '.join(map(shown_name, named))}")
     first = next(iter(fields), "")
     for value in values[:MOST_VALUES]:
         held = index[value.casefold()]
         # The field that names records (the first) leads: a lookup starts from that record.
         order = sorted(held.items(), key=lambda kv: (kv[0] != first, -kv[1]))
-        where = ", ".join(f"the {f} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
+        where = ", ".join(f"the {shown_name(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
         lines.append(f"{value!r} is {where}")
         if first not in held:
             field, n = held.most_common(1)[0]
@@ -160,7 +171,8 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
                     target = str(link).strip().casefold()
                     if index.get(target, Counter()).get(first, 0) == 1:
                         other = next(r for r in records if _holds(r, target, only_first=True))
-                        lines.append(f"  its {field} {str(link).strip()!r} is the {first} of: {_cut(show(other))}")
+                        lines.append(f"  its {shown_name(field)} {str(link).strip()!r} is the {shown_name(first)} of: "
+                                     f"{_cut(show(other))}")
     if named and not values:
         # No value asked about: a question over a field as a whole ("which status is most
         # common"). Its counts, for a field of few distinct values.
@@ -170,11 +182,11 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
             if 1 < len(counts) <= TALLIED_VALUES:
                 ranked = counts.most_common()
                 top = ", ".join(f"{v!r}: {n}" for v, n in ranked)
-                lines.append(f"{field} values, most common first (recs.tally({field!r})): {{{top}}}")
+                lines.append(f"{shown_name(field)} values, most common first (recs.tally({field!r})): {{{top}}}")
                 tied = [v for v, n in ranked if n == ranked[0][1]]
-                lines.append(f"the most common {field} is {tied[0]!r} ({ranked[0][1]} records)" if len(tied) == 1 else
-                             f"the most common {field} values are {', '.join(map(repr, tied))} ({ranked[0][1]} records each)")
+                lines.append(f"the most common {shown_name(field)} is {tied[0]!r} ({ranked[0][1]} records)" if len(tied) == 1 else
+                             f"the most common {shown_name(field)} values are {', '.join(map(repr, tied))} ({ranked[0][1]} records each)")
     if not lines:
         return ("no word of the question is a field name or a whole value of these records: "
-                f"their fields are {', '.join(fields[:20])}; grep for the question's words")
+                f"their fields are {', '.join(map(shown_name, fields[:20]))}; grep for the question's words")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from rlm_runtime.context.about import QUESTION_CHARS
+from rlm_runtime.context.about import MOST_VALUES, QUESTION_CHARS
 from rlm_runtime.context.records import parse_text
 
 PACKETS = [
@@ -83,7 +83,9 @@ def test_a_hostile_question_stays_bounded() -> None:
     started = time.perf_counter()
     said = recs.about("k1 " * 1_000_000)
     assert time.perf_counter() - started < 10
-    assert said.count("'k1' is the id of 1 record") == 8  # at most MOST_VALUES values reported
+    assert said.count("'k1' is the id of 1 record") == 1  # a value asked a million times is said once
+    many = recs.about(" ".join(f"k{i}" for i in range(1_000)))
+    assert len([line for line in many.split("\n") if " is the id of " in line]) == MOST_VALUES
     assert QUESTION_CHARS < 10_000
 
 
@@ -94,3 +96,20 @@ def test_a_text_of_endless_field_names_stays_bounded() -> None:
     said = recs.about("f5 and f19999 " * 200)
     assert time.perf_counter() - started < 5
     assert "fields in the question: f5" in said and "f19999" not in said.split("\n")[0]
+
+
+def test_a_value_in_a_list_counts_its_record_once_and_is_said_once() -> None:
+    """It counts a record whose list holds a value twice as one record (as count() does), and says a repeated value once."""
+    recs = parse_text("".join(json.dumps({"name": f"n{i}", "tag": ["x", "x", "y"]}) + "\n" for i in range(3)))
+    said = recs.about("which records have tag x, x and x?")
+    assert f"recs.count('tag', 'x') == {recs.count('tag', 'x')}" in said and recs.count("tag", "x") == 3
+    assert said.count("'x' is") == 1
+
+
+def test_control_characters_of_a_field_name_are_escaped() -> None:
+    """It shows a field name's escape and control characters escaped, never raw, in every line it writes."""
+    recs = parse_text("name,\x1b[31mvoice\nbob,tenor\nal,bass\nce,tenor\n")
+    for question in ("zzz", "tenor", "which \x1b[31mvoice is most common?"):
+        said = str(recs.about(question))
+        assert "\x1b" not in said
+    assert "\\x1b[31mvoice" in str(recs.about("zzz"))
