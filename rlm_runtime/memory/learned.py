@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rlm_runtime.memory import lifecycle, links, search
-from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.records import Hit, Hits, ScoreParts
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ def rerank(conn: sqlite3.Connection, found: Hits, k: int, filters: search.Filter
             linked[other] = linked.get(other, 0.0) + strength * text[seed.chunk_id]
     new_ids = search.existing(conn, [i for i in linked if i not in text], filters)
     ids = list(text) + new_ids
-    stats = _stats(conn, ids)
+    stats = lifecycle.use_of(conn, ids)
     scored: list[tuple[int, ScoreParts, float]] = []
     for chunk_id in ids:
         created, last_recall, count = stats.get(chunk_id, (now, None, 0))
@@ -102,17 +101,6 @@ def _parts(cfg: RecallConfig, now: float, *, text: float, link_sum: float, creat
     return ScoreParts(text=text, link=links.squash(link_sum),
                       recency=0.0 if last_recall is None else lifecycle.recency(cfg, now, last_recall),
                       reinforcement=lifecycle.reinforcement(cfg, now, created, count))
-
-
-def _stats(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[float, float | None, int]]:
-    out: dict[int, tuple[float, float | None, int]] = {}
-    for start in range(0, len(ids), 500):
-        part = list(ids[start:start + 500])
-        rows = conn.execute(
-            f"""SELECT c.id, c.created, s.last_recall, s.recall_count FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id
-                WHERE c.id IN ({','.join('?' * len(part))}) AND {LIVE}""", part)
-        out.update({int(i): (float(created), last, int(count)) for i, created, last, count in rows})
-    return out
 
 
 def _cut(found: Hits, kept: Sequence[Hit]) -> Hits:

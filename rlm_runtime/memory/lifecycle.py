@@ -92,19 +92,25 @@ def rank(conn: sqlite3.Connection, cfg: RecallConfig, now: float, *, text_scores
         return []
     best = max(text_scores.values(), default=0.0)
     out = []
-    id_list = sorted(ids)
-    for start in range(0, len(id_list), 500):
-        part = id_list[start:start + 500]
-        rows = conn.execute(
-            f"""SELECT c.id, c.created, s.last_recall, s.recall_count FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id
-                WHERE c.id IN ({','.join('?' * len(part))}) AND {LIVE}""", part).fetchall()
-        for chunk_id, created, last_recall, count in rows:
-            rel = text_scores.get(chunk_id, 0.0) / best if best > 0 else 0.0
-            p = score_parts(cfg, now, text=rel, link_sum=link_sums.get(chunk_id, 0.0), created=float(created),
-                            last_recall=last_recall, recall_count=int(count))
-            out.append((int(chunk_id), p, weighted(cfg, p)))
+    for chunk_id, (created, last_recall, count) in use_of(conn, sorted(ids)).items():
+        rel = text_scores.get(chunk_id, 0.0) / best if best > 0 else 0.0
+        p = score_parts(cfg, now, text=rel, link_sum=link_sums.get(chunk_id, 0.0), created=created,
+                        last_recall=last_recall, recall_count=count)
+        out.append((chunk_id, p, weighted(cfg, p)))
     out.sort(key=lambda t: (-t[2], t[0]))
     return out[:k]
+
+
+def use_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[float, float | None, int]]:
+    """Each live chunk's (created, last recall or None, recall count), 500 ids a query."""
+    out: dict[int, tuple[float, float | None, int]] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start:start + 500])
+        rows = conn.execute(
+            f"""SELECT c.id, c.created, s.last_recall, s.recall_count FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id
+                WHERE c.id IN ({','.join('?' * len(part))}) AND {LIVE}""", part)
+        out.update({int(i): (float(created), last, int(count)) for i, created, last, count in rows})
+    return out
 
 
 def reinforce(conn: sqlite3.Connection, ids: Sequence[int], cfg: RecallConfig, now: float) -> int:
