@@ -192,6 +192,24 @@ def prose_block(code: str) -> str | None:
     return said if parsed(said) is None else None
 
 
+#: Prose that says it has no answer (told to answer now, a model may say so instead).
+_NO_ANSWER = re.compile(r"\b(?:not sure|unsure|(?:don't|do not|cannot|can't|could not|couldn't) (?:know|find|tell|determine|say)|"
+                        r"unable to|no answer|not (?:yet )?found|no (?:records?|information|data|match(?:es)?)|"
+                        r"(?:does|do|did) not (?:contain|have|include|mention|say)|still)\b", re.IGNORECASE)
+
+
+def forced_prose(reply: str, question: str) -> str | None:
+    """A short reply without code to the "answer now" turn that states something (``The
+    badge is 31720.``): the model answering in a sentence. None when it says it has no
+    answer, says it is still looking, or copies the question."""
+    said = reply.strip()
+    if not said or len(said) > INSISTED_CHARS or not any(ch.isalnum() for ch in said):
+        return None
+    if _STILL_LOOKING.search(said) or _NO_ANSWER.search(said) or echoes_question(said, question):
+        return None
+    return said
+
+
 def unparsable_final(code: str) -> str | None:
     """The answer of a block that is not Python because its FINAL(...) holds bare words
     (``FINAL(Loyar Cailo)``, as small models write it): read as a FINAL written in prose.

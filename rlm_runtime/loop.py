@@ -41,6 +41,8 @@ Event = dict[str, Any]
 _REPEATS_BEFORE_FORCING = 2
 #: A block is a repeat when it is the code of one of this many turns before.
 _REPEAT_WINDOW = 3
+#: The most characters of the variables listed when FINAL is given the question.
+_HELD_VARIABLES_CHARS = 1200
 
 
 class Tree:
@@ -302,7 +304,7 @@ class Run:
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
             if answer is not None and harness.echoes_question(answer, self.query) and self.iterations < lim.max_iterations:
-                answer, feedback = None, prompts.notes["question_as_answer"]
+                answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
                 if check is None:
@@ -363,6 +365,16 @@ class Run:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed
 
+    def _held_variables(self, sandbox: Sandbox) -> str:
+        """The model's variables and their values (``SHOW_VARS``, cut), as a note: said when
+        FINAL was given the question, so the value found is in front of it. "" when none."""
+        result = sandbox.execute("SHOW_VARS()")
+        held = result.stdout.strip() if result.error is None else ""
+        if not held or held == "(no variables)":
+            return ""
+        notes = self.tree.setup.prompts
+        return "\n" + notes.text("notes/held_variables", variables=harness.cap(held, _HELD_VARIABLES_CHARS, notes.notes["cut"]))
+
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)
         if var:
@@ -400,6 +412,9 @@ class Run:
         if answer is None and len(blocks) == 1:
             # Told to answer now, a model that puts a sentence in a code block is answering.
             answer = harness.prose_block(blocks[0])
+        if answer is None and not blocks:
+            # Told to answer now, a model that replies with a sentence stating something is answering.
+            answer = harness.forced_prose(reply, self.query)
         self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
                    "prompt_chars": sum(len(m["content"]) for m in messages), "code_blocks": blocks, "outputs": outputs,
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,

@@ -131,16 +131,30 @@ def _holds(r: Mapping[str, Any], folded: str, *, only_first: bool) -> bool:
     return any(str(v).strip().casefold() == folded for _, val in items for v in (val if isinstance(val, list) else [val]))
 
 
-def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequence[str],
-             index: Mapping[str, Counter[str]], show: Any) -> str:
-    """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
-    renders a record as the list's printing does."""
-    words = _words(str(question)[:QUESTION_CHARS])
+def within(text: str, fields: Sequence[str], index: Mapping[str, Counter[str]]) -> tuple[list[str], list[str]]:
+    """The field names ``text`` names (in field order) and the values it holds (left to right,
+    each once), matched as the module docstring says."""
+    words = _words(str(text)[:QUESTION_CHARS])
     named, taken = _field_spans(words, list(fields)[:MOST_FIELDS])
     values: list[str] = []
     for value in _value_spans(words, taken, index):  # a value asked about twice is said once
         if value.casefold() not in {v.casefold() for v in values}:
             values.append(value)
+    return named, values
+
+
+def where_held(value: str, index: Mapping[str, Counter[str]], first: str) -> str:
+    """"the host of 1 record, the owner of 2 records": the fields holding ``value``, the
+    field that names records (``first``) first, then the most common."""
+    order = sorted(index[value.casefold()].items(), key=lambda kv: (kv[0] != first, -kv[1]))
+    return ", ".join(f"the {shown_name(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
+
+
+def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequence[str],
+             index: Mapping[str, Counter[str]], show: Any) -> str:
+    """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
+    renders a record as the list's printing does."""
+    named, values = within(question, fields, index)
     lines = []
     if named:
         lines.append(f"fields in the question: {', '.join(map(shown_name, named))}")
@@ -148,9 +162,7 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
     for value in values[:MOST_VALUES]:
         held = index[value.casefold()]
         # The field that names records (the first) leads: a lookup starts from that record.
-        order = sorted(held.items(), key=lambda kv: (kv[0] != first, -kv[1]))
-        where = ", ".join(f"the {shown_name(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
-        lines.append(f"{value!r} is {where}")
+        lines.append(f"{value!r} is {where_held(value, index, first)}")
         if first not in held:
             field, n = held.most_common(1)[0]
             lines[-1] += f": recs.count({field!r}, {value!r}) == {n}"

@@ -231,7 +231,7 @@ class Records(list[Record]):
             else:
                 top = ", ".join(f"{v} ({n})" for v, n in list(values.items())[:12])
                 note = f"no record has {field} = {value!r}; its values are {top}" + self._held_in(value)
-        return self._derived(kept, note)
+        return _kept_if_empty(self._derived(kept, note))
 
     def _held_in(self, value: Any) -> str:
         """Where ``value`` is a whole field value after all (the question's word for the field
@@ -302,11 +302,31 @@ class Records(list[Record]):
             most = (f" The most common {field} is {tied[0]!r} ({counts[0][1]} records)." if len(tied) == 1 else
                     f" The most common {field} values are {', '.join(map(repr, tied[:8]))} ({counts[0][1]} records each)."
                     if tied else "")
-            return self._derived([], f"{value!r} is a field of the records, not a value. Its values, most common first "
-                                     f"(recs.tally({field!r})): {{{top}}}.{most} recs.where({field!r}, value) keeps the "
-                                     f"records of one value.", note_only=True)
-        note = f"no record has {value!r} as a whole field value" + ("" if partial else "; grep for part of it")
-        return self._derived(partial, note)
+            return _kept_if_empty(self._derived(
+                [], f"{value!r} is a field of the records, not a value. Its values, most common first "
+                    f"(recs.tally({field!r})): {{{top}}}.{most} recs.where({field!r}, value) keeps the "
+                    f"records of one value.", note_only=True))
+        note = f"no record has {value!r} as a whole field value" + (
+            "" if partial else self._named_in(value) if isinstance(value, str) else "; grep for part of it")
+        return _kept_if_empty(self._derived(partial, note))
+
+    def _named_in(self, phrase: str) -> str:
+        """What a phrase given to ``find`` names, when it is no value (``find("failover of
+        db-07")``): the values it holds, where they are, and the fields it names, as the
+        code that reads them; "; grep for part of it" when it names no value."""
+        if self._values is None:
+            self._values = _about.value_index(self)
+        named, values = _about.within(phrase, self.fields, self._values)
+        if not values:
+            return "; grep for part of it"
+        first = next(iter(self.fields), "")
+        said = "; ".join(f"{v!r} ({_about.where_held(v, self._values, first)}): find({v!r})" for v in values[:_about.MOST_VALUES])
+        # The value that names a record, to read the named fields from.
+        lead = next((v for v in values if self._values[v.casefold()].get(first)), None)
+        fields = [f for f in named if f != first][:3]
+        reads = ", ".join(f"find({lead!r})[0][{f!r}]" for f in fields) if lead is not None else ""
+        return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(repr, fields))}: {reads}"
+                                       if reads else "")
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
@@ -340,6 +360,19 @@ class Records(list[Record]):
         return "\n".join([head, *rows])
 
     __str__ = __repr__
+
+
+#: The empty results of ``find`` and ``where`` since the worker last emptied this (before each
+#: cell): code that tests ``if found:`` never prints why nothing matched, so the worker adds the
+#: reason as a note, as it does for grep. At most ``EMPTY_KEPT``; nothing else reads it.
+EMPTY_FINDS: list[Records] = []
+EMPTY_KEPT = 3
+
+
+def _kept_if_empty(found: Records) -> Records:
+    if not found and len(EMPTY_FINDS) < EMPTY_KEPT:
+        EMPTY_FINDS.append(found)
+    return found
 
 
 #: Characters of a field name the shape's description shows.

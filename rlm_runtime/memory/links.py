@@ -145,6 +145,30 @@ def link_new_chunks(conn: sqlite3.Connection, chunks: Sequence[tuple[int, str, i
         upsert_many(conn, related, "related_to", 0.0, now)
 
 
+def trim_related(conn: sqlite3.Connection, cap: int) -> int:
+    """Delete ``related_to`` links until no chunk takes part in more than ``cap`` (links made
+    before the cap existed, or under a larger one); return how many went. Each chunk over the
+    cap keeps its strongest, ties to the nearest (as ``link_new_chunks`` chooses them); a
+    deleted link only lowers the other end's count, so one pass in id order is enough. Reads
+    every ``related_to`` link once (at most ``related_max`` were ever made per chunk)."""
+    over = [int(r[0]) for r in conn.execute(
+        """SELECT id FROM (SELECT src AS id FROM links WHERE type = 'related_to'
+                           UNION ALL SELECT dst FROM links WHERE type = 'related_to')
+           GROUP BY id HAVING count(*) > ? ORDER BY id""", (cap,))]
+    removed = 0
+    for cid in over:
+        held = conn.execute("""SELECT src, dst, strength FROM links WHERE src = ? AND type = 'related_to'
+                               UNION ALL SELECT src, dst, strength FROM links WHERE dst = ? AND type = 'related_to'""",
+                            (cid, cid)).fetchall()
+        if len(held) <= cap:
+            continue  # links it had went with chunks trimmed before it
+        held.sort(key=lambda r: (-float(r[2]), abs(int(r[0]) - int(r[1])), int(r[0]), int(r[1])))
+        gone = [(int(a), int(b)) for a, b, _ in held[cap:]]
+        conn.executemany("DELETE FROM links WHERE src = ? AND type = 'related_to' AND dst = ?", gone)
+        removed += len(gone)
+    return removed
+
+
 class _Degrees:
     """How many ``related_to`` links each chunk takes part in: read from the store once per
     chunk (two index lookups), then counted as links are chosen."""

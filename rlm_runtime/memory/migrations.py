@@ -246,8 +246,16 @@ def m009_upkeep(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m010_related_cap(conn: sqlite3.Connection) -> None:
+    # The related_cap the store's related_to links were last trimmed to (NULL: never; stores
+    # made before the cap was kept may hold more a chunk). A writable open trims when it is
+    # NULL or above the settings' cap.
+    _script(conn, "ALTER TABLE upkeep ADD COLUMN related_cap INTEGER;")
+
+
 #: Migrations a store opened read-only may lack: it reads as it did before them (see ``read_as_current``).
-READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys", "m009_upkeep"})
+READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys", "m009_upkeep", "m010_related_cap"})
 #: The columns of ``chunks`` a migration added, and the value a store without them reads as.
 _ADDED_COLUMNS = {"m007_soft_delete": "NULL AS deleted_at", "m008_text_keys": "NULL AS text_key"}
 

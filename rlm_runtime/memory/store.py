@@ -159,9 +159,11 @@ class MemoryStore:
             raise
         self._df_cache: dict[int, dict[str, int]] = {}
         self._df_version: tuple[int, int] | None = None
-        if not readonly and self.settings.maintain_every_s > 0:
+        if not readonly:
             try:
-                self.maintain()
+                self.apply_related_cap()
+                if self.settings.maintain_every_s > 0:
+                    self.maintain()
             except StoreError:
                 pass  # another writer holds the store: the upkeep runs on a later open
 
@@ -637,6 +639,26 @@ class MemoryStore:
         to long-term (see ``lifecycle``); ``dry_run`` only reports."""
         with self._sql_errors():
             return lifecycle.decay_and_promote(self.db, self.settings.recall, self.clock() if now is None else now, dry_run=dry_run)
+
+    def apply_related_cap(self) -> int:
+        """Trim ``related_to`` links to ``settings.links.related_cap`` a chunk, when the store
+        was never trimmed (made before the cap was kept) or was trimmed to a larger cap; a
+        writable open calls it. One pass over those links, once; afterwards one row read.
+        Returns the links deleted."""
+        if self.db.readonly:
+            return 0
+        cap = self.settings.links.related_cap
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                row = conn.execute("SELECT related_cap FROM upkeep WHERE id = 1").fetchone()
+            if row is not None and row[0] is not None and int(row[0]) <= cap:
+                return 0
+            with self.db.write() as conn:
+                removed = links.trim_related(conn, cap)
+                # No upkeep row yet: this open starts the upkeep's clock too, as maintain() would.
+                conn.execute("INSERT INTO upkeep (id, last_run, related_cap) VALUES (1, ?, ?) "
+                             "ON CONFLICT(id) DO UPDATE SET related_cap = excluded.related_cap", (self.clock(), cap))
+        return removed
 
     def maintain(self, *, force: bool = False) -> LifecycleReport | None:
         """The store's scheduled upkeep, when ``settings.maintain_every_s`` have passed since

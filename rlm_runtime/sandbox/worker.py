@@ -372,6 +372,7 @@ class Worker:
         self.interrupt_pending = True
 
     def run_cell(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from rlm_runtime.context import records as _records
         from rlm_runtime.sandbox import contexts
         from rlm_runtime.sandbox.lockdown import set_cell_cpu_limit
 
@@ -392,6 +393,7 @@ class Worker:
         start = time.perf_counter()
         self.interrupt_pending = False  # one meant for an earlier cell that had already ended
         contexts.EMPTY_GREPS.clear()
+        _records.EMPTY_FINDS.clear()
         try:
             code = _retarget(marshal.loads(msg["code"]), filename)
             self.in_user_code = True
@@ -417,7 +419,7 @@ class Worker:
                 error = error[: frames.ERROR_MAX] + "... [cut]"
         stdout, truncated = self.output.value()
         notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
-                 for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS)]]
+                 for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS) - len(_records.EMPTY_FINDS)]]
         grep_notes, empty_greps = self._empty_greps(stdout, error)
         notes += grep_notes
         return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
@@ -430,10 +432,13 @@ class Worker:
         context after the cell's own timer has stopped, so this runs under ``_HINT_S``
         seconds of its own: a cell must not buy itself time with empty greps; past the limit
         the hints left are empty and there are no more notes."""
+        from rlm_runtime.context import records as _records
         from rlm_runtime.sandbox import contexts
 
         empties, shown = list(contexts.EMPTY_GREPS), stdout + (error or "")
+        finds = list(_records.EMPTY_FINDS)
         contexts.EMPTY_GREPS.clear()
+        _records.EMPTY_FINDS.clear()
         found = [{"pattern": str(r.pattern)[: frames.PATTERN_MAX], "ignore_case": bool(r._ignore_case), "hint": ""}
                  for r in empties]
         notes: list[str] = []
@@ -450,6 +455,15 @@ class Worker:
                     continue
                 if hint not in shown:
                     notes.append(("a grep in this code found nothing " + hint)[: frames.NOTE_MAX])
+            for lookup in finds:  # records().find / where that found nothing: why, unless the cell printed it
+                try:
+                    why = repr(lookup)
+                except (CellTimeout, CellInterrupted):
+                    raise
+                except Exception:
+                    continue
+                if why not in shown and why.removeprefix("0 records: ") not in shown:
+                    notes.append(("a records lookup in this code found nothing: " + why)[: frames.NOTE_MAX])
         except (CellTimeout, CellInterrupted):
             pass
         finally:

@@ -113,3 +113,31 @@ def test_control_characters_of_a_field_name_are_escaped() -> None:
         said = str(recs.about(question))
         assert "\x1b" not in said
     assert "\\x1b[31mvoice" in str(recs.about("zzz"))
+
+
+def test_find_of_a_phrase_names_the_values_and_fields_inside_it() -> None:
+    """It answers ``find()`` of a phrase that is no value with the values the phrase holds (where
+    each is, and the call that finds it) and the code that reads the fields it names, and still
+    returns no records: what the phrase asked for is not a value."""
+    recs = parse_text(BLOCKS)
+    found = recs.find("the supplier of sweet pea")
+    assert len(found) == 0
+    said = repr(found)
+    assert "no record has 'the supplier of sweet pea' as a whole field value" in said
+    assert "'sweet pea' (the packet of 1 record): find('sweet pea')" in said
+    assert "find('sweet pea')[0]['supplier']" in said
+    assert recs.find(said.split("find(")[-1].split(")")[0].strip("'"))[0]["supplier"] == "north farm"
+    # two values: each said; a phrase with no value keeps the old advice
+    both = repr(recs.find("shelf of runner bean or heirloom tomato"))
+    assert "'runner bean' (the packet of 1 record)" in both and "'heirloom tomato' (the packet of 1 record)" in both
+    assert repr(recs.find("purple carrots")).endswith("; grep for part of it")
+
+
+def test_find_of_a_phrase_stays_bounded() -> None:
+    """It matches a phrase of thousands of words against the records' values in time linear in
+    both (the phrase is cut as a question is), and says at most MOST_VALUES of them."""
+    recs = parse_text("".join(json.dumps({"packet": f"p{i}", "supplier": f"s{i % 50}"}) + "\n" for i in range(20_000)))
+    began = time.perf_counter()
+    said = repr(recs.find(" ".join(f"p{i}" for i in range(5_000))))
+    assert time.perf_counter() - began < 5
+    assert said.count("(the packet of 1 record)") == MOST_VALUES

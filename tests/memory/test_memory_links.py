@@ -149,3 +149,30 @@ def test_related_cap_zero_makes_no_related_links(open_store: Callable[..., Memor
     st = open_store(small_chunks(related_cap=0))
     st.ingest([write(f"m{i}.txt", f"Memo {i} on the lighthouse.") for i in range(6)], tags=["light"])
     assert _related_degrees(st) == {}
+
+
+def test_links_over_the_cap_are_trimmed_once_on_a_writable_open(open_store: Callable[..., MemoryStore],
+                                                                 write: Callable[..., Path]) -> None:
+    """It trims a store's related_to links to the cap the store is opened with, when they were
+    made under a larger one (or before the cap was kept): every chunk keeps its strongest,
+    nearest ones; a second open reads one row and deletes nothing; a larger cap adds nothing."""
+    paths = [write(f"w{i:02d}.txt", f"Log {i} of the weir.") for i in range(20)]
+    folder = Path(paths[0]).parent
+    st = open_store(small_chunks(related_max=5, related_cap=40), path=folder / "wide.db")
+    st.ingest(paths, tags=["weir"])
+    before = _related_degrees(st)
+    assert max(before.values()) > 6
+    kept_by_2 = sorted((abs(lk.src - lk.dst), lk.src, lk.dst) for lk in st.links(2, "related_to"))
+    st.db.conn.execute("UPDATE upkeep SET related_cap = NULL")  # as a store from before the cap reads
+    st.close()
+    st = open_store(small_chunks(related_max=5, related_cap=3), path=folder / "wide.db")
+    after = _related_degrees(st)
+    assert after and max(after.values()) <= 3
+    assert set(after) <= set(before)
+    # what went from chunk 2 was its farthest (all links of one ingest tie on strength)
+    left = sorted((abs(lk.src - lk.dst), lk.src, lk.dst) for lk in st.links(2, "related_to"))
+    assert set(left) <= set(kept_by_2) and all(d <= min(d2 for d2, *_ in kept_by_2[len(left):]) for d, *_ in left)
+    assert st.apply_related_cap() == 0
+    st.close()
+    st = open_store(small_chunks(related_max=5, related_cap=10), path=folder / "wide.db")
+    assert _related_degrees(st) == after and st.apply_related_cap() == 0

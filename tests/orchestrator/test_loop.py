@@ -174,6 +174,11 @@ def test_the_question_copied_into_final_is_no_answer(reply: str) -> None:
     assert result.answer == "480"
     assert result.iterations == 3
     assert "FINAL was given the question itself" in last_messages(client)[-1]
+    # with the values the code holds, so the one found is in front of the model
+    assert "The variables your code holds" in last_messages(client)[-1] and "n: int = 480" in last_messages(client)[-1]
+    result, client = run([reply, code("FINAL('x')")])
+    assert "FINAL was given the question itself" in last_messages(client)[-1]
+    assert "The variables your code holds" not in last_messages(client)[-1]
 
 
 def test_an_unclosed_fence_still_runs() -> None:
@@ -451,6 +456,24 @@ def test_a_forced_turn_with_code_is_run() -> None:
     assert result.iterations == 2
 
 
+@pytest.mark.parametrize(("reply", "answer"), [
+    ("The kiln's glaze is celadon, as printed.", "The kiln's glaze is celadon, as printed."),
+    ("celadon", "celadon"),
+    ("I could not find the glaze in the text.", None),
+    ("The text does not mention a glaze.", None),
+    ("Let me search again with other words.", None),
+    ("What is the secret launch code?", None),
+    ("The glaze is celadon. " * 40, None),
+])
+def test_a_sentence_without_code_on_the_forced_turn_is_the_answer(reply: str, answer: str | None) -> None:
+    """It takes a short sentence the model replies with, no code, when told to answer now, as
+    the answer; not one saying it has none or is still looking, the question copied, or a long one."""
+    client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": reply}])
+    result, _ = run(client, "text", limits=fast(max_iterations=1))
+    assert result.answer == answer
+    assert result.error_type == (None if answer else "NoAnswer")
+
+
 def test_a_model_that_never_calls_final_gets_no_answer_and_a_partial() -> None:
     """It gives up after the forced turn, keeping the last printed output as the partial answer."""
     client = ScriptedClient([{"when": FORCED, "content": "I am not sure yet."},
@@ -514,6 +537,23 @@ def test_on_event_sees_every_event_and_cannot_break_the_run() -> None:
     # The trace's events, and the live ones no trace holds: each turn's call, its text, its cell.
     assert seen == ["trace_start", "run_start", "system_prompt", "model_call", "model_text", "cell_start", "iteration",
                     "model_call", "model_text", "cell_start", "iteration", "run_end", "session_end"]
+
+
+def test_an_empty_records_lookup_the_code_only_tested_is_reported() -> None:
+    """It tells a model whose code hid an empty ``find`` behind ``if found:`` why nothing was
+    found and what the phrase names (the worker's note), at most three a cell; a lookup the
+    cell printed is not said twice."""
+    table = "kiln\tglaze\tbackup\n" + "".join(f"k{i}\t{'ash' if i % 3 else 'celadon'}\tk{(i + 1) % 40}\n" for i in range(40))
+    hidden = "found = records().find('backup of k7')\nif found:\n    print(found[0]['glaze'])\nelse:\n    print('none')"
+    _, client = run([code(hidden), code("print(records().find('backup of k7'))"),
+                     code("for w in range(5):\n    records().find(f'nothing {w}')"), code("FINAL('x')")], table)
+    shown = client.prompts[1][-1]["content"]
+    assert "none" in shown and "a records lookup in this code found nothing" in shown
+    assert "'k7' (the kiln of 1 record, the backup of 1 record): find('k7')" in shown
+    assert "find('k7')[0]['backup']" in shown
+    printed = client.prompts[2][-1]["content"]
+    assert printed.count("no record has 'backup of k7'") == 1 and "a records lookup in this code" not in printed
+    assert client.prompts[3][-1]["content"].count("a records lookup in this code found nothing") == 3
 
 
 def test_a_text_with_fields_is_started_with_records() -> None:
