@@ -143,11 +143,21 @@ def prose_final(text: str) -> str | None:
 
 def echoes_question(answer: str, question: str) -> bool:
     """The answer is the question copied back (``FINAL("How many ...?")``), ignoring case,
-    spaces and punctuation: no answer at all, as a placeholder is none."""
-    def bare(text: str) -> str:
-        return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
-    said, asked = bare(answer), bare(question)
-    return bool(asked) and said == asked
+    spaces and punctuation, or a piece of it (``FINAL("badge of the manager of X")``): at
+    least ``ECHO_WORDS`` words, half the question's, every one of them the question's. No
+    answer at all, as a placeholder is none; a short answer made of the question's words
+    ("Oslo", for "Oslo or Bergen?") is one."""
+    said = re.sub(r"[^\w\s]", " ", answer.casefold()).split()
+    asked = re.sub(r"[^\w\s]", " ", question.casefold()).split()
+    if not asked:
+        return False
+    if said == asked:
+        return True
+    return len(said) >= max(ECHO_WORDS, len(asked) / 2) and set(said) <= set(asked)
+
+
+#: An answer of at least this many words, all of them the question's, is the question echoed.
+ECHO_WORDS = 4
 
 
 def prose_final_var(text: str) -> str | None:
@@ -193,9 +203,12 @@ def prose_block(code: str) -> str | None:
 
 
 #: Prose that says it has no answer (told to answer now, a model may say so instead).
-_NO_ANSWER = re.compile(r"\b(?:not sure|unsure|(?:don't|do not|cannot|can't|could not|couldn't) (?:know|find|tell|determine|say)|"
-                        r"unable to|no answer|not (?:yet )?found|no (?:records?|information|data|match(?:es)?)|"
-                        r"(?:does|do|did) not (?:contain|have|include|mention|say)|still)\b", re.IGNORECASE)
+_NO_ANSWER = re.compile(
+    r"\b(?:not sure|unsure|give up|gave up|no idea|sorry|impossible|unable to|no answer|enough information|"
+    r"(?:do|does|did|can|could|is|are|was|were)(?:n't| not)|cannot|"
+    r"not (?:yet )?(?:found|in|stated|given|specified|mentioned|available|provided|listed|present|known)|"
+    r"there (?:is|are|was|were) no|no (?:records?|information|data|match(?:es)?|such)|still)\b"
+    r"|^\W*(?:unknown|n/?a|none|nothing)\W*$", re.IGNORECASE)
 
 
 def forced_prose(reply: str, question: str) -> str | None:

@@ -412,8 +412,9 @@ class Run:
         if answer is None and len(blocks) == 1:
             # Told to answer now, a model that puts a sentence in a code block is answering.
             answer = harness.prose_block(blocks[0])
-        if answer is None and not blocks:
-            # Told to answer now, a model that replies with a sentence stating something is answering.
+        if answer is None and not blocks and not failing:
+            # Told to answer now, a model that replies with a sentence stating something is
+            # answering (not one that has been replying in prose all along: that is more talk).
             answer = harness.forced_prose(reply, self.query)
         self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
                    "prompt_chars": sum(len(m["content"]) for m in messages), "code_blocks": blocks, "outputs": outputs,

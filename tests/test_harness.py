@@ -116,3 +116,16 @@ def test_prose_that_is_still_looking_is_no_insisted_answer() -> None:
     still = "The output does not show the answer. Let's try searching again."
     assert harness.insisted_answer(still, {still}) is None
     assert harness.insisted_answer("It is in Oslo.", {"It is in Oslo."}) == "It is in Oslo."
+
+
+def test_an_answer_of_the_questions_words_is_an_echo_only_when_long() -> None:
+    """It takes the question, or a long piece of it, as no answer; a short answer made of the
+    question's words (a choice it offers) is one."""
+    asked = "Which shelf holds the tin that is the twin of copper kettle?"
+    assert harness.echoes_question("which shelf holds the tin that is the twin of copper kettle", asked)
+    assert harness.echoes_question("shelf holds the tin that is the twin of copper kettle", asked)
+    assert not harness.echoes_question("copper kettle", asked)
+    assert not harness.echoes_question("the twin of copper kettle", asked)  # under half the question
+    assert not harness.echoes_question("shelf S-4 holds the tin", asked)  # a word of its own
+    assert not harness.echoes_question("Bergen", "Is the fair in Oslo or in Bergen?")
+    assert not harness.echoes_question("anything", "?!")

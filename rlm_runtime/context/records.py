@@ -227,10 +227,10 @@ class Records(list[Record]):
         if not kept:
             values = self.tally(field)
             if not values:
-                note = f"no record has a field {field!r}; the fields are {', '.join(self.fields[:30])}"
+                note = f"no record has a field {field!r}; the fields are {', '.join(map(_about.shown_name, self.fields[:30]))}"
             else:
-                top = ", ".join(f"{v} ({n})" for v, n in list(values.items())[:12])
-                note = f"no record has {field} = {value!r}; its values are {top}" + self._held_in(value)
+                top = ", ".join(f"{_about.shown_name(v)} ({n})" for v, n in list(values.items())[:12])
+                note = f"no record has {_about.shown_name(field)} = {value!r}; its values are {top}" + self._held_in(value)
         return _kept_if_empty(self._derived(kept, note))
 
     def _held_in(self, value: Any) -> str:
@@ -243,7 +243,7 @@ class Records(list[Record]):
                 break
         if not holders:
             return ""
-        where = ", ".join(f"the {k} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
+        where = ", ".join(f"the {_about.shown_name(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
         return f"; {value!r} is {where}: find({value!r}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
@@ -284,7 +284,7 @@ class Records(list[Record]):
             # No record is named so: say which field holds the value (a release date found
             # by find() is the release of these records, not a record of its own).
             held = Counter(k for r in mentioning[:_HELD_IN_MOST] for k, v in list(r.items())[1:] if _same(v, value))
-            where = " or ".join(f"the {k}" for k, _ in held.most_common(3))
+            where = " or ".join(f"the {_about.shown_name(k)}" for k, _ in held.most_common(3))
             # Said as what the value is, not what it is not: a small model read "no record is
             # named 'salt'" as "salt is not in the text".
             return self._derived(mentioning, f"{value!r} is {where} of each of these {len(mentioning)} records")
@@ -362,16 +362,17 @@ class Records(list[Record]):
     __str__ = __repr__
 
 
-#: The empty results of ``find`` and ``where`` since the worker last emptied this (before each
-#: cell): code that tests ``if found:`` never prints why nothing matched, so the worker adds the
-#: reason as a note, as it does for grep. At most ``EMPTY_KEPT``; nothing else reads it.
-EMPTY_FINDS: list[Records] = []
+#: Why each ``find`` or ``where`` since the worker last emptied this (before each cell) found
+#: nothing: code that tests ``if found:`` never prints it, so the worker adds it as a note, as
+#: it does for grep. The text, made when the lookup returns (the list itself is the code's to
+#: change). At most ``EMPTY_KEPT``; nothing else reads it.
+EMPTY_FINDS: list[str] = []
 EMPTY_KEPT = 3
 
 
 def _kept_if_empty(found: Records) -> Records:
     if not found and len(EMPTY_FINDS) < EMPTY_KEPT:
-        EMPTY_FINDS.append(found)
+        EMPTY_FINDS.append(Records.__repr__(found))
     return found
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import linecache
 import marshal
 import os
+import reprlib
 import signal
 import socket
 import sysconfig
@@ -334,7 +335,7 @@ class Worker:
         for name in self._user_names():
             value = self.ns[name]
             try:
-                text = repr(value)
+                text = _SHORT_REPR.repr(value)  # bounded: a list of a million lists shows its first few
             except Exception as e:  # a user object's __repr__ may fail
                 text = f"<repr failed: {type(e).__name__}>"
             if len(text) > 80:
@@ -442,6 +443,8 @@ class Worker:
         found = [{"pattern": str(r.pattern)[: frames.PATTERN_MAX], "ignore_case": bool(r._ignore_case), "hint": ""}
                  for r in empties]
         notes: list[str] = []
+        if (error or "").startswith("TimeoutError"):
+            empties = []  # the cell spent its time: no hint scans after it (the host's kill is near)
         self.in_user_code = True  # the alarm (and an interrupt) may now raise here
         signal.setitimer(signal.ITIMER_REAL, _HINT_S)
         try:
@@ -455,20 +458,14 @@ class Worker:
                     continue
                 if hint not in shown:
                     notes.append(("a grep in this code found nothing " + hint)[: frames.NOTE_MAX])
-            for lookup in finds:  # records().find / where that found nothing: why, unless the cell printed it
-                try:
-                    why = repr(lookup)
-                except (CellTimeout, CellInterrupted):
-                    raise
-                except Exception:
-                    continue
-                if why not in shown and why.removeprefix("0 records: ") not in shown:
-                    notes.append(("a records lookup in this code found nothing: " + why)[: frames.NOTE_MAX])
         except (CellTimeout, CellInterrupted):
             pass
         finally:
             self.in_user_code = False
             signal.setitimer(signal.ITIMER_REAL, 0)
+        for why in finds:  # records().find / where that found nothing: why, unless the cell printed it
+            if why not in shown and why.removeprefix("0 records: ") not in shown:
+                notes.append(("a records lookup in this code found nothing: " + why)[: frames.NOTE_MAX])
         return notes, found
 
     def serve(self) -> None:
@@ -503,6 +500,17 @@ class Worker:
                 self._reserve = b""
                 protocol.send(self.sock, _fallback_reply(e, self.limits, self.seq))
                 self._reserve = _make_reserve()
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxtuple, short.maxset, short.maxdict = 3, 8, 8, 8, 8
+    short.maxstring, short.maxother, short.maxlong = 80, 80, 40
+    return short
+
+
+#: What ``SHOW_VARS`` shows of a value: a few items of each container, a few levels deep.
+_SHORT_REPR = _short_repr()
 
 
 def _counter(value: Any) -> int:

@@ -113,6 +113,10 @@ def test_control_characters_of_a_field_name_are_escaped() -> None:
         said = str(recs.about(question))
         assert "\x1b" not in said
     assert "\\x1b[31mvoice" in str(recs.about("zzz"))
+    # and in the notes of lookups that find nothing, which the worker adds unprinted
+    recs = parse_text("name,part\nbob,\x1b[31mtenor\nal,bass\n")
+    for empty in (recs.where("part", "alto"), recs.where("pitch", "alto"), recs.find("bob alto"), recs.where("name", "\x1b[31mtenor")):
+        assert "\x1b" not in repr(empty).replace(repr("\x1b[31mtenor"), "")
 
 
 def test_find_of_a_phrase_names_the_values_and_fields_inside_it() -> None:

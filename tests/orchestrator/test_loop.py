@@ -167,7 +167,8 @@ def test_a_placeholder_in_prose_final_is_no_answer(reply: str) -> None:
 
 
 @pytest.mark.parametrize("reply", [code("FINAL('What is the secret launch code?')"),
-                                   "FINAL(what is the secret launch code)"])
+                                   "FINAL(what is the secret launch code)",
+                                   code("FINAL('the secret launch code')")])  # a piece of it, all its words
 def test_the_question_copied_into_final_is_no_answer(reply: str) -> None:
     """It denies a FINAL given the question itself, says so, and takes the next answer."""
     result, client = run([code("n = 480\nprint(n)"), reply, code("FINAL(str(n))")])
@@ -460,6 +461,10 @@ def test_a_forced_turn_with_code_is_run() -> None:
     ("The kiln's glaze is celadon, as printed.", "The kiln's glaze is celadon, as printed."),
     ("celadon", "celadon"),
     ("I could not find the glaze in the text.", None),
+    ("I give up.", None),
+    ("The document doesn't specify a glaze.", None),
+    ("Unknown.", None),
+    ("There is no glaze in the text.", None),
     ("The text does not mention a glaze.", None),
     ("Let me search again with other words.", None),
     ("What is the secret launch code?", None),

@@ -113,3 +113,25 @@ def test_a_tally_of_every_line_is_bounded_by_the_cell(box: Sandbox) -> None:
     r = box.execute("grep(r'(a+)+\\1').tally()")
     assert r.error_type == "ContextError" and "backreferences" in r.error
     assert box.execute("print(kept + 1)").stdout == "42\n"
+
+
+def test_an_empty_lookup_note_is_fixed_when_the_lookup_returns(box: Sandbox) -> None:
+    """It writes an empty find's note when find returns: code that then fills the list, even
+    with a generator that swallows every exception, runs nothing after the cell, and the
+    worker keeps the cell's variables."""
+    r = box.execute("def g():\n    while True:\n        try:\n            yield 1\n        except BaseException:\n            pass\n"
+                    "f = records().find('zzz qq')\nf.append(g())\nkept = 7\nprint('done')")
+    assert r.error is None and r.stdout == "done\n"
+    assert any(w.startswith("a records lookup in this code found nothing: 0 records: no record has 'zzz qq'") for w in r.warnings)
+    assert box.execute("print(kept)").stdout == "7\n"
+    assert SECRET not in _said(r)
+
+
+def test_show_vars_of_a_huge_nested_value_is_short_and_quick(box: Sandbox) -> None:
+    """It shows a value of millions of items by its first few, without building its whole repr."""
+    box.execute("x = [list(range(2000))] * 200000")
+    began = time.monotonic()
+    r = box.execute("SHOW_VARS()")
+    assert r.error is None and time.monotonic() - began < 3
+    line = next(row for row in r.stdout.splitlines() if row.startswith("x: list = "))
+    assert len(line) < 120 and "..." in line
