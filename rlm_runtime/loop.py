@@ -156,6 +156,8 @@ class Run:
         self.depth = depth
         self.parent_id = parent_id
         self.turn = turn
+        #: How earlier questions over the main context found their answers (set by ``execute``).
+        self.earlier = ""
         self.run_id = uuid.uuid4().hex[:8]
         self.iterations = 0
         self.partial: str | None = None
@@ -185,11 +187,15 @@ class Run:
 
     # ----------------------------------------------------------------- a whole run
 
-    def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "") -> RunResult:
+    def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "",
+                earlier: str = "") -> RunResult:
         """Run to an answer or a failure. Every exception ends as a failed ``RunResult`` with
         the partial output and a ``run_end`` event: an ``RLMError`` as itself, any other (a
-        host-side step that hostile text reached unguarded) as ``RunCrashed`` from it."""
+        host-side step that hostile text reached unguarded) as ``RunCrashed`` from it.
+        ``earlier``: how earlier questions over the main context found their answers (its
+        answer leads), said under its brief."""
         setup = self.tree.setup
+        self.earlier = earlier
         self.tree.budget.note_depth(self.depth)
         began = time.monotonic()
         result: RunResult
@@ -474,7 +480,7 @@ class Run:
             # changes what a small model writes.
             if search.memory is not None:
                 memory_chunks = _memory_size(search.memory)
-        contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks)
+        contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks, earlier=self.earlier)
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,

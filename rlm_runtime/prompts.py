@@ -61,9 +61,10 @@ class Prompts:
                          output_chars=output_chars, max_iterations=max_iterations, example=example)
         return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
-    def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None) -> str:
+    def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None, earlier: str = "") -> str:
         """What the system prompt says about the contexts (``ContextBrief``s, in order) and
-        the memory store (its chunk count; None: no store)."""
+        the memory store (its chunk count; None: no store); ``earlier``, the answer leads of
+        the main context, under its brief."""
         memory = "" if memory_chunks is None else "\n" + self.text("context_memory", chunks=memory_chunks)
         if not briefs:
             return (self.text("contexts_none") if memory_chunks is None else "") + memory
@@ -75,6 +76,8 @@ class Prompts:
             elif b.skipped_documents:
                 text = self.text("context_skipped", summary=text, reason=b.skip_reason or "the probe's verdict",
                                  names=", ".join(b.skipped_documents[:20]) + (" ..." if len(b.skipped_documents) > 20 else ""))
+            if k == 0 and earlier:
+                text += "\n" + self.text("context_earlier", leads=earlier)
             parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)
         if len(briefs) > 1:
             parts.append(self.text("contexts_several"))

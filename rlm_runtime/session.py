@@ -38,6 +38,7 @@ from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output, open_sandbox
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
+from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.usage import RunUsage
 from rlm_runtime.result import RunResult
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
@@ -228,7 +229,8 @@ class Session:
             if self._usage.tracked:
                 self._usage.begin(run.run_id)
             with self._running(tree):
-                result = run.execute(self._sandbox, self._table, history=history, variables=variables)
+                result = run.execute(self._sandbox, self._table, history=history, variables=variables,
+                                     earlier=self._earlier_answers())
             self._record_usage()
             result.usage = tree.budget.usage()
             result.max_depth_reached = tree.budget.max_depth_reached
@@ -479,11 +481,28 @@ class Session:
         if run_id is None:
             return
         try:
-            self._registry_open().record_run(run_id, self._usage.counts(self._handles))
+            registry = self._registry_open()
+            registry.record_run(run_id, self._usage.counts(self._handles))
+            found = self._usage.leads(self._handles)
+            if found:
+                registry.record_leads(found)
         except RLMError as e:
             import warnings
 
             warnings.warn(f"the registry of contexts did not record this run's use: {e}", stacklevel=3)
+
+    def _earlier_answers(self) -> str:
+        """The answer leads of the main context, when it is registered and the probe settings
+        ask for them (``ProbeConfig.earlier_answers``); "" otherwise or when the registry
+        cannot say (the question goes on without them)."""
+        probe = self.setup.probe
+        key = self._usage.registry_id(self._handles[0]) if self._handles else None
+        if key is None or not getattr(probe, "earlier_answers", False):
+            return ""
+        try:
+            return _leads.describe(self._registry_open().leads(key))
+        except RLMError:
+            return ""
 
     def _variables(self) -> str:
         """What SHOW_VARS prints, cut to a few lines: the names a follow-up may use."""

@@ -14,6 +14,7 @@ import pytest
 
 from rlm_runtime.cli import main
 from rlm_runtime.config import paths_from_env
+from rlm_runtime.registry import Registry
 
 
 @pytest.fixture
@@ -47,6 +48,15 @@ def test_add_list_show_rm(files: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["context", "show", "ctx:kb"]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith("ctx:kb: Knowledge base\n  kind: folder\n") and "probe: load" in shown
+    assert "answers found with" not in shown
+    with Registry.open() as registry:
+        registry.record_leads({"kb": ["grep('needle')", "find('\x1b[2J')"]})
+        registry.record_leads({"kb": ["grep('needle')"]})
+    assert main(["context", "show", "kb"]) == 0
+    shown = capsys.readouterr().out
+    assert "  answers found with: grep('needle') (2), find('" in shown and "\x1b" not in shown
+    assert main(["context", "show", "kb", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer_leads"][0] == {"probe": "grep('needle')", "questions": 2}
     assert main(["context", "rm", "guide.md"]) == 0
     assert capsys.readouterr().out == "removed ctx:guide.md (guide.md)\n"
     assert main(["context", "list", "--json"]) == 0

@@ -151,3 +151,44 @@ def test_the_repl_starts_with_a_registered_context(notes: Path, drive, write_scr
     """It opens rlm repl -c ctx:ID as the session's context."""
     run = drive(write_script("unused"), ">>> print(context.name, grep('launch'))" + ENTER, contexts=["ctx:notes"])
     assert "Team notes" in run.out and "the launch code is K-7" in run.out
+
+
+def test_the_probes_that_found_answers_are_kept_and_said_in_the_brief(notes: Path, tmp_path: Path) -> None:
+    """It keeps, per registered context, the probes whose output held a question's answer,
+    counted across questions, and says the most used in the next brief when the probe
+    settings ask; a probe whose output missed the answer, or with no literal arguments, is
+    not kept; without the setting the brief says nothing of them."""
+    from rlm_runtime.context.settings import ProbeConfig
+
+    look = code("print(grep('filler'))\nhits = grep('launch code')\nprint(hits)\nq = 'x'\nprint(grep(q))\nFINAL('K-7')")
+    client = ScriptedClient([look, look, code("FINAL('done')")])
+    with Session(client, contexts=["ctx:notes"], limits=fast(), probe=ProbeConfig(earlier_answers=True)) as session:
+        for question in ("What is the launch code?", "Which code launches it?", "And now?"):
+            session.ask(question)
+    with Registry.open() as registry:
+        assert registry.leads("notes") == [("grep('launch code')", 2)]
+    briefs = [prompts[0]["content"] for prompts in client.prompts]
+    assert "earlier questions over this text" not in briefs[0]
+    assert "earlier questions over this text found their answers with: grep('launch code')\n" in briefs[1] + "\n"
+    assert "grep('launch code') (2 questions)" in briefs[2]
+    client = ScriptedClient([code("FINAL('done')")])
+    with Session(client, contexts=["ctx:notes"], limits=fast()) as session:
+        session.ask("Anything?")
+    assert "earlier questions" not in client.prompts[0][0]["content"]
+
+
+def test_answer_leads_are_parsed_never_run_and_bounded() -> None:
+    """It reads probes from code without running it: literal arguments only, each cut, a
+    cell that does not parse or is huge gives none, and a few a question at most."""
+    from rlm_runtime.registry import leads
+
+    assert leads.probes_of("recs = records()\nprint(recs.find('K-7')[0]['owner'], grep(r'a|b', ignore_case=True))") == [
+        "find('K-7')", "grep('a|b', ignore_case=True)"]
+    assert leads.probes_of("grep(") == [] and leads.probes_of("x = 1\n" * 5000) == []
+    long = leads.probes_of(f"grep('{'z' * 500}')")[0]
+    assert len(long) < leads.PROBE_CHARS
+    cells = [(f"print(grep('w{i}x'))", f"3: w{i}x: the answer is K-7") for i in range(20)]
+    assert len(leads.leads(cells, "K-7")) == leads.PROBES_A_QUESTION
+    assert leads.leads(cells, "K") == [] and leads.leads(cells, None) == []
+    # a probe whose words are not in the answer's line did not lead to it; one without words did
+    assert leads.leads([("print(grep('w1x'), grep('zz'), chunk(4))", "w1x K-7")], "k-7") == ["grep('w1x')", "chunk(4)"]

@@ -144,8 +144,9 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     with _open() as registry:
         entry = registry.get(args.id)
+        found = registry.leads(entry.id, most=10)
     if args.json:
-        print_json(args, entry.to_json())
+        print_json(args, {**entry.to_json(), "answer_leads": [{"probe": p, "questions": n} for p, n in found]})
         return EXIT_OK
     meta = dict(entry.meta)
     rows = [f"{entry.ref}: {one_line(entry.name)}", f"  kind: {entry.kind}"]
@@ -161,6 +162,8 @@ def _show(args: argparse.Namespace) -> int:
     if entry.usage.runs:
         rows.append(f"  recent runs: {one_line(', '.join(entry.usage.runs[:10]))}"
                     + (f" (and {len(entry.usage.runs) - 10} more)" if len(entry.usage.runs) > 10 else ""))
+    if found:
+        rows.append(f"  answers found with: {one_line(', '.join(f'{p} ({n})' for p, n in found))}")
     say("\n".join(rows))
     return EXIT_OK
 

@@ -27,6 +27,8 @@ class ProbeConfig(BaseModel):
         excludes: folder and file names (globs) left out of folder inventories.
         extensions: when set, only files with these extensions are inventoried.
         max_depth: folder depth limit (None: no limit).
+        earlier_answers: say, in the brief of a registered context (``ctx:ID``), which probes
+            found the lines earlier questions' answers came from (``registry/leads.py``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -38,6 +40,7 @@ class ProbeConfig(BaseModel):
     excludes: tuple[str, ...] = DEFAULT_EXCLUDES
     extensions: tuple[str, ...] | None = None
     max_depth: int | None = Field(None, ge=0)
+    earlier_answers: bool = False
 
 
 def load_probe_config(start: Path | None = None) -> ProbeConfig:

@@ -14,6 +14,8 @@ The tables:
 * ``context_usage``: access counts aggregated across runs (peeks, greps, chunks, loads,
   searches) and the last access; its own table so that counting does not rewrite a context.
 * ``context_runs``: the runs a context served, the last ``store.RECENT_RUNS`` of each.
+* ``context_leads``: the probes that found the lines answers came from (``leads.py``), with
+  how many questions each served, the ``store.LEADS_KEPT`` most used of each context.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make, so a file
 holding triggers or views of its own is refused before SQLite could run them in this process.
@@ -88,6 +90,20 @@ def m002_usage(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (id, run_id)
         ) WITHOUT ROWID""",
         "CREATE INDEX context_runs_at ON context_runs (id, at)",
+    )
+
+
+@migration
+def m003_answer_leads(conn: sqlite3.Connection) -> None:
+    _statements(
+        conn,
+        """CREATE TABLE context_leads (
+            id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,
+            probe TEXT NOT NULL,
+            questions INTEGER NOT NULL DEFAULT 0,
+            last_at REAL NOT NULL,
+            PRIMARY KEY (id, probe)
+        ) WITHOUT ROWID""",
     )
 
 

@@ -22,7 +22,7 @@ import difflib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.errors import ContextError, RegistryError, UnknownContext
 from rlm_runtime.registry import ids, metadata
+from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.db import Database
 from rlm_runtime.registry.roots import Roots, within
 
@@ -41,6 +42,9 @@ OPS = ("peeks", "greps", "chunks", "loads", "searches")
 SUGGEST_FROM = 2_000
 #: A count added at once, at most (a hostile caller cannot overflow a column).
 MAX_COUNT = 1 << 31
+#: Answer leads kept a context (the most used, then the latest), and shown in a brief.
+LEADS_KEPT = 20
+LEADS_SHOWN = 3
 _MAX_RUN_ID = 128
 
 
@@ -335,6 +339,33 @@ class Registry:
                     conn.execute("INSERT OR REPLACE INTO context_runs (id, run_id, at) VALUES (?, ?, ?)", (key, run_id, now))
                     conn.execute("DELETE FROM context_runs WHERE id = ? AND run_id NOT IN (SELECT run_id FROM context_runs "
                                  "WHERE id = ? ORDER BY at DESC, run_id LIMIT ?)", (key, key, RECENT_RUNS))
+
+    def record_leads(self, found: Mapping[str, Sequence[str]]) -> None:
+        """Count, for each context id, one more question each of its probes led to the answer
+        of (``leads.leads``); keep the ``LEADS_KEPT`` most used. Ids no longer registered, and
+        probes that are not short strings, are skipped."""
+        now = time.time()
+        with self.db.write() as conn:
+            for key, probes in found.items():
+                kept = [p for p in dict.fromkeys(probes) if isinstance(p, str) and 0 < len(p) <= _leads.PROBE_CHARS]
+                if not kept or not ids.valid_id(key) or not conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
+                    continue
+                conn.executemany("INSERT INTO context_leads (id, probe, questions, last_at) VALUES (?, ?, 1, ?) "
+                                 "ON CONFLICT(id, probe) DO UPDATE SET questions = questions + 1, last_at = excluded.last_at",
+                                 [(key, p, now) for p in kept[:_leads.PROBES_A_QUESTION]])
+                conn.execute("DELETE FROM context_leads WHERE id = ? AND probe NOT IN (SELECT probe FROM context_leads "
+                             "WHERE id = ? ORDER BY questions DESC, last_at DESC, probe LIMIT ?)", (key, key, LEADS_KEPT))
+
+    def leads(self, id: str, most: int = LEADS_SHOWN) -> builtins.list[tuple[str, int]]:
+        """The probes that led to answers over the context ``id`` (``(probe, questions)``),
+        most used first, then the latest; [] for an id not registered."""
+        key = ids.ref_id(id) if isinstance(id, str) else ""
+        if not ids.valid_id(key):
+            return []
+        with self.db.read() as conn:
+            return [(str(p), int(n)) for p, n in conn.execute(
+                "SELECT probe, questions FROM context_leads WHERE id = ? ORDER BY questions DESC, last_at DESC, probe LIMIT ?",
+                (key, max(0, int(most))))]
 
     def stats(self, id: str | None = None) -> dict[str, Usage]:
         """The usage of the context ``id``, or of every context (by id).

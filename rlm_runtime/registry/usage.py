@@ -15,6 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rlm_runtime.registry import leads as _leads
+
+#: Cells of a question read for its leads (a run has at most max_iterations turns of a few).
+_CELLS_KEPT = 200
+
 
 class RunUsage:
     """Registered contexts of a session (``track``), and the events of its current question."""
@@ -25,6 +30,8 @@ class RunUsage:
         self._run_id: str | None = None
         self._rows: list[dict[str, Any]] = []
         self._searches = 0
+        self._cells: list[tuple[str, str]] = []
+        self._answer: str | None = None
 
     @property
     def tracked(self) -> bool:
@@ -33,6 +40,10 @@ class RunUsage:
     def track(self, handle: Any, context_id: str) -> None:
         self._ids[id(handle)] = context_id
 
+    def registry_id(self, handle: Any) -> str | None:
+        """The registry id of a tracked context handle, or None."""
+        return self._ids.get(id(handle))
+
     def track_store(self, context_id: str) -> None:
         if context_id not in self._stores:
             self._stores.append(context_id)
@@ -40,6 +51,7 @@ class RunUsage:
     def begin(self, run_id: str) -> None:
         """A question's root run starts."""
         self._run_id, self._rows, self._searches = run_id, [], 0
+        self._cells, self._answer = [], None
 
     def observe(self, event: dict[str, Any]) -> None:
         """Called with every event of the session."""
@@ -51,6 +63,23 @@ class RunUsage:
             self._rows = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
         elif kind == "tool_call" and event.get("name") == "search_chunks":
             self._searches += 1
+        elif kind == "iteration" and event.get("run_id") == self._run_id and len(self._cells) < _CELLS_KEPT:
+            blocks, outputs = event.get("code_blocks"), event.get("outputs")
+            if isinstance(blocks, list) and isinstance(outputs, list):
+                self._cells += [(code, out.get("stdout") or "") for code, out in zip(blocks, outputs, strict=False)
+                                if isinstance(code, str) and isinstance(out, dict) and isinstance(out.get("stdout") or "", str)]
+        elif kind == "run_end" and event.get("run_id") == self._run_id:
+            answer = event.get("answer")
+            self._answer = answer if isinstance(answer, str) else None
+
+    def leads(self, handles: Sequence[Any]) -> dict[str, list[str]]:
+        """``{registry id: [probe, ...]}``: the probes that found the question's answer
+        (``leads.py``), for the main context (the one probes read by default) when it is registered."""
+        key = self._ids.get(id(handles[0])) if handles else None
+        if key is None:
+            return {}
+        found = _leads.leads(self._cells, self._answer)
+        return {key: found} if found else {}
 
     def counts(self, handles: Sequence[Any]) -> dict[str, dict[str, int]]:
         """``{registry id: {op: n}}`` of the question just run, over the session's ``handles``."""
