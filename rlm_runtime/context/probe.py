@@ -120,7 +120,9 @@ class FileProbe:
         rows = [f"{self.name}: {self.type}, {self.size_bytes} bytes, {self.lines} lines, ~{self.est_tokens} tokens, {self.encoding}"]
         for key, value in self.structure.items():
             rows.append(f"  {key}: {_short(value)}")
-        if self.first_lines:
+        # A model's brief of a text records() reads shows its fields, not its first lines: a
+        # small model answered with a value it saw there instead of the one its code found.
+        if self.first_lines and not (brief and self.shape in _records.FIELDED_SHAPES):
             rows.append("  first lines: " + " | ".join(line[:80] for line in self.first_lines[:3]))
         if not brief:
             rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")

@@ -34,6 +34,19 @@ def test_probe_of_markdown_file(write_file: Callable[..., Path]) -> None:
     assert "headings" in probe.summary() and "decision: load" in repr(probe)
 
 
+def test_a_brief_of_a_text_with_fields_names_them_without_its_first_lines(write_file: Callable[..., Path]) -> None:
+    """It shows a model the fields of a text records() reads, not its first lines (values a
+    small model answered with instead of the one its code found); a person's summary, and a
+    text without fields, keep them."""
+    rows = "".join(f"crate=C{i} | harbour=Port {chr(65 + i % 20)} | seal=S{i * 3}\n" for i in range(200))
+    probe = probe_path(write_file("crates.log", rows))
+    assert isinstance(probe, FileProbe) and probe.shape
+    brief = probe.summary(brief=True)
+    assert "crate, harbour, seal" in brief and "first lines" not in brief and "Port A" not in brief
+    assert "first lines: crate=C0" in probe.summary()
+    assert "first lines: # Title" in probe_path(write_file("guide.md", MARKDOWN)).summary(brief=True)  # type: ignore[union-attr]
+
+
 def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path]) -> None:
     """It lists classes and functions (async and methods too) with their line numbers."""
     probe = probe_path(write_file("mod.py", PYTHON))
