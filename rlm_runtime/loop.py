@@ -41,6 +41,8 @@ Event = dict[str, Any]
 _REPEATS_BEFORE_FORCING = 2
 #: A block is a repeat when it is the code of one of this many turns before.
 _REPEAT_WINDOW = 3
+#: The most characters of a question written into a code block the model is shown.
+_QUESTION_IN_CODE = 500
 #: The most characters of the variables listed when FINAL is given the question.
 _HELD_VARIABLES_CHARS = 1200
 
@@ -301,6 +303,10 @@ class Run:
                 feedback = prompts.text("reprompt")
                 if answer is None:
                     answer = harness.insisted_answer(reply, prose_said)
+                if answer is None and reply.strip() in prose_said and _fielded(briefs):
+                    # The same prose again, still looking: a block it can run as it stands,
+                    # the question written in (a placeholder would be copied as it is).
+                    feedback = prompts.text("reprompt_records", question=repr(self.query[:_QUESTION_IN_CODE]))
                 if answer is None:
                     errors_in_a_row += 1 if reprompted else 0
                     reprompted = True

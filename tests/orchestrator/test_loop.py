@@ -561,6 +561,20 @@ def test_an_empty_records_lookup_the_code_only_tested_is_reported() -> None:
     assert client.prompts[3][-1]["content"].count("a records lookup in this code found nothing") == 3
 
 
+def test_the_same_prose_again_over_fields_gets_a_block_with_the_question_written_in() -> None:
+    """It answers a model repeating the same still-looking prose, over a text with fields,
+    with a block it can run as it stands (about() of the question itself); the first time,
+    and over text without fields, the plain re-prompt."""
+    table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
+    stuck = "The output does not show the answer. Let me search again."
+    _, client = run([stuck, stuck, code("FINAL('x')")], table)
+    assert client.prompts[1][-1]["content"] == prompt_text("reprompt")
+    again = client.prompts[2][-1]["content"]
+    assert "print(recs.about('What is the secret launch code?'))" in again and "recs = records()" in again
+    _, client = run([stuck, stuck, code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400)
+    assert client.prompts[2][-1]["content"] == prompt_text("reprompt")
+
+
 def test_a_text_with_fields_is_started_with_records() -> None:
     """It puts records() first, shows a records() first turn and says to start with it when the
     probe finds fields; a text without fields keeps grep first."""
