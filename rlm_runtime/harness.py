@@ -143,8 +143,8 @@ def prose_final(text: str) -> str | None:
 
 def echoes_question(answer: str, question: str) -> bool:
     """The answer is the question copied back (``FINAL("How many ...?")``), ignoring case,
-    spaces and punctuation, or a piece of it (``FINAL("badge of the manager of X")``): at
-    least ``ECHO_WORDS`` words, half the question's, every one of them the question's. No
+    spaces and punctuation, or a piece of it (``FINAL("X has a rack.")``): at least
+    ``ECHO_WORDS`` words and a third of the question's, every one of them the question's. No
     answer at all, as a placeholder is none; a short answer made of the question's words
     ("Oslo", for "Oslo or Bergen?") is one."""
     said = re.sub(r"[^\w\s]", " ", answer.casefold()).split()
@@ -153,11 +153,11 @@ def echoes_question(answer: str, question: str) -> bool:
         return False
     if said == asked:
         return True
-    return len(said) >= max(ECHO_WORDS, len(asked) / 2) and set(said) <= set(asked)
+    return len(said) >= max(ECHO_WORDS, len(asked) / 3) and set(said) <= set(asked)
 
 
 #: An answer of at least this many words, all of them the question's, is the question echoed.
-ECHO_WORDS = 4
+ECHO_WORDS = 3
 
 
 def prose_final_var(text: str) -> str | None:

@@ -125,7 +125,10 @@ def test_an_answer_of_the_questions_words_is_an_echo_only_when_long() -> None:
     assert harness.echoes_question("which shelf holds the tin that is the twin of copper kettle", asked)
     assert harness.echoes_question("shelf holds the tin that is the twin of copper kettle", asked)
     assert not harness.echoes_question("copper kettle", asked)
-    assert not harness.echoes_question("the twin of copper kettle", asked)  # under half the question
+    assert harness.echoes_question("the twin of copper kettle", asked)
+    assert harness.echoes_question("Copper kettle has a twin.", "In this log, copper kettle has a twin. Which is it?")
+    assert not harness.echoes_question("of copper kettle", asked)  # under a third of the question
+    assert not harness.echoes_question("the north hall", "Is it in the north hall or the south hall of the old mill?")
     assert not harness.echoes_question("shelf S-4 holds the tin", asked)  # a word of its own
     assert not harness.echoes_question("Bergen", "Is the fair in Oslo or in Bergen?")
     assert not harness.echoes_question("anything", "?!")
