@@ -7,11 +7,9 @@ fixed points of the turn loop, each named, each switchable, each traced, each me
 * ``registry.py``: the assists by name, in hook order (``REGISTRY``), the set measured to
   help small models on held-out text (``SMALL_MODEL_ASSISTS``), and the ``assists`` setting
   (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the names a run
-  uses. The eleven assists measured on 2026-11-26 and -27 gained nothing on held-out tasks
-  and were removed (bench/EVAL.md); ``unseen_answer`` is registered (``unseen.py``), and
-  ``SMALL_MODEL_ASSISTS`` says whether it is measured in. ARCHITECTURE.md has the recipe.
+  uses. Both are empty: the twelve assists measured on 2026-11-26 and -27 gained nothing on
+  held-out tasks and were removed (bench/EVAL.md); ARCHITECTURE.md has the recipe for a new one.
 * ``lookups.py``: an assist's typed reads of the text (``Sandbox.lookup``).
-* ``unseen.py``: ``unseen_answer``, a typed answer no output of the code showed, questioned once.
 * ``runner.py``: ``Assists``, the one object the loop calls, which writes the ``assist``
   and ``answer_check`` trace events.
 """

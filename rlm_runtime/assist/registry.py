@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rlm_runtime.assist.base import Assist
-from rlm_runtime.assist.unseen import UnseenAnswer
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
 #: answer checks, the chain settling of the last turn) were removed on 2026-11-26, and
 #: ``question_fields`` (the first prompt showing ``records().about(question)``) on
-#: 2026-11-27, none having gained on held-out tasks (bench/EVAL.md). ``unseen_answer``
-#: questions a typed answer no output showed. A new assist is added here, by name, where its
-#: hooks should run.
-REGISTRY: dict[str, type[Assist]] = {"unseen_answer": UnseenAnswer}
+#: 2026-11-27, and ``unseen_answer`` (a typed answer no output showed, questioned once) later
+#: that day, none having gained on held-out tasks (bench/EVAL.md). A new assist is added here,
+#: by name, where its hooks should run.
+REGISTRY: dict[str, type[Assist]] = {}
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"
