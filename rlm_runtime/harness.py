@@ -146,7 +146,7 @@ def echoes_question(answer: str, question: str) -> bool:
     spaces and punctuation, or a piece of it (``FINAL("X has a rack.")``): at least
     ``ECHO_WORDS`` words and a third of the question's, every one of them the question's. No
     answer at all, as a placeholder is none; a short answer made of the question's words
-    ("Oslo", for "Oslo or Bergen?") is one."""
+    ("New York City", for "New York City or Boston?") is one."""
     said = re.sub(r"[^\w\s]", " ", answer.casefold()).split()
     asked = re.sub(r"[^\w\s]", " ", question.casefold()).split()
     if not asked:
@@ -157,7 +157,7 @@ def echoes_question(answer: str, question: str) -> bool:
 
 
 #: An answer of at least this many words, all of them the question's, is the question echoed.
-ECHO_WORDS = 3
+ECHO_WORDS = 4
 
 
 def prose_final_var(text: str) -> str | None:

@@ -126,6 +126,8 @@ def test_an_answer_of_the_questions_words_is_an_echo_only_when_long() -> None:
     assert harness.echoes_question("shelf holds the tin that is the twin of copper kettle", asked)
     assert not harness.echoes_question("copper kettle", asked)
     assert harness.echoes_question("the twin of copper kettle", asked)
+    assert not harness.echoes_question("New York City", "New York City or Boston?")
+    assert not harness.echoes_question("the red one", "Is it the red one or the blue one?")
     assert harness.echoes_question("Copper kettle has a twin.", "In this log, copper kettle has a twin. Which is it?")
     assert not harness.echoes_question("of copper kettle", asked)  # under a third of the question
     assert not harness.echoes_question("the north hall", "Is it in the north hall or the south hall of the old mill?")

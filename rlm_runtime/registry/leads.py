@@ -21,20 +21,31 @@ PROBES = frozenset({"grep", "find", "where", "count", "tally", "about", "search_
 #: An answer shorter or longer than this is not looked for in outputs (a letter matches
 #: anything; a paragraph is not a value a probe found).
 ANSWER_CHARS = (2, 200)
-#: Characters of one argument, and of one probe, kept; probes kept a question.
-ARG_CHARS = 60
+#: Characters and words of a string argument, characters of one probe; probes kept a question.
+ARG_CHARS = 40
+ARG_WORDS = 4
+#: What a string argument of a lookup may hold: letters, digits, spaces, a pattern's punctuation.
+_LOOKUP_TEXT = re.compile(r"[\w \-.:/|()\[\]\\^$*+?{},=#@&%']*")
 PROBE_CHARS = 120
 PROBES_A_QUESTION = 5
 _WORDS = re.compile(r"[^\W_]+")
+#: Calls of a cell looked at (in the order written).
+CALLS_A_CELL = 50
 #: Code longer than this is not parsed (a cell is bounded by the policy; this bounds the host).
 CODE_CHARS = 20_000
 
 
 def _literal(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
-        text = repr(node.value)
-        return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 4] + "...'"
-    return None
+    """A literal argument as written, when it is one a lookup takes: a number, a flag, or a
+    short string of at most ``ARG_WORDS`` words of letters, digits and a pattern's punctuation
+    (what a model wrote is shown to later models: no sentence of its own gets through)."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, (str, int, float, bool)):
+        return None
+    if isinstance(node.value, str) and (len(node.value) > ARG_CHARS or len(node.value.split()) > ARG_WORDS
+                                        or not _LOOKUP_TEXT.fullmatch(node.value)):
+        return None
+    text = repr(node.value)
+    return text if len(text) <= ARG_CHARS + 2 else None
 
 
 def probes_of(code: str) -> list[str]:
@@ -48,7 +59,7 @@ def probes_of(code: str) -> list[str]:
         return []
     found: list[str] = []
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
-    for node in calls:
+    for node in calls[:CALLS_A_CELL]:
         name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
         if name not in PROBES or (not node.args and not node.keywords):
             continue
@@ -85,9 +96,27 @@ def leads(cells: Iterable[tuple[str, str]], answer: str | None) -> list[str]:
         text = output.casefold()
         if said not in text:
             continue
-        lines = [line for line in text.splitlines() if said in line]
-        out += [p for p in probes_of(code) if p not in out and _led(p, lines)]
-    return out[:PROBES_A_QUESTION]
+        lines = [line for line in text.splitlines() if said in line][:_LINES_A_CELL]
+        for probe in probes_of(code):
+            if probe not in out and _led(probe, lines):
+                out.append(probe)
+                if len(out) >= PROBES_A_QUESTION:
+                    return out
+    return out
+
+
+#: Output lines holding the answer a probe's words are looked for in, a cell.
+_LINES_A_CELL = 50
+
+
+def shown(probe: object) -> bool:
+    """Whether a probe read back from a registry file is one ``probes_of`` could have made
+    (a file may hold anything: only those reach a prompt)."""
+    return (isinstance(probe, str) and 0 < len(probe) <= PROBE_CHARS and probe.isprintable()
+            and _PROBE_SHAPE.fullmatch(probe) is not None and probe.split("(", 1)[0] in PROBES)
+
+
+_PROBE_SHAPE = re.compile(r"[a-z_]+\(.*\)")
 
 
 def describe(kept: Sequence[tuple[str, int]]) -> str:

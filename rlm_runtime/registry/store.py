@@ -347,7 +347,7 @@ class Registry:
         now = time.time()
         with self.db.write() as conn:
             for key, probes in found.items():
-                kept = [p for p in dict.fromkeys(probes) if isinstance(p, str) and 0 < len(p) <= _leads.PROBE_CHARS]
+                kept = [p for p in dict.fromkeys(probes) if _leads.shown(p)]
                 if not kept or not ids.valid_id(key) or not conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
                     continue
                 conn.executemany("INSERT INTO context_leads (id, probe, questions, last_at) VALUES (?, ?, 1, ?) "
@@ -363,9 +363,13 @@ class Registry:
         if not ids.valid_id(key):
             return []
         with self.db.read() as conn:
-            return [(str(p), int(n)) for p, n in conn.execute(
-                "SELECT probe, questions FROM context_leads WHERE id = ? ORDER BY questions DESC, last_at DESC, probe LIMIT ?",
-                (key, max(0, int(most))))]
+            rows = conn.execute(
+                "SELECT probe, questions FROM context_leads WHERE id = ? AND typeof(probe) = 'text' "
+                "AND typeof(questions) = 'integer' AND questions BETWEEN 1 AND ? AND length(probe) <= ? "
+                "ORDER BY questions DESC, last_at DESC, probe LIMIT ?",
+                (key, MAX_COUNT, _leads.PROBE_CHARS, max(0, int(most)))).fetchall()
+        # A file may hold anything: only rows record_leads could have written come back.
+        return [(str(p), int(n)) for p, n in rows if _leads.shown(p)]
 
     def stats(self, id: str | None = None) -> dict[str, Usage]:
         """The usage of the context ``id``, or of every context (by id).
