@@ -153,11 +153,16 @@ def echoes_question(answer: str, question: str) -> bool:
         return False
     if said == asked:
         return True
-    return len(said) >= max(ECHO_WORDS, len(asked) / 3) and set(said) <= set(asked)
+    # A piece: counted in words as written (a name such as "TAG-1-1" is one), each the question's.
+    said_words = [w.strip(_EDGE_PUNCTUATION) for w in answer.casefold().split()]
+    asked_words = {w.strip(_EDGE_PUNCTUATION) for w in question.casefold().split()}
+    said_words = [w for w in said_words if w]
+    return len(said_words) >= max(ECHO_WORDS, len(asked_words) / 3) and set(said_words) <= asked_words
 
 
 #: An answer of at least this many words, all of them the question's, is the question echoed.
 ECHO_WORDS = 4
+_EDGE_PUNCTUATION = "?!.,;:\"'()[]{}<>`"
 
 
 def prose_final_var(text: str) -> str | None:

@@ -127,6 +127,7 @@ def test_an_answer_of_the_questions_words_is_an_echo_only_when_long() -> None:
     assert not harness.echoes_question("copper kettle", asked)
     assert harness.echoes_question("the twin of copper kettle", asked)
     assert not harness.echoes_question("New York City", "New York City or Boston?")
+    assert not harness.echoes_question("TAG-1-1-2", "what is TAG-1-1-2?")  # a name of the question is one word
     assert not harness.echoes_question("the red one", "Is it the red one or the blue one?")
     assert harness.echoes_question("Copper kettle has a twin.", "In this log, copper kettle has a twin. Which is it?")
     assert not harness.echoes_question("of copper kettle", asked)  # under a third of the question
