@@ -395,6 +395,7 @@ class Worker:
         self.interrupt_pending = False  # one meant for an earlier cell that had already ended
         contexts.EMPTY_GREPS.clear()
         _records.EMPTY_FINDS.clear()
+        held_before = {name: id(value) for name, value in self.ns.items()}
         try:
             code = _retarget(marshal.loads(msg["code"]), filename)
             self.in_user_code = True
@@ -419,8 +420,10 @@ class Worker:
             if len(error) > frames.ERROR_MAX:
                 error = error[: frames.ERROR_MAX] + "... [cut]"
         stdout, truncated = self.output.value()
-        notes = [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
-                 for name in rebound[: frames.NOTES_MAX - len(contexts.EMPTY_GREPS) - len(_records.EMPTY_FINDS)]]
+        set_before = _set_before_error(self.ns, held_before) if failure is not None else ""
+        notes = [set_before] if set_before else []
+        notes += [f"'{name[:200]}' is a runtime name: it was restored after this cell, your value is gone"
+                 for name in rebound[: frames.NOTES_MAX - 1 - len(contexts.EMPTY_GREPS) - len(_records.EMPTY_FINDS)]]
         grep_notes, empty_greps = self._empty_greps(stdout, error)
         notes += grep_notes
         return {"op": "done", "seq": self.seq, "stdout": stdout, "truncated": truncated, "error": error,
@@ -511,6 +514,36 @@ def _short_repr() -> reprlib.Repr:
 
 #: What ``SHOW_VARS`` shows of a value: a few items of each container, a few levels deep.
 _SHORT_REPR = _short_repr()
+
+
+#: Values a failing cell set that its error note shows, and each one's characters.
+_SET_SHOWN = 6
+_SET_CHARS = 80
+
+
+def _set_before_error(ns: dict[str, Any], held_before: dict[str, int]) -> str:
+    """The plain values (str, int, float, bool) a cell bound before it failed, as one note:
+    a small model whose last line raised (an f-string's ``{RW-5644}``) has often found the
+    answer a line earlier, and then guesses instead of reading it. Exact types only, so no
+    code of the model's (a ``__repr__``) runs after the cell; a string is cut before its
+    repr, an int shown only when small (the repr of a huge one is slow)."""
+    shown: list[str] = []
+    for name, value in ns.items():
+        if len(shown) >= _SET_SHOWN:
+            break
+        if name.startswith("_") or held_before.get(name) == id(value):
+            continue
+        kind = type(value)
+        if kind is str:
+            text = repr(value[:_SET_CHARS]) + ("..." if len(value) > _SET_CHARS else "")
+        elif kind is int and value.bit_length() <= 64 or kind in (float, bool):
+            text = repr(value)
+        else:
+            continue
+        shown.append(f"{name[:40]} = {text}")
+    if not shown:
+        return ""
+    return f"before the error, this cell set: {', '.join(shown)}"[: frames.NOTE_MAX]
 
 
 def _counter(value: Any) -> int:

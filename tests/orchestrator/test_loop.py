@@ -595,3 +595,17 @@ def test_a_text_with_fields_is_started_with_records() -> None:
     assert "first turn (the text has fields)" not in system and "records()" not in first
     # Counting and following links are said only where there are fields to count and follow.
     assert "is a link" not in system and "Count with count()" not in system
+
+
+def test_a_failing_cell_shows_the_plain_values_it_set_before_its_error() -> None:
+    """It shows a model whose last line raised the strings and numbers the cell had bound
+    (the answer is often one of them); a value it did not change, a huge int and a container
+    are not shown."""
+    cell = ("kept = 'old'\n")
+    failing = "kept = kept\nstation = 'K-17 north'\nhops = 2\nbig = 10 ** 400\nitems = ['x']\nprint(f'{undefined_name}')"
+    _, client = run([code(cell), code(failing), code("print(station)"), code("FINAL(station)")])
+    shown = client.prompts[2][-1]["content"]
+    assert "NameError" in shown
+    assert "before the error, this cell set: station = 'K-17 north', hops = 2" in shown
+    assert "kept =" not in shown and "big =" not in shown and "items =" not in shown
+    assert "before the error" not in client.prompts[3][-1]["content"]  # a cell that ran says nothing
