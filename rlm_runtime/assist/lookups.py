@@ -43,3 +43,13 @@ def tally(host: Host, pattern: str, *, ignore_case: bool = False) -> tuple[dict[
     if found["error"]:
         return {}, 0
     return dict(found["tally"]), int(found["count"])
+
+
+def hop(host: Host, text: str) -> dict[str, object] | None:
+    """The next hop of the question's chain that ``text`` (a cell's output, an answer)
+    reached and did not take (``context/hops.py``), over the records the model's code
+    already read; None when there is none or the lookup failed."""
+    found = host.lookup("hop", host.query, text=text, max_lines=0)
+    shown = found["hop"]
+    host.note_lookup(f"hop: {shown['value']!s} -> {shown['field']!s}" if shown else "hop: none")
+    return None if found["error"] else shown

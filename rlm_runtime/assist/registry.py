@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rlm_runtime.assist.base import Assist
+from rlm_runtime.assist.follow_link import FollowLink
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
@@ -18,7 +19,7 @@ from rlm_runtime.assist.base import Assist
 #: 2026-11-27, and ``unseen_answer`` (a typed answer no output showed, questioned once) later
 #: that day, none having gained on held-out tasks (bench/EVAL.md). A new assist is added here,
 #: by name, where its hooks should run.
-REGISTRY: dict[str, type[Assist]] = {}
+REGISTRY: dict[str, type[Assist]] = {"follow_link": FollowLink}
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"

@@ -216,9 +216,7 @@ class Records(list[Record]):
     def about(self, question: str) -> About:
         """Which words of ``question`` are these records' field names and which are values
         they hold (which field, how many records, the records when few): ``about.py``."""
-        if self._values is None:
-            self._values = _about.value_index(self)
-        return About(_about.describe(str(question), self, self.fields, self._values, _show))
+        return About(_about.describe(str(question), self, self.fields, value_index_of(self), _show))
 
     def where(self, field: str, value: Any) -> Records:
         """The records whose ``field`` equals ``value``, ignoring case."""
@@ -314,15 +312,14 @@ class Records(list[Record]):
         """What a phrase given to ``find`` names, when it is no value (``find("failover of
         db-07")``): the values it holds, where they are, and the fields it names, as the
         code that reads them; "; grep for part of it" when it names no value."""
-        if self._values is None:
-            self._values = _about.value_index(self)
-        named, values = _about.within(phrase, self.fields, self._values)
+        index = value_index_of(self)
+        named, values = _about.within(phrase, self.fields, index)
         if not values:
             return "; grep for part of it"
         first = next(iter(self.fields), "")
-        said = "; ".join(f"{v!r} ({_about.where_held(v, self._values, first)}): find({v!r})" for v in values[:_about.MOST_VALUES])
+        said = "; ".join(f"{v!r} ({_about.where_held(v, index, first)}): find({v!r})" for v in values[:_about.MOST_VALUES])
         # The value that names a record, to read the named fields from.
-        lead = next((v for v in values if self._values[v.casefold()].get(first)), None)
+        lead = next((v for v in values if index[v.casefold()].get(first)), None)
         fields = [f for f in named if f != first][:3]
         reads = ", ".join(f"find({lead!r})[0][{f!r}]" for f in fields) if lead is not None else ""
         return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(repr, fields))}: {reads}"
@@ -368,6 +365,13 @@ class Records(list[Record]):
 #: change). At most ``EMPTY_KEPT``; nothing else reads it.
 EMPTY_FINDS: list[str] = []
 EMPTY_KEPT = 3
+
+
+def value_index_of(records: Records) -> dict[str, Counter[str]]:
+    """``about.value_index`` of ``records``, made on first use and kept on the list."""
+    if records._values is None:
+        records._values = _about.value_index(records)
+    return records._values
 
 
 def _kept_if_empty(found: Records) -> Records:

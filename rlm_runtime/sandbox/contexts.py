@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from rlm_runtime.context import hops as _hops
 from rlm_runtime.context import records as _records
 from rlm_runtime.context.buffer import looks_binary, wide_encoding
 from rlm_runtime.context.corpus import CorpusHandle, Document
@@ -308,6 +309,25 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             "records": records}
 
 
+def _hop(handle: Any, question: str, shown: str) -> list[Any]:
+    """The ``hop`` lookup's answer (``frames.HOP_FIELDS`` as a list, or []): over the records
+    of a single text that the model's code already read (``records()`` parses once and
+    keeps them), never parsing for the host, whose lookup must stay short."""
+    from rlm_runtime.sandbox import frames
+
+    parsed = handle._records if isinstance(handle, BufferHandle) else None
+    if not parsed:
+        return []
+    try:
+        hop = _hops.next_hop(parsed, parsed.fields, _records.value_index_of(parsed), question, shown)
+    except Exception:  # a courtesy to the host: never the worker's failure
+        return []
+    if hop is None:
+        return []
+    cut = frames.LOOKUP_LINE_CHARS
+    return [hop.start[:cut], hop.link[:cut], hop.value[:cut], hop.name_field[:cut], hop.line, hop.field[:cut]]
+
+
 def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
     """``records()`` of a list of lines: grep matches keep their line numbers (and each
     match's context lines, read as the lines around it)."""
@@ -334,14 +354,17 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
     return _records.parse(lines, numbers=numbers)
 
 
-def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:
+def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int, text: str = "") -> dict[str, Any]:
     """A host's lookup over ``handle`` (the worker's main context), by the rules of
     ``frames.lookup_reply``: read through the grep module, so the handle's access counts (the
     model's own reading) do not change. A pattern RE2 refuses gives ``error``."""
     from rlm_runtime.context import grep as _grep
     from rlm_runtime.sandbox import frames
 
-    out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "error": ""}
+    out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": [], "error": ""}
+    if kind == "hop":
+        out["hop"] = _hop(handle, pattern, text)
+        return out
     if isinstance(handle, BufferHandle):
         parts = [(handle, "")]
     elif isinstance(handle, CorpusHandle):

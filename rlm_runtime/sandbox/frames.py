@@ -258,33 +258,40 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
 
 # ------------------------------------------------------- between cells: lookups for the host
 
-#: What a lookup asks of the main context: its matching lines, how many lines match, or
-#: how many match per text the pattern's first group captures.
-LOOKUP_KINDS = ("lines", "count", "tally")
+#: What a lookup asks of the main context: its matching lines, how many lines match, how
+#: many match per text the pattern's first group captures, or (``hop``, the pattern being a
+#: question and ``text`` a cell's output) the next hop of the question's chain that output
+#: reached (``context/hops.py``), over records the model's code already read.
+LOOKUP_KINDS = ("lines", "count", "tally", "hop")
+#: The most characters of ``text`` a lookup sends.
+LOOKUP_TEXT_MAX = 20_000
 #: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to
 #: NAME_MAX) and tally entries (each key cut to LOOKUP_LINE_CHARS).
 LOOKUP_MAX_LINES = 50
 LOOKUP_LINE_CHARS = 500
 LOOKUP_MAX_KINDS = 200
-_LOOKED_UP_KEYS = frozenset({"op", "seq", "lines", "count", "tally", "error"})
+_LOOKED_UP_KEYS = frozenset({"op", "seq", "lines", "count", "tally", "hop", "error"})
+#: A hop's fields, in order (``[]`` when there is none): strings but ``line``.
+HOP_FIELDS = ("start", "link", "value", "name_field", "line", "field")
 
 
 def lookup_reply_max() -> int:
     """Largest ``looked_up`` answer the host reads (msgpack adds a few bytes an item)."""
-    return 1024 + LOOKUP_MAX_LINES * (4 * LOOKUP_LINE_CHARS + 4 * NAME_MAX + 32) + LOOKUP_MAX_KINDS * (4 * LOOKUP_LINE_CHARS + 32)
+    return (1024 + LOOKUP_MAX_LINES * (4 * LOOKUP_LINE_CHARS + 4 * NAME_MAX + 32) + LOOKUP_MAX_KINDS * (4 * LOOKUP_LINE_CHARS + 32)
+            + len(HOP_FIELDS) * (4 * LOOKUP_LINE_CHARS + 32))
 
 
 def lookup_reply(msg: dict[str, Any], seq: int) -> dict[str, Any]:
     """Check the worker's answer to ``lookup`` ``seq``; return its fields: ``lines`` (a list
     of (document or "", line number, line)), ``count`` (int), ``tally`` (text -> count, in
-    the worker's order) and ``error`` ("" or why the pattern could not run). Raises
-    ProtocolError for anything else."""
+    the worker's order), ``hop`` (a dict of ``HOP_FIELDS``, or None) and ``error`` ("" or why
+    the pattern could not run). Raises ProtocolError for anything else."""
     op = msg["op"]
     if op != "looked_up":
         shown = op if len(op) <= 40 else op[:40] + "..."
         raise ProtocolError(f"unexpected frame {shown!r} in answer to lookup")
     _exact(op, msg, _LOOKED_UP_KEYS, seq)
-    lines, count, tally, error = msg["lines"], msg["count"], msg["tally"], msg["error"]
+    lines, count, tally, hop, error = msg["lines"], msg["count"], msg["tally"], msg["hop"], msg["error"]
     if type(lines) is not list or len(lines) > LOOKUP_MAX_LINES:
         raise _bad(op, f"lines of type {_kind(lines)}" if type(lines) is not list else f"{len(lines)} lines")
     clean_lines: list[tuple[str, int, str]] = []
@@ -304,6 +311,12 @@ def lookup_reply(msg: dict[str, Any], seq: int) -> dict[str, Any]:
                 or type(row[1]) is not int or not 0 <= row[1] <= _COUNTER_MAX):
             raise _bad(op, "a tally entry that is not [text, count] within bounds")
         clean_tally[row[0]] = row[1]
+    if type(hop) is not list or hop and (
+            len(hop) != len(HOP_FIELDS)
+            or any(type(v) is not str or len(v) > LOOKUP_LINE_CHARS for k, v in zip(HOP_FIELDS, hop, strict=True) if k != "line")
+            or type(hop[4]) is not int or not 0 <= hop[4] <= _COUNTER_MAX):
+        raise _bad(op, "a hop that is not [start, link, value, name_field, line, field] within bounds")
     if type(error) is not str or len(error) > MESSAGE_MAX:
         raise _bad(op, f"error of type {_kind(error)}" if type(error) is not str else f"error of {len(error)} characters")
-    return {"lines": clean_lines, "count": count, "tally": clean_tally, "error": error}
+    return {"lines": clean_lines, "count": count, "tally": clean_tally, "hop": dict(zip(HOP_FIELDS, hop, strict=True)) if hop else None,
+            "error": error}

@@ -490,14 +490,18 @@ class Sandbox:
             out.append({"name": str(handle.name), **row, "load_to_peek_ratio": ratio})
         return out
 
-    def lookup(self, kind: str, pattern: str, *, ignore_case: bool = False, max_lines: int = 20) -> dict[str, Any]:
+    def lookup(self, kind: str, pattern: str, *, ignore_case: bool = False, max_lines: int = 20,
+               text: str = "") -> dict[str, Any]:
         """The host's own reading of the main context in the live worker, between cells.
 
         ``kind`` is ``lines`` (the first ``max_lines`` matching lines as (document or "",
         number, text), and in ``count`` how many match in all), ``count`` (``count`` alone)
         or ``tally`` (text the pattern's first group captures -> matching lines, most
         common first, at most ``frames.LOOKUP_MAX_KINDS``; ``count`` is how many texts there
-        are). Returns ``{"lines", "count", "tally", "error"}``: ``error`` says why the
+        are) or ``hop`` (``pattern`` a question, ``text`` a cell's output, cut to
+        ``frames.LOOKUP_TEXT_MAX``: the next hop of the question's chain the output reached,
+        over the records the model's code already read). Returns ``{"lines", "count",
+        "tally", "hop", "error"}``: ``error`` says why the
         pattern could not run (or that there is no worker or no context); the rest is then
         empty. It starts no worker, runs no user code, and leaves the model's namespace and
         access counters as they were. A worker that answers wrongly or late is replaced (the
@@ -506,13 +510,13 @@ class Sandbox:
         if kind not in frames.LOOKUP_KINDS:
             raise ValueError(f"lookup kind must be one of {', '.join(frames.LOOKUP_KINDS)}")
         max_lines = max(0, min(int(max_lines), frames.LOOKUP_MAX_LINES))
-        empty: dict[str, Any] = {"lines": [], "count": 0, "tally": {}, "error": ""}
+        empty: dict[str, Any] = {"lines": [], "count": 0, "tally": {}, "hop": None, "error": ""}
         with self._between_cells("lookup", closed_ok=True):
             worker = self._worker
             if worker is None or self._closed or not worker.n_contexts:
                 return {**empty, "error": "no live worker with a context"}
             request = {"op": "lookup", "kind": kind, "pattern": pattern, "ignore_case": bool(ignore_case),
-                       "max_lines": max_lines}
+                       "max_lines": max_lines, "text": str(text)[: frames.LOOKUP_TEXT_MAX]}
             found, problem = self._request(worker, "a lookup", request, _LOOKUP_TIMEOUT_S, frames.lookup_reply_max(),
                                            frames.lookup_reply)
             if found is not None:

@@ -264,15 +264,16 @@ class Worker:
     def lookup(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The host's lookup over the main context (``frames.lookup_reply`` says what it holds)."""
         kind, pattern = msg.get("kind"), msg.get("pattern")
-        max_lines = msg.get("max_lines")
+        max_lines, text = msg.get("max_lines"), msg.get("text", "")
         reply: dict[str, Any] = {"op": "looked_up", "seq": msg.get("seq", 0)}
         if (kind not in frames.LOOKUP_KINDS or type(pattern) is not str or type(max_lines) is not int
-                or not 0 <= max_lines <= frames.LOOKUP_MAX_LINES):
-            return {**reply, "lines": [], "count": 0, "tally": [], "error": "a malformed lookup"}
+                or not 0 <= max_lines <= frames.LOOKUP_MAX_LINES or type(text) is not str
+                or len(text) > frames.LOOKUP_TEXT_MAX):
+            return {**reply, "lines": [], "count": 0, "tally": [], "hop": [], "error": "a malformed lookup"}
         from rlm_runtime.sandbox import contexts as _contexts
 
         handle = self.handles[0] if self.handles else None
-        return {**reply, **_contexts.lookup(handle, kind, pattern, bool(msg.get("ignore_case")), max_lines)}
+        return {**reply, **_contexts.lookup(handle, kind, pattern, bool(msg.get("ignore_case")), max_lines, text)}
 
     # ------------------------------------------------------- namespace functions
 

@@ -25,6 +25,7 @@ ALLOWED = {
     "facts": set(),
     "slots": {"facts"},
     "records": {"about", "facts", "slots"},
+    "hops": {"about"},
     "grep": {"buffer"},
     "tokens": {"buffer"},
     "protocol": {"grep", "tokens"},

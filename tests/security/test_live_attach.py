@@ -89,7 +89,7 @@ STATS_LIES = {
 }
 ROW = "ROW = {" + ", ".join(f"'{name}': 0" for name in STAT_COUNTERS) + "}\n"
 
-_OK = "{'op': 'looked_up', 'seq': msg['seq'], 'lines': [], 'count': 0, 'tally': [], 'error': ''}"
+_OK = "{'op': 'looked_up', 'seq': msg['seq'], 'lines': [], 'count': 0, 'tally': [], 'hop': [], 'error': ''}"
 #: name -> body of a replacement ``lookup(self, msg)``.
 LOOKUP_LIES = {
     "wrong-seq": f"return dict({_OK}, seq=msg['seq'] + 1)",
@@ -103,6 +103,10 @@ LOOKUP_LIES = {
     "tally-map": f"return dict({_OK}, tally={{'a': 1}})",
     "tally-float": f"return dict({_OK}, tally=[['a', 1.5]])",
     "long-error": f"return dict({_OK}, error='e' * 5000)",
+    "hop-short": f"return dict({_OK}, hop=['a', 'b', 'c'])",
+    "hop-long-value": f"return dict({_OK}, hop=['a', 'b', 'c' * 100000, 'n', 1, 'f'])",
+    "hop-line-text": f"return dict({_OK}, hop=['a', 'b', 'c', 'n', '1', 'f'])",
+    "hop-map": f"return dict({_OK}, hop={{'start': 'a'}})",
     "other-op": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': []}",
     "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 50_000_000)); time.sleep(3600)",
     "silent": "time.sleep(3600)",
@@ -303,10 +307,11 @@ def test_a_lookup_leaves_the_namespace_and_the_counts_alone(tmp_path: Path) -> N
         assert sandbox.execute("hits = grep('full')").ok
         before = sandbox.context_stats()
         assert sandbox.lookup("lines", "full", max_lines=2) == {
-            "lines": [("", 4, "bin 4: full"), ("", 8, "bin 8: full")], "count": 10, "tally": {}, "error": ""}
+            "lines": [("", 4, "bin 4: full"), ("", 8, "bin 8: full")], "count": 10, "tally": {}, "hop": None, "error": ""}
         assert sandbox.lookup("count", "FULL", ignore_case=True)["count"] == 10
         assert sandbox.lookup("tally", r"bin \d+: (\w+)")["tally"] == {"empty": 30, "full": 10}
         assert "lookahead" in sandbox.lookup("lines", "(?=x)")["error"]
+        assert sandbox.lookup("hop", "which bin?", text="bin 4")["hop"] is None  # no records read yet
         assert sandbox.context_stats() == before
         assert sandbox.execute("print(len(hits))").stdout == "10\n"
         assert sandbox.execute("SHOW_VARS()").stdout.startswith("hits: GrepResult")

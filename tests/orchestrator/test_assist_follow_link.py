@@ -1,0 +1,99 @@
+"""The ``follow_link`` assist: a printed or answered value that names a record of its own,
+whose field the question asks, is followed once with the code that reads it.
+
+The text is a garden's planting plan, one bed a line in ``key=value`` form; the link is a
+bed's companion bed. No eval suite writes this shape or these words."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from rlm_runtime import Session
+from rlm_runtime.llm import ScriptedClient
+
+from .support import code, fast, of_type, read_trace
+
+QUESTION = "Which soil has the bed that is the companion of north-3?"
+CROPS = ("kale", "leek", "bean", "chard", "onion")
+SOILS = ("loam", "clay", "peat", "sand")
+
+
+def plan(tmp_path: Path, *, extra: str = "") -> Path:
+    """Forty beds; north-3's companion is south-9, whose soil (sand) differs from north-3's (peat)."""
+    rows = []
+    for i in range(40):
+        side = "north" if i % 2 else "south"
+        bed = f"{side}-{i // 2}"
+        rows.append(f"bed={bed} crop={CROPS[i % 5]} companion={'south-9' if bed == 'north-3' else 'north-0'} "
+                    f"soil={'sand' if bed == 'south-9' else 'peat' if bed == 'north-3' else SOILS[i % 3]}")
+    path = tmp_path / f"plan-{uuid.uuid4().hex[:6]}.txt"
+    path.write_text("\n".join(rows) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def ask(tmp_path: Path, replies: list[str], *, question: str = QUESTION, assists: str = "follow_link",
+        text: Path | None = None) -> tuple[str | None, ScriptedClient, list]:
+    client = ScriptedClient(replies)
+    trace = tmp_path / f"t{uuid.uuid4().hex[:8]}.jsonl"
+    with Session(client, contexts=[text or plan(tmp_path)], limits=fast(assists=assists), trace=trace) as s:
+        result = s.ask(question)
+    return result.answer, client, read_trace(trace)
+
+
+FIRST_HOP = "recs = records()\nprint(recs.find('north-3')[0]['companion'])"
+FOLLOW = "print(records().find('south-9')[0]['soil'])"
+
+
+def test_a_printed_link_is_followed_with_the_code_that_reads_it(tmp_path: Path) -> None:
+    """It tells a model that printed north-3's companion that the value names a bed of its
+    own and gives the code reading the soil the question asks; the trace names the assist."""
+    answer, client, events = ask(tmp_path, [code(FIRST_HOP), code(FOLLOW), code("FINAL('sand')")])
+    assert answer == "sand"
+    shown = client.prompts[1][-1]["content"]
+    assert "south-9" in shown and "'south-9', the companion of 'north-3', is the bed of a record of its own" in shown
+    assert "print(records().find('south-9')[0]['soil'])" in shown
+    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "cell")]
+    assert "follow_link" not in client.prompts[2][-1]["content"] and "of its own" not in client.prompts[2][-1]["content"]
+
+
+def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
+    """It questions FINAL of the companion (the first hop) with the same note, takes the next
+    answer, and does not question the same value twice."""
+    answer, client, events = ask(tmp_path, [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('sand')")])
+    assert answer == "sand"
+    assert "print(records().find('south-9')[0]['soil'])" in client.prompts[1][-1]["content"]
+    assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("follow_link", "questioned")]
+
+    answer, client, _ = ask(tmp_path, [code(FIRST_HOP), code("FINAL('south-9')")])
+    assert answer == "south-9"  # said once after the cell: the answer is the model's to give
+
+
+def test_it_says_nothing_when_there_is_no_hop_left(tmp_path: Path) -> None:
+    """It stays quiet when the cell printed the target as well, when the question names one
+    field (a lookup), when the code never read the records (the host parses nothing), and
+    with assists off."""
+    both = FIRST_HOP + "\n" + FOLLOW
+    for replies, question, assists in [
+        ([code(both), code("FINAL('sand')")], QUESTION, "follow_link"),
+        ([code("print(records().find('north-3'))"), code("FINAL('peat')")], "Which soil has north-3?", "follow_link"),
+        ([code("print(grep('bed=north-3')[0].line)"), code("print('south-9')"), code("FINAL('x')")], QUESTION, "follow_link"),
+        ([code(FIRST_HOP), code("FINAL('x')")], QUESTION, "none"),
+    ]:
+        _, client, events = ask(tmp_path, replies, question=question, assists=assists)
+        assert of_type(events, "assist") == [] and of_type(events, "answer_check") == []
+        assert not any("of its own" in p[-1]["content"] for p in client.prompts)
+
+
+def test_a_hostile_value_reaches_the_note_escaped(tmp_path: Path) -> None:
+    """It shows a document's value written as code (its repr): a control character in a bed's
+    name cannot act on a terminal or start a line of its own in the note."""
+    rows = [f"bed={'b2' + chr(27) + '[2J' if i == 2 else f'b{i}'} crop=kale "
+            f"companion={'b2' + chr(27) + '[2J' if i == 1 else 'b0'} soil={SOILS[i % 4]}" for i in range(5)]
+    path = tmp_path / "beds.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _, client, events = ask(tmp_path, [code("print(records().find('b1')[0]['companion'])"), code("FINAL('x')")],
+                            question="Which soil has the companion of b1?", text=path)
+    note = client.prompts[1][-1]["content"].split("note: ", 1)[-1]
+    assert [e["name"] for e in of_type(events, "assist")] == ["follow_link"]
+    assert "\x1b" not in note and "print(records().find('b2\\x1b[2J')[0]['soil'])" in note
