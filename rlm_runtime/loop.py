@@ -288,10 +288,11 @@ class Run:
             blocks = harness.parse_code_blocks(reply)
             outputs: list[dict[str, Any]] = []
             answer: str | None = None
+            assisted = ""
             if blocks:
                 reprompted = False
                 blocks = [harness.final_spelled(harness.without_echo(b, messages[-2]["content"])) for b in blocks]
-                answer, feedback, failed = self._run_blocks(sandbox, blocks, outputs)
+                answer, feedback, failed, assisted = self._run_blocks(sandbox, blocks, outputs)
                 errors_in_a_row = errors_in_a_row + 1 if failed else 0
                 # the same code as one of the last turns: also two blocks taken in turn (A, B, A, B)
                 repeats = repeats + 1 if blocks in self.last_blocks else 0
@@ -335,17 +336,22 @@ class Run:
                 return self._forced_answer(messages, sandbox, assists,
                                            failing=f"stopped after {errors_in_a_row} failing turns in a row and a forced turn")
             if blocks:
-                feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations)
+                # An assist's note comes after the general instruction: it is the more specific
+                # one, and a small model follows the last thing it read.
+                feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
             messages.append({"role": "user", "content": feedback})
             messages = self._trim(messages)
             if repeats >= _REPEATS_BEFORE_FORCING:
                 break  # the same code three times: more turns would repeat it again; ask for the answer
         return self._forced_answer(messages, sandbox, assists)
 
-    def _run_blocks(self, sandbox: Sandbox, blocks: list[str], outputs: list[dict[str, Any]]) -> tuple[str | None, str, bool]:
-        """Run each block; return (answer or None, feedback text, whether the turn failed)."""
+    def _run_blocks(self, sandbox: Sandbox, blocks: list[str],
+                    outputs: list[dict[str, Any]]) -> tuple[str | None, str, bool, str]:
+        """Run each block; return (answer or None, feedback text, whether the turn failed, the
+        assists' notes on the turn's cells)."""
         notes = self.tree.setup.prompts.notes
         shown: list[str] = []
+        assisted = ""
         failed = False
         for code in blocks:
             if harness.only_comments(code):
@@ -356,7 +362,7 @@ class Run:
             if said is not None:
                 outputs.append({"stdout": "", "error": None, "error_type": None, "duration_s": 0.0,
                                 "worker_restarted": False, "warnings": [], "read_as": "FINAL in prose"})
-                return said, "", False
+                return said, "", False, ""
             if self.tree.live is not None:
                 self.tree.live({"type": "cell_start", "run_id": self.run_id, "parent_id": self.parent_id, "depth": self.depth,
                                 "iteration": self.iterations, "code": code})
@@ -368,21 +374,20 @@ class Run:
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
             if self.assists is not None:
-                text += self.assists.after_cell(code, result)
+                assisted += self.assists.after_cell(code, result)
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
-                return harness.stringify(result.final), "", False
+                return harness.stringify(result.final), "", False, ""
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
-        return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed
+        return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed, assisted
 
     def _held_variables(self, sandbox: Sandbox) -> str:
         """The model's variables and their values (``SHOW_VARS``, cut), as a note: said when
         FINAL was given the question, so the value found is in front of it. "" when none."""
-        result = sandbox.execute("SHOW_VARS()")
-        held = result.stdout.strip() if result.error is None else ""
-        if not held or held == "(no variables)":
+        held = sandbox.variables()
+        if not held:
             return ""
         notes = self.tree.setup.prompts
         return "\n" + notes.text("notes/held_variables", variables=harness.cap(held, _HELD_VARIABLES_CHARS, notes.notes["cut"]))
@@ -418,7 +423,7 @@ class Run:
         outputs: list[dict[str, Any]] = []
         answer = None
         if blocks:
-            answer, _, _ = self._run_blocks(sandbox, blocks, outputs)
+            answer, _, _, _ = self._run_blocks(sandbox, blocks, outputs)
         if answer is None:
             answer = self._prose_answer(reply, sandbox)
         if answer is None and len(blocks) == 1:

@@ -506,11 +506,8 @@ class Session:
 
     def _variables(self) -> str:
         """What SHOW_VARS prints, cut to a few lines: the names a follow-up may use."""
-        result = self._sandbox.execute("SHOW_VARS()")
-        text = (result.stdout or "").strip()
-        if not result.ok or not text or text == "(no variables)":
-            return ""
-        return harness.cap(text, _VARIABLES_CHARS, self.setup.prompts.notes["cut"])
+        text = self._sandbox.variables()
+        return harness.cap(text, _VARIABLES_CHARS, self.setup.prompts.notes["cut"]) if text else ""
 
     def _on_wait(self, info: dict[str, Any]) -> None:
         self._emit({"type": "worker_wait", "run_id": None, "parent_id": None, "depth": 0,

@@ -15,6 +15,8 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 
+from rlm_runtime.embeddings import WORDS as _WORDS
+
 #: The calls that read a context, by name (a function or a method).
 PROBES = frozenset({"grep", "find", "where", "count", "tally", "about", "search_chunks", "semantic_grep", "peek",
                     "lines", "chunk", "read_chunk", "records"})
@@ -28,7 +30,6 @@ ARG_WORDS = 4
 _LOOKUP_TEXT = re.compile(r"[\w \-.:/|()\[\]\\^$*+?{},=#@&%']*")
 PROBE_CHARS = 120
 PROBES_A_QUESTION = 5
-_WORDS = re.compile(r"[^\W_]+")
 #: Calls of a cell looked at (in the order written).
 CALLS_A_CELL = 50
 #: Code longer than this is not parsed (a cell is bounded by the policy; this bounds the host).

@@ -603,6 +603,13 @@ class Sandbox:
                     self._interrupt_pending = False
                 self._release_if_closed()
 
+    def variables(self) -> str:
+        """What ``SHOW_VARS`` prints of the model's variables (one cell run); "" when there
+        are none or the cell failed."""
+        result = self.execute("SHOW_VARS()")
+        text = (result.stdout or "").strip()
+        return "" if not result.ok or text == "(no variables)" else text
+
     def worker_rss(self) -> int | None:
         """The live worker's resident memory in bytes (None: no worker, or not measurable)."""
         with self._state:

@@ -47,12 +47,14 @@ FOLLOW = "print(records().find('south-9')[0]['soil'])"
 
 def test_a_printed_link_is_followed_with_the_code_that_reads_it(tmp_path: Path) -> None:
     """It tells a model that printed north-3's companion that the value names a bed of its
-    own and gives the code reading the soil the question asks; the trace names the assist."""
+    own and gives the code reading the soil the question asks, last in the message; the trace
+    names the assist."""
     answer, client, events = ask(tmp_path, [code(FIRST_HOP), code(FOLLOW), code("FINAL('sand')")])
     assert answer == "sand"
     shown = client.prompts[1][-1]["content"]
     assert "south-9" in shown and "'south-9', the companion of 'north-3', is the bed of a record of its own" in shown
     assert "print(records().find('south-9')[0]['soil'])" in shown
+    assert shown.rstrip().endswith("that record's soil.")  # after the general instruction: the last thing read
     assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "cell")]
     assert "follow_link" not in client.prompts[2][-1]["content"] and "of its own" not in client.prompts[2][-1]["content"]
 
@@ -94,6 +96,6 @@ def test_a_hostile_value_reaches_the_note_escaped(tmp_path: Path) -> None:
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     _, client, events = ask(tmp_path, [code("print(records().find('b1')[0]['companion'])"), code("FINAL('x')")],
                             question="Which soil has the companion of b1?", text=path)
-    note = client.prompts[1][-1]["content"].split("note: ", 1)[-1]
+    note = client.prompts[1][-1]["content"].split("Next, run ", 1)[-1]
     assert [e["name"] for e in of_type(events, "assist")] == ["follow_link"]
     assert "\x1b" not in note and "print(records().find('b2\\x1b[2J')[0]['soil'])" in note
