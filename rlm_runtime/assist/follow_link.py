@@ -1,12 +1,17 @@
-"""``follow_link``: a value that a cell printed, or an answer gave, which names a record of its
-own whose field the question asks, is followed once with the code that reads it.
+"""``follow_link``: a question through a link between records, followed where the model stops.
 
 A question through a link (the office of someone's manager) needs two lookups. A small model
-finds the first record and prints the linked value, then stops: it answers that value, or
-searches again for words it already has. The runtime knows the text's records and which of
-the question's words are their fields (``context/hops.py``), so it can say, without knowing any
-wording: this value is the name of a record, and the question asks for that record's field.
-It speaks once for each value, after a cell or before an answer, never twice.
+finds the first record and prints the linked value, then stops: it answers that value (or the
+first record's own value of the field asked), or searches again for words it already has.
+The runtime knows the text's records and which of the question's words are their fields
+(``context/hops.py``), so it can say, without knowing any wording:
+
+* after a cell that printed the linked value but not what it leads to: that value is the name
+  of a record of its own, and the code that reads the field the question asks (once a value);
+* before an answer one hop short (the linked value, or the start's own value of the field,
+  and not the linked record's): which it is, and the same code (once an answer, twice a run).
+
+Both read only records the model's code already parsed (the host parses nothing).
 """
 
 from __future__ import annotations
@@ -14,6 +19,17 @@ from __future__ import annotations
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.context.about import shown_name
+from rlm_runtime.context.hops import printed
+
+#: Answers questioned in one run, at most.
+QUESTIONED_A_RUN = 2
+
+
+def _values(hop: dict[str, object]) -> dict[str, object]:
+    """The note's fields; field names are the document's words, their control characters escaped."""
+    return {"value": repr(hop["value"]), "link": shown_name(str(hop["link"])), "start": repr(hop["start"]),
+            "name_field": shown_name(str(hop["name_field"])), "line": hop["line"], "field": shown_name(str(hop["field"])),
+            "value_code": repr(hop["value"]), "field_code": repr(hop["field"])}
 
 
 class FollowLink(Assist):
@@ -21,22 +37,29 @@ class FollowLink(Assist):
 
     def __init__(self) -> None:
         self.said: set[str] = set()
+        self.questioned: set[str] = set()
 
-    def _note(self, host: Host, text: str) -> str:
-        if not text.strip():
+    def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
+        if cell.has_final or not cell.stdout.strip():
             return ""
-        hop = lookups.hop(host, text)
+        hop = lookups.hop(host, cell.stdout)
         if hop is None or str(hop["value"]).casefold() in self.said:
             return ""
         self.said.add(str(hop["value"]).casefold())
-        # Field names are the document's words: shown with control characters escaped.
-        return host.prompts.text("notes/follow_link", value=repr(hop["value"]), link=shown_name(str(hop["link"])),
-                                 start=repr(hop["start"]), name_field=shown_name(str(hop["name_field"])), line=hop["line"],
-                                 field=shown_name(str(hop["field"])), value_code=repr(hop["value"]),
-                                 field_code=repr(hop["field"]))
-
-    def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
-        return "" if cell.has_final else self._note(host, cell.stdout)
+        return host.prompts.text("notes/follow_link", **_values(hop))
 
     def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
-        return self._note(host, answer) or None
+        said = answer.strip().casefold()
+        if not said or said in self.questioned or len(self.questioned) >= QUESTIONED_A_RUN:
+            return None
+        hop = lookups.chain(host)
+        if hop is None or printed(str(hop["target"]), said):
+            return None
+        if printed(str(hop["value"]), said):
+            what = f"the {shown_name(str(hop['link']))} of {hop['start']!r}"
+        elif hop["own"] and printed(str(hop["own"]), said):
+            what = f"the {shown_name(str(hop['field']))} of {hop['start']!r} itself"
+        else:
+            return None
+        self.questioned.add(said)
+        return host.prompts.text("notes/follow_link_answer", answer=repr(answer.strip()[:200]), what=what, **_values(hop))

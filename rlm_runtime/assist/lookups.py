@@ -53,3 +53,12 @@ def hop(host: Host, text: str) -> dict[str, object] | None:
     shown = found["hop"]
     host.note_lookup(f"hop: {shown['value']!s} -> {shown['field']!s}" if shown else "hop: none")
     return None if found["error"] else shown
+
+
+def chain(host: Host) -> dict[str, object] | None:
+    """The first two-step chain the question asks through the records the model's code
+    already read, printed or not (``hops.chains``); None when there is none."""
+    found = host.lookup("chain", host.query, max_lines=0)
+    shown = found["hop"]
+    host.note_lookup(f"chain: {shown['value']!s} -> {shown['field']!s}" if shown else "chain: none")
+    return None if found["error"] else shown

@@ -10,6 +10,9 @@ cell printed, such a value:
 * which is itself the name (first field) of exactly one record;
 * whose record holds another field the question names, not printed yet.
 
+``chains`` gives every such chain the question asks, printed or not, to check an answer
+against (one hop short gives the linked value, or the start's own value of the field).
+
 Nothing here knows a wording: fields and names are the records' own, matched in the question
 as ``about.py`` matches them. Linear in the records and the output; the output is cut to
 ``SHOWN_CHARS``.
@@ -19,20 +22,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rlm_runtime.context import about as _about
 
-#: The most characters of a cell's output searched for a value.
+#: The most characters of a cell's output searched for a value, and of the question's field
+#: names tried as links.
 SHOWN_CHARS = 20_000
+MOST_FIELDS = 3
 
 
 @dataclass(frozen=True)
 class Hop:
     """``value`` (the ``link`` of ``start``) is the ``name_field`` of the record on ``line``,
-    and the question asks that record's ``field``."""
+    and the question asks that record's ``field``: ``target``. ``own`` is the start's own
+    value of that field (an answer one hop short gives it, or ``value``)."""
 
     start: str
     link: str
@@ -40,49 +46,58 @@ class Hop:
     name_field: str
     line: int
     field: str
+    target: str
+    own: str
 
 
 def _scalar(value: Any) -> str | None:
     return None if value is None or isinstance(value, (list, dict)) else str(value).strip()
 
 
-def _named(records: Sequence[Mapping[str, Any]], first: str, folded: str) -> Mapping[str, Any] | None:
-    return next((r for r in records if (_scalar(r.get(first)) or "").casefold() == folded), None)
-
-
-def _printed(value: str, shown: str) -> bool:
+def printed(value: str, shown: str) -> bool:
     """Whether ``shown`` (casefolded) holds ``value`` as whole words."""
     folded = value.casefold()
     return bool(folded) and re.search(r"(?<!\w)" + re.escape(folded) + r"(?!\w)", shown) is not None
 
 
-def next_hop(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
-             question: str, shown: str) -> Hop | None:
-    """The first hop (see the module docstring) that ``shown`` has reached and not taken, or
-    None. ``index`` is ``about.value_index(records)``."""
+def chains(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
+           question: str) -> Iterator[Hop]:
+    """Every two-step chain the question asks through the records (see the module
+    docstring), whatever was printed. ``index`` is ``about.value_index(records)``."""
     if not fields:
-        return None
+        return
     first = fields[0]
-    shown = shown[:SHOWN_CHARS].casefold()
     named, values = _about.within(question, fields, index)
-    asked = [f for f in named if f != first]
-    if len(asked) < 2:
-        return None
-    for start in values:
-        if index[start.casefold()].get(first) != 1:
-            continue
-        own = _named(records, first, start.casefold())
+    asked = [f for f in named if f != first][:MOST_FIELDS]
+    starts = [v for v in values[:_about.MOST_VALUES] if index[v.casefold()].get(first) == 1]
+    if len(asked) < 2 or not starts:
+        return
+    # The records by name, for the names held by one record only: one pass.
+    by_name: dict[str, Mapping[str, Any]] = {}
+    for r in records:
+        name = (_scalar(r.get(first)) or "").casefold()
+        if name and index.get(name, Counter()).get(first) == 1:
+            by_name[name] = r
+    for start in starts:
+        own = by_name.get(start.casefold())
         if own is None:
             continue
         for link in asked:
             value = _scalar(own.get(link))
-            if not value or index.get(value.casefold(), Counter()).get(first) != 1 or not _printed(value, shown):
-                continue
-            other = _named(records, first, value.casefold())
-            if other is None:
+            other = by_name.get(value.casefold()) if value else None
+            if other is None or not value:
                 continue
             for field in asked:
-                wanted = _scalar(other.get(field))
-                if field != link and wanted and not _printed(wanted, shown):
-                    return Hop(start, link, value, first, int(getattr(other, "line", 0) or 0), field)
-    return None
+                target = _scalar(other.get(field))
+                if field != link and target:
+                    yield Hop(start, link, value, first, int(getattr(other, "line", 0) or 0), field, target,
+                              _scalar(own.get(field)) or "")
+
+
+def next_hop(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
+             question: str, shown: str) -> Hop | None:
+    """The first chain whose linked value ``shown`` holds and whose target it does not: the
+    hop the output reached and did not take; or None."""
+    shown = shown[:SHOWN_CHARS].casefold()
+    return next((h for h in chains(records, fields, index, question)
+                 if printed(h.value, shown) and not printed(h.target, shown)), None)

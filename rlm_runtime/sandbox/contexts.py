@@ -309,23 +309,27 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             "records": records}
 
 
-def _hop(handle: Any, question: str, shown: str) -> list[Any]:
-    """The ``hop`` lookup's answer (``frames.HOP_FIELDS`` as a list, or []): over the records
-    of a single text that the model's code already read (``records()`` parses once and
-    keeps them), never parsing for the host, whose lookup must stay short."""
+def _hop(handle: Any, question: str, shown: str | None) -> list[Any]:
+    """The ``hop`` lookup's answer (``frames.HOP_FIELDS`` as a list, or []), or with ``shown``
+    None the ``chain`` lookup's: over the records of a single text that the model's code
+    already read (``records()`` parses once and keeps them), never parsing for the host,
+    whose lookup must stay short."""
     from rlm_runtime.sandbox import frames
 
     parsed = handle._records if isinstance(handle, BufferHandle) else None
     if not parsed:
         return []
     try:
-        hop = _hops.next_hop(parsed, parsed.fields, _records.value_index_of(parsed), question, shown)
+        index = _records.value_index_of(parsed)
+        hop = (next(_hops.chains(parsed, parsed.fields, index, question), None) if shown is None
+               else _hops.next_hop(parsed, parsed.fields, index, question, shown))
     except Exception:  # a courtesy to the host: never the worker's failure
         return []
     if hop is None:
         return []
     cut = frames.LOOKUP_LINE_CHARS
-    return [hop.start[:cut], hop.link[:cut], hop.value[:cut], hop.name_field[:cut], hop.line, hop.field[:cut]]
+    return [hop.start[:cut], hop.link[:cut], hop.value[:cut], hop.name_field[:cut], hop.line, hop.field[:cut],
+            hop.target[:cut], hop.own[:cut]]
 
 
 def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
@@ -362,8 +366,8 @@ def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: i
     from rlm_runtime.sandbox import frames
 
     out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": [], "error": ""}
-    if kind == "hop":
-        out["hop"] = _hop(handle, pattern, text)
+    if kind in ("hop", "chain"):
+        out["hop"] = _hop(handle, pattern, text if kind == "hop" else None)
         return out
     if isinstance(handle, BufferHandle):
         parts = [(handle, "")]

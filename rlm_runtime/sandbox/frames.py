@@ -259,10 +259,11 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
 # ------------------------------------------------------- between cells: lookups for the host
 
 #: What a lookup asks of the main context: its matching lines, how many lines match, how
-#: many match per text the pattern's first group captures, or (``hop``, the pattern being a
-#: question and ``text`` a cell's output) the next hop of the question's chain that output
-#: reached (``context/hops.py``), over records the model's code already read.
-LOOKUP_KINDS = ("lines", "count", "tally", "hop")
+#: many match per text the pattern's first group captures, or, the pattern being a question,
+#: over records the model's code already read (``context/hops.py``): ``hop``, the next hop
+#: of the question's chain that ``text`` (a cell's output) reached; ``chain``, the first
+#: chain the question asks, whatever was printed.
+LOOKUP_KINDS = ("lines", "count", "tally", "hop", "chain")
 #: The most characters of ``text`` a lookup sends.
 LOOKUP_TEXT_MAX = 20_000
 #: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to
@@ -272,7 +273,7 @@ LOOKUP_LINE_CHARS = 500
 LOOKUP_MAX_KINDS = 200
 _LOOKED_UP_KEYS = frozenset({"op", "seq", "lines", "count", "tally", "hop", "error"})
 #: A hop's fields, in order (``[]`` when there is none): strings but ``line``.
-HOP_FIELDS = ("start", "link", "value", "name_field", "line", "field")
+HOP_FIELDS = ("start", "link", "value", "name_field", "line", "field", "target", "own")
 
 
 def lookup_reply_max() -> int:
@@ -315,7 +316,7 @@ def lookup_reply(msg: dict[str, Any], seq: int) -> dict[str, Any]:
             len(hop) != len(HOP_FIELDS)
             or any(type(v) is not str or len(v) > LOOKUP_LINE_CHARS for k, v in zip(HOP_FIELDS, hop, strict=True) if k != "line")
             or type(hop[4]) is not int or not 0 <= hop[4] <= _COUNTER_MAX):
-        raise _bad(op, "a hop that is not [start, link, value, name_field, line, field] within bounds")
+        raise _bad(op, "a hop that is not [start, link, value, name_field, line, field, target, own] within bounds")
     if type(error) is not str or len(error) > MESSAGE_MAX:
         raise _bad(op, f"error of type {_kind(error)}" if type(error) is not str else f"error of {len(error)} characters")
     return {"lines": clean_lines, "count": count, "tally": clean_tally, "hop": dict(zip(HOP_FIELDS, hop, strict=True)) if hop else None,

@@ -60,15 +60,24 @@ def test_a_printed_link_is_followed_with_the_code_that_reads_it(tmp_path: Path) 
 
 
 def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
-    """It questions FINAL of the companion (the first hop) with the same note, takes the next
-    answer, and does not question the same value twice."""
+    """It questions FINAL of the companion (the linked value) or of north-3's own soil, saying
+    which it is, with the code that reads the companion's soil; the same answer given again
+    is taken, and a right one is never questioned."""
     answer, client, events = ask(tmp_path, [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('sand')")])
     assert answer == "sand"
-    assert "print(records().find('south-9')[0]['soil'])" in client.prompts[1][-1]["content"]
+    note = client.prompts[1][-1]["content"]
+    assert "Your answer 'south-9' is the companion of 'north-3', one step short" in note
+    assert "print(records().find('south-9')[0]['soil'])" in note
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("follow_link", "questioned")]
 
-    answer, client, _ = ask(tmp_path, [code(FIRST_HOP), code("FINAL('south-9')")])
-    assert answer == "south-9"  # said once after the cell: the answer is the model's to give
+    answer, client, _ = ask(tmp_path, [code("recs = records()\nFINAL('The soil is peat.')"), code("FINAL('south-9')"),
+                                       code("FINAL('south-9')")])
+    assert answer == "south-9"  # questioned once as north-3's own soil, once as the companion, then taken
+    assert "is the soil of 'north-3' itself" in client.prompts[1][-1]["content"]
+    assert "is the companion of 'north-3'" in client.prompts[2][-1]["content"]
+
+    answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('sand')")])
+    assert answer == "sand" and of_type(events, "answer_check") == []
 
 
 def test_it_says_nothing_when_there_is_no_hop_left(tmp_path: Path) -> None:
