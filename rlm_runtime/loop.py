@@ -28,7 +28,7 @@ from rlm_runtime.assist import Assists, Host, names_for
 from rlm_runtime.budget import Budget, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.records import FIELDED_SHAPES
-from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, NoAnswer, RLMError, RunCrashed, TooManyErrors
+from rlm_runtime.errors import BudgetExceeded, Cancelled, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, listening, stoppable
 from rlm_runtime.result import RunResult
 from rlm_runtime.sandbox import CellResult, Sandbox
@@ -111,40 +111,6 @@ class Tree:
             raise Cancelled("the run was cancelled", partial=partial)
 
 
-class ToolTable:
-    """The host functions of one sandbox, re-pointed at whichever run uses it now.
-
-    A session's sandbox outlives its runs: the names are registered once, and each call
-    goes to the current run's functions."""
-
-    def __init__(self, sandbox: Sandbox, names: Sequence[str]) -> None:
-        self.current: dict[str, Callable[..., Any]] = {}
-        for name in names:
-            sandbox.register(name, self._caller(name))
-
-    def _caller(self, name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            fn = self.current.get(name)
-            if fn is None:
-                raise HostCallError(f"{name}() works only while a question is being answered")
-            return fn(*args, **kwargs)
-
-        call.__name__ = name
-        return call
-
-
-BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep")
-
-
-def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
-                 ) -> tuple[Sandbox, ToolTable]:
-    """A sandbox for runs of ``setup``, its host functions registered (not yet started)."""
-    sandbox = Sandbox(setup.policy, setup.cell_limits, contexts=contexts, protect_host=setup.protect_host,
-                      pool=setup.pool, pool_key=pool_key, on_wait=on_wait)
-    table = ToolTable(sandbox, [*BUILTINS, *(t.name for t in setup.tools)])
-    return sandbox, table
-
-
 #: Events that happen during one of a run's turns, and say which (``iteration``).
 _IN_A_TURN = frozenset({"sub_call", "tool_call", "assist", "answer_check", "worker_wait"})
 
@@ -189,7 +155,7 @@ class Run:
 
     # ----------------------------------------------------------------- a whole run
 
-    def execute(self, sandbox: Sandbox, table: ToolTable, *, history: str = "", variables: str = "",
+    def execute(self, sandbox: Sandbox, table: subcalls.ToolTable, *, history: str = "", variables: str = "",
                 earlier: str = "") -> RunResult:
         """Run to an answer or a failure. Every exception ends as a failed ``RunResult`` with
         the partial output and a ``run_end`` event: an ``RLMError`` as itself, any other (a
@@ -242,7 +208,7 @@ class Run:
     def child(self, query: str, handles: list[Any]) -> RunResult:
         """A child run at depth+1 over ``handles``, in its own sandbox (closed after)."""
         tree = self.tree
-        sandbox, table = open_sandbox(tree.setup, handles, pool_key=tree.pool_key, on_wait=self._on_wait)
+        sandbox, table = subcalls.open_sandbox(tree.setup, handles, pool_key=tree.pool_key, on_wait=self._on_wait)
         with sandbox:
             child = Run(tree, query, depth=self.depth + 1, parent_id=self.run_id, turn=self.turn)
             child.parent_iteration = self.iterations + 1 if self.forced else self.iterations
@@ -277,6 +243,9 @@ class Run:
         prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
         errors_in_a_row = 0
         repeats = 0  # turns in a row whose code repeated the turn before's
+        # The last message that was not a re-prompt (the question, a cell's output, a note):
+        # a loop of prose after it is taken out of the conversation (see below).
+        anchor, anchor_text = messages[-1], messages[-1]["content"]
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
@@ -289,6 +258,7 @@ class Run:
             outputs: list[dict[str, Any]] = []
             answer: str | None = None
             assisted = ""
+            real, cut_loop = True, False  # whether the turn ends with more than a re-prompt; with a cut loop
             if blocks:
                 reprompted = False
                 blocks = [harness.final_spelled(harness.without_echo(b, messages[-2]["content"])) for b in blocks]
@@ -302,12 +272,19 @@ class Run:
             else:
                 answer = self._prose_answer(reply, sandbox)
                 feedback = prompts.text("reprompt")
+                real = False
                 if answer is None:
                     answer = harness.insisted_answer(reply, prose_said)
                 if answer is None and reply.strip() in prose_said and _fielded(briefs):
                     # The same prose again, still looking: a block it can run as it stands,
-                    # the question written in (a placeholder would be copied as it is).
+                    # the question written in (a placeholder would be copied as it is). The
+                    # prose turns since the last output leave the conversation, the block
+                    # joining that output: a small model copies its own loop from the history.
                     feedback = prompts.text("reprompt_records", question=repr(self.query[:_QUESTION_IN_CODE]))
+                    at = next((k for k in range(len(messages) - 1, 0, -1) if messages[k] is anchor), None)
+                    if at is not None:
+                        feedback, real, cut_loop = f"{anchor_text}\n\n{feedback}", True, True
+                        messages = messages[:at]
                 if answer is None:
                     errors_in_a_row += 1 if reprompted else 0
                     reprompted = True
@@ -323,6 +300,7 @@ class Run:
                 if check is None:
                     return RunResult(assists.settle(answer), iterations=self.iterations)
                 messages.append({"role": "user", "content": check})
+                anchor, anchor_text = messages[-1], check
                 messages = self._trim(messages)
                 continue
             self.tree.check_cancelled(self.partial)
@@ -340,6 +318,8 @@ class Run:
                 # one, and a small model follows the last thing it read.
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
             messages.append({"role": "user", "content": feedback})
+            if real:
+                anchor, anchor_text = messages[-1], anchor_text if cut_loop else feedback
             messages = self._trim(messages)
             if repeats >= _REPEATS_BEFORE_FORCING:
                 break  # the same code three times: more turns would repeat it again; ask for the answer

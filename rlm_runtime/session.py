@@ -35,7 +35,7 @@ from rlm_runtime.context import open_context
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
 from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, checked_client, make_client
-from rlm_runtime.loop import Event, Run, Tree, cell_output, open_sandbox
+from rlm_runtime.loop import Event, Run, Tree, cell_output
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.registry import leads as _leads
@@ -44,6 +44,7 @@ from rlm_runtime.result import RunResult
 from rlm_runtime.sandbox import CellLimits, CellResult, Policy, load_policy
 from rlm_runtime.searching import ChunkSearch
 from rlm_runtime.setup import Setup
+from rlm_runtime.subcalls import open_sandbox
 from rlm_runtime.tools import Tool, as_tools
 from rlm_runtime.trajectory import TraceWriter
 

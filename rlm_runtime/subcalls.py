@@ -1,5 +1,6 @@
 """The built-in tools of a run: ``llm_query``, ``llm_query_batched`` and ``rlm_query``,
-plus the wrapper that puts a program's own tools on the budget and in the trajectory.
+plus the wrapper that puts a program's own tools on the budget and in the trajectory, and
+the table that routes a sandbox's host functions to the run using it now (``ToolTable``).
 
 ``llm_query`` is one budgeted call to the sub-model. ``llm_query_batched`` runs many at once,
 capped by the tree's slots (the governor's figure, and a local server's parallel slots).
@@ -11,7 +12,7 @@ without waiting on its own ancestors, it is a plain call with the text appended.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +20,12 @@ from rlm_runtime import hostwrites, redact
 from rlm_runtime.context import CorpusHandle, TextHandle, open_context
 from rlm_runtime.errors import BudgetExceeded, Cancelled, HostCallError, LLMError, RLMError, WorkersBusy
 from rlm_runtime.llm.base import Usage
+from rlm_runtime.sandbox import Sandbox
 from rlm_runtime.tools import Tool
 
 if TYPE_CHECKING:
     from rlm_runtime.loop import Run
+    from rlm_runtime.setup import Setup
 
 #: Characters of a prompt or reply kept in a sub_call event.
 EVENT_TEXT_CHARS = 4000
@@ -263,3 +266,37 @@ def _in_time(run: Any) -> None:
     except BudgetExceeded as e:
         run.budget_error = run.budget_error or e
         raise HostCallError(f"budget exhausted: {e}") from e
+
+
+class ToolTable:
+    """The host functions of one sandbox, re-pointed at whichever run uses it now.
+
+    A session's sandbox outlives its runs: the names are registered once, and each call
+    goes to the current run's functions."""
+
+    def __init__(self, sandbox: Sandbox, names: Sequence[str]) -> None:
+        self.current: dict[str, Callable[..., Any]] = {}
+        for name in names:
+            sandbox.register(name, self._caller(name))
+
+    def _caller(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            fn = self.current.get(name)
+            if fn is None:
+                raise HostCallError(f"{name}() works only while a question is being answered")
+            return fn(*args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+
+BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep")
+
+
+def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None
+                 ) -> tuple[Sandbox, ToolTable]:
+    """A sandbox for runs of ``setup``, its host functions registered (not yet started)."""
+    sandbox = Sandbox(setup.policy, setup.cell_limits, contexts=contexts, protect_host=setup.protect_host,
+                      pool=setup.pool, pool_key=pool_key, on_wait=on_wait)
+    table = ToolTable(sandbox, [*BUILTINS, *(t.name for t in setup.tools)])
+    return sandbox, table

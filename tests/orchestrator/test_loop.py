@@ -575,6 +575,25 @@ def test_the_same_prose_again_over_fields_gets_a_block_with_the_question_written
     assert client.prompts[2][-1]["content"] == prompt_text("reprompt")
 
 
+def test_a_loop_of_prose_leaves_the_conversation_and_the_block_joins_the_last_output() -> None:
+    """It takes the repeated prose turns out of the messages (a small model copies its own loop
+    from the history) and puts the runnable block under the last cell's output, so the model
+    reads that output and the block last; the first prose turn is re-prompted as before."""
+    table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
+    stuck = "The output does not show the answer. Let me search again."
+    _, client = run([code("print(records().find('glaze'))"), stuck, stuck, stuck, code("FINAL('x')")], table,
+                    limits=fast(max_iterations=6))
+    assert [m["content"] for m in client.prompts[2]].count(stuck) == 1
+    rewritten = client.prompts[3]
+    assert stuck not in [m["content"] for m in rewritten]
+    last = rewritten[-1]["content"]
+    assert last.startswith("Output of your code (turn 1 of 6)") and "'glaze' is a field of the records" in last
+    assert last.rstrip().endswith("print(recs.about('What is the secret launch code?'))\n```")
+    assert [m["role"] for m in rewritten] == ["system", "user", "assistant", "user"]
+    # Said a third time, the same again: the rewritten message is where the loop is cut.
+    assert [m["content"] for m in client.prompts[4]] == [m["content"] for m in rewritten]
+
+
 def test_a_text_with_fields_is_started_with_records() -> None:
     """It puts records() first, shows a records() first turn and says to start with it when the
     probe finds fields; a text without fields keeps grep first."""
