@@ -207,6 +207,21 @@ def prose_block(code: str) -> str | None:
     return said if parsed(said) is None else None
 
 
+#: A value written as code: a word joined to more by dashes, dots or slashes (``B-81``,
+#: ``r29-b``); a lone word is more likely a variable the model meant to show.
+_BARE_VALUE = re.compile(r"[^\W\d]\w*(?:[-./]\w+)+")
+
+
+def bare_value(code: str, error_type: str | None, printed: str) -> str | None:
+    """A block that is one value copied from the code's last output (``B-81``), which failed
+    as Python with a NameError: a small model answering by writing the value it read as
+    code. None otherwise (a name the model meant to define, or a value it never saw)."""
+    said = code.strip()
+    if error_type != "NameError" or "\n" in said or len(said) > 80 or not _BARE_VALUE.fullmatch(said):
+        return None
+    return said if re.search(r"(?<![\w-])" + re.escape(said) + r"(?![\w-])", printed) else None
+
+
 #: Prose that says it has no answer (told to answer now, a model may say so instead).
 _NO_ANSWER = re.compile(
     r"\b(?:not sure|unsure|give up|gave up|no idea|sorry|impossible|unable to|no answer|enough information|"

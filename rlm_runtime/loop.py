@@ -346,9 +346,14 @@ class Run:
             if self.tree.live is not None:
                 self.tree.live({"type": "cell_start", "run_id": self.run_id, "parent_id": self.parent_id, "depth": self.depth,
                                 "iteration": self.iterations, "code": code})
+            printed = self.partial or ""
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
+            said = harness.bare_value(code, result.error_type, printed)
+            if said is not None:  # ``B-81`` as a block: the value read in the last output, as the answer
+                outputs[-1]["read_as"] = "a value copied from the output"
+                return said, "", False, ""
             if result.stdout.strip():
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(

@@ -8,7 +8,8 @@ cell printed, such a value:
 
 * a field the question names, read from the one record named by a value of the question;
 * which is itself the name (first field) of exactly one record;
-* whose record holds another field the question names, not printed yet.
+* whose record holds another field the question names, not printed yet (or printed only
+  inside a listing, which the model did not read).
 
 ``chains`` gives every such chain the question asks, printed or not, to check an answer
 against (one hop short gives the linked value, or the start's own value of the field).
@@ -32,6 +33,9 @@ from rlm_runtime.context import about as _about
 #: names tried as links.
 SHOWN_CHARS = 20_000
 MOST_FIELDS = 3
+#: An output longer than this is a listing: the target printed somewhere in it is not the
+#: model's own second hop (it dumped records, or about()'s account, and did not read it).
+SHORT_OUTPUT = 300
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,10 @@ def chains(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: M
 
 def next_hop(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
              question: str, shown: str) -> Hop | None:
-    """The first chain whose linked value ``shown`` holds and whose target it does not: the
-    hop the output reached and did not take; or None."""
+    """The first chain whose linked value ``shown`` holds and whose target it does not (or
+    only somewhere in a listing longer than ``SHORT_OUTPUT``): the hop the output reached and
+    did not take; or None."""
+    listing = len(shown.strip()) > SHORT_OUTPUT
     shown = shown[:SHOWN_CHARS].casefold()
     return next((h for h in chains(records, fields, index, question)
-                 if printed(h.value, shown) and not printed(h.target, shown)), None)
+                 if printed(h.value, shown) and (listing or not printed(h.target, shown))), None)

@@ -66,7 +66,8 @@ def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
     answer, client, events = ask(tmp_path, [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('sand')")])
     assert answer == "sand"
     note = client.prompts[1][-1]["content"]
-    assert "Your answer 'south-9' is the companion of 'north-3', one step short" in note
+    assert note.startswith("Next, run print(records().find('south-9')[0]['soil'])")
+    assert "your answer 'south-9' is the companion of 'north-3', one step short" in note
     assert "print(records().find('south-9')[0]['soil'])" in note
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("follow_link", "questioned")]
 
@@ -78,6 +79,15 @@ def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
 
     answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('sand')")])
     assert answer == "sand" and of_type(events, "answer_check") == []
+
+
+def test_a_target_buried_in_a_listing_is_still_pointed_at(tmp_path: Path) -> None:
+    """It speaks when the companion's soil is printed only inside a long listing (every bed
+    printed), which a model does not read as its own second hop."""
+    listing = "recs = records()\nprint(recs.find('north-3')[0]['companion'])\nfor r in recs:\n    print(r)"
+    _, client, events = ask(tmp_path, [code(listing), code("FINAL('sand')")])
+    assert [e["name"] for e in of_type(events, "assist")] == ["follow_link"]
+    assert client.prompts[1][-1]["content"].rstrip().endswith("that record's soil.")
 
 
 def test_it_says_nothing_when_there_is_no_hop_left(tmp_path: Path) -> None:

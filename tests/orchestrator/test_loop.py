@@ -628,3 +628,14 @@ def test_a_failing_cell_shows_the_plain_values_it_set_before_its_error() -> None
     assert "before the error, this cell set: station = 'K-17 north', hops = 2" in shown
     assert "kept =" not in shown and "big =" not in shown and "items =" not in shown
     assert "before the error" not in client.prompts[3][-1]["content"]  # a cell that ran says nothing
+
+
+def test_a_value_written_as_a_block_after_the_output_that_showed_it_is_the_answer() -> None:
+    """It takes a block that is only a value the last output printed (``K-17``, a NameError
+    as Python) as the model's answer; a lone word, or a value no output showed, stays code."""
+    result, _ = run([code("print('the bay is K-17')"), code("K-17")])
+    assert result.answer == "K-17"
+    _, client = run([code("print('the bay is K-17')"), code("K-18"), code("FINAL('x')")])
+    assert "NameError" in client.prompts[2][-1]["content"]
+    _, client = run([code("print('the bay is open')"), code("bay"), code("FINAL('x')")])
+    assert "NameError" in client.prompts[2][-1]["content"]
