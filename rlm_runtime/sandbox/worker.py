@@ -532,7 +532,7 @@ def _set_before_error(ns: dict[str, Any], held_before: dict[str, int]) -> str:
     for name, value in ns.items():
         if len(shown) >= _SET_SHOWN:
             break
-        if name.startswith("_") or held_before.get(name) == id(value):
+        if type(name) is not str or name.startswith("_") or held_before.get(name) == id(value):
             continue
         kind = type(value)
         if kind is str:
