@@ -59,9 +59,12 @@ def _scalar(value: Any) -> str | None:
 
 
 def printed(value: str, shown: str) -> bool:
-    """Whether ``shown`` (casefolded) holds ``value`` as whole words."""
+    """Whether ``shown`` (casefolded) holds ``value`` as whole words. A value longer than
+    ``shown`` is not in it (and is never compiled: a field may hold megabytes)."""
     folded = value.casefold()
-    return bool(folded) and re.search(r"(?<!\w)" + re.escape(folded) + r"(?!\w)", shown) is not None
+    if not folded or len(folded) > len(shown):
+        return False
+    return re.search(r"(?<!\w)" + re.escape(folded) + r"(?!\w)", shown) is not None
 
 
 def chains(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],

@@ -22,6 +22,7 @@ Lifecycle (driven by the zygote and the host):
 
 from __future__ import annotations
 
+import gc
 import linecache
 import marshal
 import os
@@ -401,6 +402,7 @@ class Worker:
             code = _retarget(marshal.loads(msg["code"]), filename)
             self.in_user_code = True
             signal.setitimer(signal.ITIMER_REAL, timeout)
+            gc.enable()  # collection (and the cell's finalizers it runs) only under the cell's timer
             exec(code, self.ns)
         except CellTimeout:
             error_type = "TimeoutError"
@@ -411,6 +413,7 @@ class Worker:
         except BaseException as e:  # user code may raise anything, SystemExit included
             failure = e
         finally:
+            gc.disable()
             self.in_user_code = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             duration = time.perf_counter() - start
@@ -473,6 +476,10 @@ class Worker:
         return notes, found
 
     def serve(self) -> None:
+        # The cyclic collector runs only inside a cell (run_cell enables it under the cell's
+        # timer): a collection between cells (a host's lookup allocating) would run the
+        # finalizers of the model's garbage (a generator's ``finally`` in a cycle) untimed.
+        gc.disable()
         while True:
             try:
                 msg = protocol.recv(self.sock)

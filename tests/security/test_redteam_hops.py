@@ -1,0 +1,43 @@
+"""Attacks on the hop and chain lookups (``Sandbox.lookup``), found by a helper session
+attacking the follow_link change: model code must not run inside the host's lookup, and a
+huge field value must not make a lookup slow or wrong."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rlm_runtime.sandbox import CellLimits, Sandbox
+
+QUESTION = "Which soil has the companion of 3?"
+
+
+def test_a_finalizer_in_a_garbage_cycle_does_not_run_inside_a_lookup() -> None:
+    """It keeps the cyclic collector off between cells: a generator left in a cycle, whose
+    ``finally`` loops, runs only in a later cell, under that cell's timer, not in the host's
+    lookup (which took 11 s and lost the worker's variables before)."""
+    text = "".join(f"bed={i} companion={(i + 1) % 40} soil=s{i % 3}\n" for i in range(4000))
+    code = ("recs = records()\nkept = 'still here'\ndef g(box):\n    try:\n        yield 1\n    finally:\n"
+            "        n = 0\n        while n < 60000000:\n            n += 1\n"
+            "box = []\nx = g(box)\nbox.append(x)\nfor _ in x:\n    break\ndel x, box\n")
+    with Sandbox("default", CellLimits(cell_timeout_s=5, kill_grace_s=0.5), contexts=[text]) as sb:
+        assert sb.execute(code).error is None
+        for _ in range(3):
+            began = time.perf_counter()
+            found = sb.lookup("hop", QUESTION, text="4")
+            assert time.perf_counter() - began < 2 and found["error"] == ""
+            assert found["hop"] is not None and found["hop"]["value"] == "4"
+        assert sb.execute("print(kept)").stdout == "still here\n"
+
+
+def test_a_huge_field_value_is_no_slow_lookup() -> None:
+    """It answers the hop at once when the linked record holds a field of megabytes (the
+    value was compiled into a regex: 6 s a lookup, and no hop)."""
+    big = "zz " * 1_000_000
+    rows = [{"name": "alice", "boss": "bob", "office": "o1"}, {"name": "bob", "boss": "carol", "office": big}]
+    with Sandbox(contexts=["\n".join(json.dumps(r) for r in rows)]) as sb:
+        assert sb.execute("recs = records()").error is None
+        began = time.perf_counter()
+        hop = sb.lookup("hop", "What is the office of alice's boss?", text="bob")["hop"]
+        assert time.perf_counter() - began < 2
+        assert hop is not None and hop["value"] == "bob" and hop["field"] == "office"
