@@ -277,9 +277,9 @@ class Run:
                     answer = harness.insisted_answer(reply, prose_said)
                 if answer is None and reply.strip() in prose_said and _fielded(briefs):
                     # The same prose again, still looking: a block it can run as it stands,
-                    # the question written in (a placeholder would be copied as it is). The
-                    # prose turns since the last output leave the conversation, the block
-                    # joining that output: a small model copies its own loop from the history.
+                    # with the question written in (a placeholder would be copied as it is).
+                    # A small model copies its own loop from the history, so the prose turns
+                    # since the last output leave the conversation and the block joins it.
                     feedback = prompts.text("reprompt_records", question=repr(self.query[:_QUESTION_IN_CODE]))
                     at = next((k for k in range(len(messages) - 1, 0, -1) if messages[k] is anchor), None)
                     if at is not None:

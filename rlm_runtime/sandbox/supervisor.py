@@ -498,10 +498,11 @@ class Sandbox:
         number, text), and in ``count`` how many match in all), ``count`` (``count`` alone)
         or ``tally`` (text the pattern's first group captures -> matching lines, most
         common first, at most ``frames.LOOKUP_MAX_KINDS``; ``count`` is how many texts there
-        are) or ``hop`` (``pattern`` a question, ``text`` a cell's output, cut to
-        ``frames.LOOKUP_TEXT_MAX``: the next hop of the question's chain the output reached,
-        over the records the model's code already read). Returns ``{"lines", "count",
-        "tally", "hop", "error"}``: ``error`` says why the
+        are), ``hop`` (``pattern`` a question, ``text`` a cell's output, cut to
+        ``frames.LOOKUP_TEXT_MAX``: the next hop of the question's chain the output reached)
+        or ``chain`` (the question's first chain, whatever was printed), both over the
+        records the model's code already read (``context/hops.py``). Returns ``{"lines",
+        "count", "tally", "hop", "error"}``: ``error`` says why the
         pattern could not run (or that there is no worker or no context); the rest is then
         empty. It starts no worker, runs no user code, and leaves the model's namespace and
         access counters as they were. A worker that answers wrongly or late is replaced (the
