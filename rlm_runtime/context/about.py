@@ -21,7 +21,7 @@ pass over the records.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 #: The longest question read, and the most words a value may have to be matched.
@@ -33,6 +33,8 @@ SHOWN_RECORDS = 3
 RECORD_CHARS = 300
 #: A field named with no value is tallied when it has at most this many distinct values.
 TALLIED_VALUES = 20
+#: Fields the question names followed as links from the record it names.
+MOST_LINKED = 3
 #: Field names matched against the question: the first this many (records of a text whose
 #: every line names new keys would otherwise make matching fields x words).
 MOST_FIELDS = 200
@@ -65,16 +67,49 @@ def value_index(records: Iterable[Mapping[str, Any]]) -> dict[str, Counter[str]]
     index: dict[str, Counter[str]] = {}
     for r in records:
         for field, value in r.items():
-            held: set[str] = set()  # a list holding a value twice is one record, as count() sees it
+            if type(value) is str:  # the common case, without a set: one value is one record
+                key = _indexed(value)
+                if key:
+                    held = index.get(key)
+                    if held is None:
+                        index[key] = Counter({field: 1})
+                    else:
+                        held[field] = held.get(field, 0) + 1
+                continue
+            keys: set[str] = set()  # a list holding a value twice is one record, as count() sees it
             for v in value if isinstance(value, list) else [value]:
-                if isinstance(v, (dict, list)) or v is None:
-                    continue
-                text = str(v).strip()
-                if text and len(text.split()) <= VALUE_WORDS:
-                    held.add(text.casefold())
-            for key in held:
+                if not isinstance(v, (dict, list)) and v is not None:
+                    keys.add(_indexed(str(v)))
+            keys.discard("")
+            for key in keys:
                 index.setdefault(key, Counter())[field] += 1
     return index
+
+
+def _indexed(value: str) -> str:
+    """A value as the index keys it (casefolded, stripped), or "" when it is not indexed. A
+    text of ``2 * VALUE_WORDS`` characters cannot hold more words than that: no split."""
+    text = value.strip()
+    return text.casefold() if text and (len(text) <= 2 * VALUE_WORDS or len(text.split()) <= VALUE_WORDS) else ""
+
+
+def scalar(value: Any) -> str | None:
+    """A field's value as text, stripped; None for a list, a map or nothing."""
+    return None if value is None or isinstance(value, (list, dict)) else str(value).strip()
+
+
+def links(record: Mapping[str, Any], asked: Sequence[str], first: str, index: Mapping[str, Counter[str]],
+          named: Callable[[str], Mapping[str, Any] | None]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """The fields of ``asked`` whose value in ``record`` is the ``first`` field (the name) of
+    exactly one record: (field, value, that record), the record found by ``named(value
+    casefolded)``. A question through a link ("the office of X's manager") reads them."""
+    for field in asked:
+        value = scalar(record.get(field)) if field != first else None
+        if not value or index.get(value.casefold(), Counter()).get(first, 0) != 1:
+            continue
+        other = named(value.casefold())
+        if other is not None:
+            yield field, value, other
 
 
 def shown_name(name: str) -> str:
@@ -176,15 +211,9 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
             # record: that record too (a question through a link: "the office of X's manager").
             own = [r for r in shown if _holds(r, folded, only_first=True)]
             if len(own) == 1:
-                for field in named[:3]:
-                    link = own[0].get(field)
-                    if field == first or isinstance(link, (list, dict)) or link is None:
-                        continue
-                    target = str(link).strip().casefold()
-                    if index.get(target, Counter()).get(first, 0) == 1:
-                        other = next(r for r in records if _holds(r, target, only_first=True))
-                        lines.append(f"  its {shown_name(field)} {str(link).strip()!r} is the {shown_name(first)} of: "
-                                     f"{_cut(show(other))}")
+                for field, link, other in links(own[0], [f for f in named if f != first][:MOST_LINKED], first, index,
+                                                 lambda key: next(r for r in records if _holds(r, key, only_first=True))):
+                    lines.append(f"  its {shown_name(field)} {link!r} is the {shown_name(first)} of: {_cut(show(other))}")
     if named and not values:
         # No value asked about: a question over a field as a whole ("which status is most
         # common"). Its counts, for a field of few distinct values.

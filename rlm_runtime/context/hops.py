@@ -22,12 +22,11 @@ as ``about.py`` matches them. Linear in the records and the output; the output i
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from rlm_runtime.context import about as _about
+from rlm_runtime.context import records as _records
 
 #: The most characters of a cell's output searched for a value, and of the question's field
 #: names tried as links.
@@ -54,10 +53,6 @@ class Hop:
     own: str
 
 
-def _scalar(value: Any) -> str | None:
-    return None if value is None or isinstance(value, (list, dict)) else str(value).strip()
-
-
 def printed(value: str, shown: str) -> bool:
     """Whether ``shown`` (casefolded) holds ``value`` as whole words. A value longer than
     ``shown`` is not in it (and is never compiled: a field may hold megabytes)."""
@@ -67,46 +62,36 @@ def printed(value: str, shown: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(folded) + r"(?!\w)", shown) is not None
 
 
-def chains(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
-           question: str) -> Iterator[Hop]:
+def chains(records: _records.Records, question: str) -> Iterator[Hop]:
     """Every two-step chain the question asks through the records (see the module
-    docstring), whatever was printed. ``index`` is ``about.value_index(records)``."""
+    docstring), whatever was printed. The tables it reads are kept on ``records``."""
+    fields = _records.fields_of(records)
     if not fields:
         return
-    first = fields[0]
+    first, index = fields[0], _records.value_index_of(records)
     named, values = _about.within(question, fields, index)
     asked = [f for f in named if f != first][:MOST_FIELDS]
     starts = [v for v in values[:_about.MOST_VALUES] if index[v.casefold()].get(first) == 1]
     if len(asked) < 2 or not starts:
         return
-    # The records by name, for the names held by one record only: one pass.
-    by_name: dict[str, Mapping[str, Any]] = {}
-    for r in records:
-        name = (_scalar(r.get(first)) or "").casefold()
-        if name and index.get(name, Counter()).get(first) == 1:
-            by_name[name] = r
+    by_name = _records.named_of(records)
     for start in starts:
         own = by_name.get(start.casefold())
         if own is None:
             continue
-        for link in asked:
-            value = _scalar(own.get(link))
-            other = by_name.get(value.casefold()) if value else None
-            if other is None or not value:
-                continue
+        for link, value, other in _about.links(own, asked, first, index, by_name.get):
             for field in asked:
-                target = _scalar(other.get(field))
+                target = _about.scalar(other.get(field))
                 if field != link and target:
                     yield Hop(start, link, value, first, int(getattr(other, "line", 0) or 0), field, target,
-                              _scalar(own.get(field)) or "")
+                              _about.scalar(own.get(field)) or "")
 
 
-def next_hop(records: Sequence[Mapping[str, Any]], fields: Sequence[str], index: Mapping[str, Counter[str]],
-             question: str, shown: str) -> Hop | None:
+def next_hop(records: _records.Records, question: str, shown: str) -> Hop | None:
     """The first chain whose linked value ``shown`` holds and whose target it does not (or
     only somewhere in a listing longer than ``SHORT_OUTPUT``): the hop the output reached and
     did not take; or None."""
     listing = len(shown.strip()) > SHORT_OUTPUT
     shown = shown[:SHOWN_CHARS].casefold()
-    return next((h for h in chains(records, fields, index, question)
+    return next((h for h in chains(records, question)
                  if printed(h.value, shown) and (listing or not printed(h.target, shown))), None)

@@ -39,7 +39,7 @@ import html
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,7 +169,7 @@ class Records(list[Record]):
         # An empty list whose note is what was asked for prints the note alone, not "0 records: ..."
         # (a small model read "0 records" and went on as if nothing was found).
         self._note_only = note_only and not self
-        self._values: dict[str, Counter[str]] | None = None  # about()'s index, made on first use
+        self._tables: dict[str, Any] = {}  # about()'s index and the lookups' tables, made on first use
 
     def _derived(self, items: Iterable[Record], note: str, of: int | None = None, *, note_only: bool = False) -> Records:
         return Records(items, self.shape, note, of, note_only=note_only)
@@ -369,9 +369,36 @@ EMPTY_KEPT = 3
 
 def value_index_of(records: Records) -> dict[str, Counter[str]]:
     """``about.value_index`` of ``records``, made on first use and kept on the list."""
-    if records._values is None:
-        records._values = _about.value_index(records)
-    return records._values
+    return _table(records, "values", lambda: _about.value_index(records))
+
+
+def fields_of(records: Records) -> list[str]:
+    """``records.fields``, made on first use and kept on the list (the list's own property
+    reads every record each time)."""
+    return _table(records, "fields", lambda: records.fields)
+
+
+def named_of(records: Records) -> dict[str, Record]:
+    """The records by their name (the value of the list's first field, casefolded), for the
+    names that one record alone holds there; made on first use and kept on the list."""
+    def make() -> dict[str, Record]:
+        fields, index = fields_of(records), value_index_of(records)
+        first = fields[0] if fields else ""
+        out: dict[str, Record] = {}
+        for r in records:
+            name = (_about.scalar(r.get(first)) or "").casefold()
+            if name and index.get(name, Counter()).get(first) == 1:
+                out[name] = r
+        return out
+    return _table(records, "named", make)
+
+
+def _table(records: Records, name: str, make: Callable[[], Any]) -> Any:
+    # Kept tables describe the list as it was when made: the handle's own parsed list is never
+    # changed (code gets copies), and a copy changed after about() keeps its first index.
+    if name not in records._tables:
+        records._tables[name] = make()
+    return records._tables[name]
 
 
 def _kept_if_empty(found: Records) -> Records:

@@ -320,9 +320,8 @@ def _hop(handle: Any, question: str, shown: str | None) -> list[Any]:
     if not parsed:
         return []
     try:
-        index = _records.value_index_of(parsed)
-        hop = (next(_hops.chains(parsed, parsed.fields, index, question), None) if shown is None
-               else _hops.next_hop(parsed, parsed.fields, index, question, shown))
+        hop = (next(_hops.chains(parsed, question), None) if shown is None
+               else _hops.next_hop(parsed, question, shown))
     except Exception:  # a courtesy to the host: never the worker's failure
         return []
     if hop is None:

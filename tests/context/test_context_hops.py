@@ -3,7 +3,6 @@ records of shapes no eval suite writes (a choir's seating, a tool library's loan
 
 from __future__ import annotations
 
-from rlm_runtime.context.about import value_index
 from rlm_runtime.context.hops import next_hop
 from rlm_runtime.context.records import parse_text
 
@@ -14,7 +13,7 @@ SEATING = "".join(f"singer: {name}\nvoice: {voice}\nneighbour: {near}\nrow: {row
 
 def hop_of(text: str, question: str, shown: str):  # type: ignore[no-untyped-def]
     recs = parse_text(text)
-    return next_hop(recs, recs.fields, value_index(recs), question, shown)
+    return next_hop(recs, question, shown)
 
 
 def test_a_printed_link_names_the_record_and_the_field_asked() -> None:

@@ -25,7 +25,7 @@ ALLOWED = {
     "facts": set(),
     "slots": {"facts"},
     "records": {"about", "facts", "slots"},
-    "hops": {"about"},
+    "hops": {"about", "records"},
     "grep": {"buffer"},
     "tokens": {"buffer"},
     "protocol": {"grep", "tokens"},
