@@ -222,6 +222,32 @@ def bare_value(code: str, error_type: str | None, printed: str) -> str | None:
     return said if re.search(r"(?<![\w-])" + re.escape(said) + r"(?![\w-])", printed) else None
 
 
+#: Digits joined by dashes or slashes: a date, a code or a phone number as the text wrote it,
+#: which Python reads as arithmetic (``2015-12`` is 2003).
+_JOINED_DIGITS = re.compile(r"\d+(?:[-/]\d+)+")
+
+
+def joined_digits(argument: str, printed: str) -> str | None:
+    """An unquoted FINAL argument such as ``2015-12`` that ``printed`` (what the code showed)
+    holds as it is: the value, as text. None for any other argument (``12-3`` nobody printed
+    is a sum the model meant)."""
+    said = argument.strip()
+    if len(said) > 40 or not _JOINED_DIGITS.fullmatch(said):
+        return None
+    return said if re.search(r"(?<![\w./-])" + re.escape(said) + r"(?![\w/-])", printed) else None
+
+
+def final_argument(code: str) -> str | None:
+    """The source of the argument of the one ``FINAL(x)`` call of ``code``; None when the code
+    does not parse or has no such call, or more than one."""
+    tree = parsed(code)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "FINAL" and len(n.args) == 1 and not n.keywords]
+    return ast.get_source_segment(code, calls[0].args[0]) if len(calls) == 1 else None
+
+
 #: Prose that says it has no answer (told to answer now, a model may say so instead).
 _NO_ANSWER = re.compile(
     r"\b(?:not sure|unsure|give up|gave up|no idea|sorry|impossible|unable to|no answer|enough information|"

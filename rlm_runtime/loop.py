@@ -363,7 +363,10 @@ class Run:
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
-                return harness.stringify(result.final), "", False, ""
+                # FINAL(2015-12) of a value the output showed: the text as written, not its arithmetic.
+                argument = harness.final_argument(code)
+                said = harness.joined_digits(argument, f"{printed}\n{result.stdout}") if argument else None
+                return said or harness.stringify(result.final), "", False, ""
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed, assisted
@@ -385,6 +388,9 @@ class Run:
                 return harness.stringify(result.final)
         expression = harness.prose_final_expression(reply)
         if expression is not None:
+            said = harness.joined_digits(expression, self.partial or "")
+            if said is not None:  # FINAL(2015-12) of a date the output showed: the text, not 2003
+                return said
             # Unquoted: it may name a variable or be an expression; if that fails it is literal text.
             result = sandbox.execute(f"FINAL({expression})")
             if result.has_final:

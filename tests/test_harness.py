@@ -135,3 +135,16 @@ def test_an_answer_of_the_questions_words_is_an_echo_only_when_long() -> None:
     assert not harness.echoes_question("shelf S-4 holds the tin", asked)  # a word of its own
     assert not harness.echoes_question("Bergen", "Is the fair in Oslo or in Bergen?")
     assert not harness.echoes_question("anything", "?!")
+
+
+def test_digits_joined_by_dashes_are_a_value_when_the_output_showed_them() -> None:
+    """It reads FINAL(2015-12) as the text 2015-12 when the output holds it whole, and not
+    when it holds only a longer value, or nothing like it, or for a sum of other shapes."""
+    assert harness.joined_digits("2015-12", "release=2015-12 | x") == "2015-12"
+    assert harness.joined_digits(" 12/31/2020 ", "due 12/31/2020.") == "12/31/2020"
+    assert harness.joined_digits("2015-12", "release=2015-12-01") is None
+    assert harness.joined_digits("2015-12", "x2015-12") is None
+    assert harness.joined_digits("2015-12", "nothing") is None
+    assert harness.joined_digits("a-12", "a-12") is None and harness.joined_digits("12", "12") is None
+    assert harness.final_argument("x = 1\nFINAL(2015-12)") == "2015-12"
+    assert harness.final_argument("FINAL(a)\nFINAL(b)") is None and harness.final_argument("FINAL(") is None

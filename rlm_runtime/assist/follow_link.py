@@ -9,7 +9,10 @@ The runtime knows the text's records and which of the question's words are their
 * after a cell that printed the linked value but not what it leads to: that value is the name
   of a record of its own, and the code that reads the field the question asks (once a value);
 * before an answer one hop short (the linked value, or the start's own value of the field,
-  and not the linked record's): which it is, and the same code (once an answer, twice a run).
+  and not the linked record's): which it is, and the same code (once an answer, twice a run);
+* when such an answer comes again after that: what the code reads, the value of the field
+  asked in the linked record (once a run). A small model that ran the code, or did not,
+  and gave the first hop again, still had the hop's value to read: this says it.
 
 Both read only records the model's code already parsed (the host parses nothing).
 """
@@ -38,6 +41,7 @@ class FollowLink(Assist):
     def __init__(self) -> None:
         self.said: set[str] = set()
         self.questioned: set[str] = set()
+        self.insisted = False  # an answer questioned once was given again, and told the hop's value
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         if cell.has_final or not cell.stdout.strip():
@@ -50,7 +54,8 @@ class FollowLink(Assist):
 
     def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
         said = answer.strip().casefold()
-        if not said or said in self.questioned or len(self.questioned) >= QUESTIONED_A_RUN:
+        insisted = said in self.questioned
+        if not said or self.insisted or (not insisted and len(self.questioned) >= QUESTIONED_A_RUN):
             return None
         hop = lookups.chain(host)
         if hop is None or printed(str(hop["target"]), said):
@@ -61,5 +66,10 @@ class FollowLink(Assist):
             what = f"the {shown_name(str(hop['field']))} of {hop['start']!r} itself"
         else:
             return None
+        values = {"answer": repr(answer.strip()[:200]), "what": what, **_values(hop)}
+        if insisted:
+            # Said again after the code that reads the hop: the value that code reads.
+            self.insisted = True
+            return host.prompts.text("notes/follow_link_insisted", target=repr(hop["target"]), **values)
         self.questioned.add(said)
-        return host.prompts.text("notes/follow_link_answer", answer=repr(answer.strip()[:200]), what=what, **_values(hop))
+        return host.prompts.text("notes/follow_link_answer", **values)

@@ -72,13 +72,32 @@ def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("follow_link", "questioned")]
 
     answer, client, _ = ask(tmp_path, [code("recs = records()\nFINAL('The soil is peat.')"), code("FINAL('south-9')"),
-                                       code("FINAL('south-9')")])
-    assert answer == "south-9"  # questioned once as north-3's own soil, once as the companion, then taken
+                                       code("FINAL('bean')")])
+    assert answer == "bean"  # questioned once as north-3's own soil, once as the companion; a third answer is taken
     assert "is the soil of 'north-3' itself" in client.prompts[1][-1]["content"]
     assert "is the companion of 'north-3'" in client.prompts[2][-1]["content"]
 
     answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('sand')")])
     assert answer == "sand" and of_type(events, "answer_check") == []
+
+
+def test_an_answer_given_again_one_hop_short_is_told_the_value_the_hop_reads(tmp_path: Path) -> None:
+    """When the model gives the companion again after being asked to read its soil (having
+    run that code or not), it is told what the code prints, once a run: the same answer a
+    third time is taken."""
+    for replies in ([code(FIRST_HOP + "\nFINAL('south-9')"), code(FOLLOW), code("FINAL('south-9')"), code("FINAL('sand')")],
+                    [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('south-9')"), code("FINAL('sand')")]):
+        answer, client, events = ask(tmp_path, replies)
+        assert answer == "sand"
+        note = client.prompts[len(replies) - 1][-1]["content"]
+        assert "Your answer 'south-9' is still the companion of 'north-3', one step short." in note
+        assert "print(records().find('south-9')[0]['soil']) prints 'sand'" in note
+        assert note.rstrip().endswith("Reply with FINAL('sand').")
+        assert [e["outcome"] for e in of_type(events, "answer_check")] == ["questioned", "questioned"]
+
+    answer, _, events = ask(tmp_path, [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('south-9')"),
+                                       code("FINAL('south-9')")])
+    assert answer == "south-9" and len(of_type(events, "answer_check")) == 2
 
 
 def test_a_target_buried_in_a_listing_is_still_pointed_at(tmp_path: Path) -> None:

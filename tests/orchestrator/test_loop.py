@@ -639,3 +639,17 @@ def test_a_value_written_as_a_block_after_the_output_that_showed_it_is_the_answe
     assert "NameError" in client.prompts[2][-1]["content"]
     _, client = run([code("print('the bay is open')"), code("bay"), code("FINAL('x')")])
     assert "NameError" in client.prompts[2][-1]["content"]
+
+
+def test_final_of_a_date_the_output_showed_is_the_date_not_its_arithmetic() -> None:
+    """It takes ``FINAL(2011-10)`` after an output that printed 2011-10 as the text 2011-10
+    (Python makes it 2001), in a code block and in prose; an expression no output showed
+    whole (``FINAL(40-2)``, or 2011-10 of a printed 2011-10-30) is still computed."""
+    result, _ = run([code("print('sown 2011-10, cut 2012-01')"), code("FINAL(2011-10)")])
+    assert result.answer == "2011-10"
+    result, _ = run([code("print('phone 555-3142')"), "The number is FINAL(555-3142)."])
+    assert result.answer == "555-3142"
+    result, _ = run([code("print('sown 2011-10-30')"), code("FINAL(2011-10)")])
+    assert result.answer == "2001"
+    result, _ = run([code("print('forty')"), code("FINAL(40-2)")])
+    assert result.answer == "38"
