@@ -11,6 +11,9 @@ cell printed, such a value:
 * whose record holds another field the question names, not printed yet (or printed only
   inside a listing, which the model did not read).
 
+A short output that shows the start's own value of that field (the release of the package
+the question names, where it asks the release of its dependency) stopped one hop short too.
+
 ``chains`` gives every such chain the question asks, printed or not, to check an answer
 against (one hop short gives the linked value, or the start's own value of the field).
 
@@ -88,10 +91,12 @@ def chains(records: _records.Records, question: str) -> Iterator[Hop]:
 
 
 def next_hop(records: _records.Records, question: str, shown: str) -> Hop | None:
-    """The first chain whose linked value ``shown`` holds and whose target it does not (or
-    only somewhere in a listing longer than ``SHORT_OUTPUT``): the hop the output reached and
-    did not take; or None."""
+    """The first chain whose linked value ``shown`` holds, or (in a short output) the start's
+    own value of the field asked, and whose target it does not hold (or only somewhere in a
+    listing longer than ``SHORT_OUTPUT``): the hop the output reached, or stopped one short of
+    by reading the start's own field, and did not take; or None."""
     listing = len(shown.strip()) > SHORT_OUTPUT
     shown = shown[:SHOWN_CHARS].casefold()
     return next((h for h in chains(records, question)
-                 if printed(h.value, shown) and (listing or not printed(h.target, shown))), None)
+                 if (printed(h.value, shown) or (not listing and h.own and printed(h.own, shown)))
+                 and (listing or not printed(h.target, shown))), None)

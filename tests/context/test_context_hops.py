@@ -39,3 +39,12 @@ def test_list_and_nested_values_are_no_links() -> None:
     """It follows only plain values: a list or an object in a field is not a link."""
     loans = "".join(f'{{"tool": "t{i}", "borrower": ["t{i + 1}"], "shelf": "s{i}"}}\n' for i in range(6))
     assert hop_of(loans, "Which shelf has the borrower of t1?", "['t2']") is None
+
+
+def test_a_short_output_of_the_starts_own_field_is_one_hop_short() -> None:
+    """It finds the hop when a short output shows the row of Ilse Varga herself (2), where
+    the question asks her neighbour's; not when that value is only part of a long listing."""
+    question = "Which row does the neighbour of Ilse Varga sit in?"
+    hop = hop_of(SEATING, question, "row: 2")
+    assert hop is not None and (hop.value, hop.field, hop.target, hop.own) == ("Tom Reyes", "row", "3", "2")
+    assert hop_of(SEATING, question, "row: 2 " + "x" * 400) is None
