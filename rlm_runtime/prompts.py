@@ -44,7 +44,8 @@ class Prompts:
                fielded: bool = False) -> str:
         """The system prompt. ``builtins`` names the host built-ins bound in this run
         (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``fielded`` (the main
-        context has fields ``records()`` reads) picks the example first turn; ``addendum``
+        context has fields ``records()`` reads) picks the example first turn and the rules of that
+        shape (``rules_records``, else ``rules_text``); ``addendum``
         (a profile's text) comes last."""
         # A small model copies the first tool it reads about: records() leads for a text with
         # fields. For one without, its entry leaves out counting and following links (with
@@ -57,8 +58,11 @@ class Prompts:
             entries.append(self.notes["tool_list_header"])
             entries += [t.prompt_entry() for t in tools]
         example = self.text("first_turn_records" if fielded else "first_turn_grep").strip()
+        # The rules of the main context's shape only: told both ("in text without fields,
+        # grep..."), the 1.5B wrote "The text does not have fields" over a text with fields and grepped.
+        rules = self.text("rules_records" if fielded else "rules_text").strip()
         text = self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
-                         output_chars=output_chars, max_iterations=max_iterations, example=example)
+                         output_chars=output_chars, max_iterations=max_iterations, example=example, shape_rules=rules)
         return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
     def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None, earlier: str = "") -> str:

@@ -606,6 +606,9 @@ def test_a_text_with_fields_is_started_with_records() -> None:
     assert "first turn (the text has fields)" in system and "begin with records()" in first
     assert "fields: shelf, label, state" in system
     assert "is a link: follow it with" in system and "Count with count()" in system
+    # The rules are those of a text with fields only: no "grep for distinctive words".
+    assert "The text has fields (its shape above lists them): work on records()" in system
+    assert "grep for one or two distinctive words" not in system and "grep one pattern" not in system
     assert "150" in client.prompts[1][-1]["content"]
     _, client = run([code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400)
     system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
@@ -614,6 +617,8 @@ def test_a_text_with_fields_is_started_with_records() -> None:
     assert "first turn (the text has fields)" not in system and "records()" not in first
     # Counting and following links are said only where there are fields to count and follow.
     assert "is a link" not in system and "Count with count()" not in system
+    assert "grep for one or two distinctive words" in system and "grep one pattern that every item" in system
+    assert "work on records()" not in system and "$shape_rules" not in system
 
 
 def test_a_failing_cell_shows_the_plain_values_it_set_before_its_error() -> None:
