@@ -12,7 +12,10 @@ The runtime knows the text's records and which of the question's words are their
   and not the linked record's): which it is, and the same code (once an answer, twice a run);
 * when such an answer comes again after that: what the code reads, the value of the field
   asked in the linked record (once a run). A small model that ran the code, or did not,
-  and gave the first hop again, still had the hop's value to read: this says it.
+  and gave the first hop again, still had the hop's value to read: this says it;
+* after a short output that shows the target of the hop it pointed at: that this is the
+  answer (once a run; the model had printed it three times and then answered the first hop);
+* on the forced last turn, the target, when a short output of the model's code showed it.
 
 Both read only records the model's code already parsed (the host parses nothing).
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.context.about import shown_name
-from rlm_runtime.context.hops import printed
+from rlm_runtime.context.hops import SHORT_OUTPUT, printed
 
 #: Answers questioned in one run, at most.
 QUESTIONED_A_RUN = 2
@@ -42,15 +45,40 @@ class FollowLink(Assist):
         self.said: set[str] = set()
         self.questioned: set[str] = set()
         self.insisted = False  # an answer questioned once was given again, and told the hop's value
+        self.confirmed = False  # the hop pointed at was taken, and its target said to be the answer
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         if cell.has_final or not cell.stdout.strip():
             return ""
         hop = lookups.hop(host, cell.stdout)
-        if hop is None or str(hop["value"]).casefold() in self.said:
+        if hop is None:
+            return self._taken(host, cell.stdout)
+        if str(hop["value"]).casefold() in self.said:
             return ""
         self.said.add(str(hop["value"]).casefold())
         return host.prompts.text("notes/follow_link", **_values(hop))
+
+    def _taken(self, host: Host, stdout: str) -> str:
+        """After the hop this assist pointed at was taken (a short output shows its target):
+        that the target is the answer, once a run."""
+        if not self.said or self.confirmed or len(stdout.strip()) > SHORT_OUTPUT:
+            return ""
+        hop = lookups.chain(host)
+        if hop is None or str(hop["value"]).casefold() not in self.said or not printed(str(hop["target"]), stdout.casefold()):
+            return ""
+        self.confirmed = True
+        return host.prompts.text("notes/follow_link_taken", target=repr(hop["target"]), **_values(hop))
+
+    def last_found(self, host: Host, state: AssistState) -> str:
+        """On the forced last turn: the hop's target, when a short output of the model's own
+        code showed it."""
+        if not self.said and not self.questioned:
+            return ""
+        hop = lookups.chain(host)
+        if hop is None or not any(len(out.strip()) <= SHORT_OUTPUT and printed(str(hop["target"]), out.casefold())
+                                  for out in state.seen):
+            return ""
+        return " " + host.prompts.text("notes/follow_link_found", target=repr(hop["target"]), **_values(hop)).strip()
 
     def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
         said = answer.strip().casefold()

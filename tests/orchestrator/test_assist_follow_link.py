@@ -55,8 +55,28 @@ def test_a_printed_link_is_followed_with_the_code_that_reads_it(tmp_path: Path) 
     assert "south-9" in shown and "'south-9', the companion of 'north-3', is the bed of a record of its own" in shown
     assert "print(records().find('south-9')[0]['soil'])" in shown
     assert shown.rstrip().endswith("that record's soil.")  # after the general instruction: the last thing read
-    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "cell")]
-    assert "follow_link" not in client.prompts[2][-1]["content"] and "of its own" not in client.prompts[2][-1]["content"]
+    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "cell")] * 2
+    taken = client.prompts[2][-1]["content"]
+    assert "of its own" not in taken  # the hop was taken: its output is the answer, said once
+    assert taken.rstrip().endswith("'sand' is the soil of 'south-9', the companion of 'north-3': the answer the question "
+                                   "asks. Reply with FINAL('sand').")
+
+
+def test_a_taken_hop_is_said_to_be_the_answer_once_and_on_the_last_turn(tmp_path: Path) -> None:
+    """After the model printed the soil of the companion it was pointed at, it hears that this
+    is the answer, once; when its turns run out, the forced turn's prompt repeats what its
+    code printed. Without the hop pointed at first, neither."""
+    answer, client, _ = ask(tmp_path, [code(FIRST_HOP), code(FOLLOW), code(FOLLOW + "\nx = 1"), code("print(2)"),
+                                       "FINAL('peat')"])
+    assert answer == "peat"  # the model's own answer still stands
+    assert sum("the answer the question asks" in p[-1]["content"] for p in client.prompts) == 1
+    forced = client.prompts[-1][-1]["content"]
+    assert forced.startswith("You have no turns left. Your code printed 'sand': the soil of 'south-9', the companion "
+                             "of 'north-3', which the question asks.")
+    _, client, _ = ask(tmp_path, [code(FIRST_HOP + "\n" + FOLLOW), code("print(2)"), code("print(3)"), code("print(4)"),
+                                  "FINAL('peat')"])
+    assert not any("the answer the question asks" in p[-1]["content"] or "Your code printed" in p[-1]["content"]
+                   for p in client.prompts)
 
 
 def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
