@@ -248,6 +248,18 @@ def final_argument(code: str) -> str | None:
     return ast.get_source_segment(code, calls[0].args[0]) if len(calls) == 1 else None
 
 
+def last_printed(output: str) -> str | None:
+    """The last line of ``output`` when it is short (``LAST_LINE_CHARS``) and not one of the
+    runtime's own notes in parentheses; None otherwise."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if 0 < len(last) <= LAST_LINE_CHARS and not last.startswith("(") else None
+
+
+#: The longest printed line taken for an answer in place of the question copied back.
+LAST_LINE_CHARS = 200
+
+
 #: Prose that says it has no answer (told to answer now, a model may say so instead).
 _NO_ANSWER = re.compile(
     r"\b(?:not sure|unsure|give up|gave up|no idea|sorry|impossible|unable to|no answer|enough information|"

@@ -293,8 +293,11 @@ class Run:
                        "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
                        "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
                        "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
-            if answer is not None and harness.echoes_question(answer, self.query) and self.iterations < lim.max_iterations:
-                answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
+            if answer is not None and harness.echoes_question(answer, self.query):
+                if self.iterations < lim.max_iterations:
+                    answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
+                else:
+                    answer = self._not_the_question(answer)
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
                 if check is None:
@@ -380,6 +383,12 @@ class Run:
         notes = self.tree.setup.prompts
         return "\n" + notes.text("notes/held_variables", variables=harness.cap(held, _HELD_VARIABLES_CHARS, notes.notes["cut"]))
 
+    def _not_the_question(self, echo: str) -> str:
+        """The answer of a last turn that copied the question back: the question is no answer
+        at all, and the line the code last printed is the nearest thing to one the run has
+        (``echo`` itself when there is none)."""
+        return harness.last_printed(self.partial or "") or echo
+
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)
         if var:
@@ -429,6 +438,8 @@ class Run:
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,
                    "finish_reason": completion.finish_reason})
         self.iterations += 1
+        if answer is not None and harness.echoes_question(answer, self.query):
+            answer = self._not_the_question(answer)
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
         if failing:

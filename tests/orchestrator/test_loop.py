@@ -658,3 +658,18 @@ def test_final_of_a_date_the_output_showed_is_the_date_not_its_arithmetic() -> N
     assert result.answer == "2001"
     result, _ = run([code("print('forty')"), code("FINAL(40-2)")])
     assert result.answer == "38"
+
+
+def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() -> None:
+    """When the model copies the question into FINAL through its last turn, after the notes
+    saying so, the run's answer is the last line its code printed (the value it found), not
+    the question; with nothing printed, the question stays (as before)."""
+    question = "What is the secret launch code?"
+    echo = code(f"FINAL({question!r})")
+    result, _ = run([code("print('rows: 40')\nprint('the code is K-4 late')"), echo, echo, echo, f"FINAL({question!r})"])
+    assert result.answer == "the code is K-4 late"  # the last turn's copy
+    result, _ = run([code("print('the code is K-4 late')"), echo, code(f"x = 2\nFINAL({question!r})"), code("x = 3"),
+                     f"FINAL({question!r})"])
+    assert result.answer == "the code is K-4 late"  # the forced turn's copy
+    result, _ = run([code("x = 1"), echo, echo, echo, f"FINAL({question!r})"])
+    assert result.answer == question
