@@ -260,6 +260,16 @@ def last_printed(output: str) -> str | None:
 LAST_LINE_CHARS = 200
 
 
+def unbound_final(code: str, error: str | None, printed: str) -> str | None:
+    """``FINAL(Vellux)`` that raised a NameError for that name, where the last output printed
+    it as a word: the model wrote the value it read without quotes; the word is the answer.
+    None otherwise (another name failed, or a name no output showed)."""
+    argument = final_argument(code) if error and "NameError" in error else None
+    if argument is None or not argument.isidentifier() or f"name '{argument}' is not defined" not in (error or ""):
+        return None
+    return argument if re.search(r"(?<![\w-])" + re.escape(argument) + r"(?![\w-])", printed) else None
+
+
 #: Prose that says it has no answer (told to answer now, a model may say so instead).
 _NO_ANSWER = re.compile(
     r"\b(?:not sure|unsure|give up|gave up|no idea|sorry|impossible|unable to|no answer|enough information|"

@@ -353,8 +353,8 @@ class Run:
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
-            said = harness.bare_value(code, result.error_type, printed)
-            if said is not None:  # ``B-81`` as a block: the value read in the last output, as the answer
+            said = harness.bare_value(code, result.error_type, printed) or harness.unbound_final(code, result.error, printed)
+            if said is not None:  # ``B-81`` or ``FINAL(Vellux)``: the value read in the last output, as the answer
                 outputs[-1]["read_as"] = "a value copied from the output"
                 return said, "", False, ""
             if result.stdout.strip():

@@ -673,3 +673,14 @@ def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() ->
     assert result.answer == "the code is K-4 late"  # the forced turn's copy
     result, _ = run([code("x = 1"), echo, echo, echo, f"FINAL({question!r})"])
     assert result.answer == question
+
+
+def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
+    """It takes ``FINAL(Vellux)`` (a NameError) as the answer 'Vellux' when the last output
+    printed Vellux; a name no output showed, or a NameError for another name, stays an error."""
+    result, _ = run([code("print('dependency: Vellux')"), code("FINAL(Vellux)")])
+    assert result.answer == "Vellux"
+    _, client = run([code("print('dependency: Vellux')"), code("FINAL(Velluxa)"), code("FINAL('x')")])
+    assert "NameError" in client.prompts[2][-1]["content"]
+    _, client = run([code("print('dependency: Vellux')"), code("y = nothing_here\nFINAL(Vellux)"), code("FINAL('x')")])
+    assert "NameError" in client.prompts[2][-1]["content"]
