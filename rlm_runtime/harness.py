@@ -160,6 +160,19 @@ def echoes_question(answer: str, question: str) -> bool:
     return len(said_words) >= max(ECHO_WORDS, len(asked_words) / 3) and set(said_words) <= asked_words
 
 
+def question_piece(answer: str, question: str) -> bool:
+    """``answer`` is two or more words, every one of them the question's, joining words such
+    as "of" aside (``owner of WZ-8576`` for "Which owner does WZ-8576 have?"): words copied
+    from the question, too few to be its echo. It may still be the answer ("New York City" for "New York City or Boston?"), so the
+    loop asks once."""
+    said = [w for w in (w.strip(_EDGE_PUNCTUATION) for w in answer.casefold().split()) if w and w not in _JOINING]
+    return len(said) >= 2 and set(said) <= {w.strip(_EDGE_PUNCTUATION) for w in question.casefold().split()}
+
+
+#: Words that join a piece of the question without being found ("owner *of* WZ-85").
+_JOINING = frozenset("a an the of is are was were for to in on at and its has have does".split())
+
+
 #: An answer of at least this many words, all of them the question's, is the question echoed.
 ECHO_WORDS = 4
 _EDGE_PUNCTUATION = "?!.,;:\"'()[]{}<>`"

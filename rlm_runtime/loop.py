@@ -241,6 +241,7 @@ class Run:
         ]
         reprompted = False
         prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
+        pieces: set[str] = set()  # answers made of the question's words, asked about once
         errors_in_a_row = 0
         repeats = 0  # turns in a row whose code repeated the turn before's
         # The last message that was not a re-prompt (the question, a cell's output, a note):
@@ -296,8 +297,13 @@ class Run:
             if answer is not None and harness.echoes_question(answer, self.query):
                 if self.iterations < lim.max_iterations:
                     answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
-                else:
-                    answer = self._not_the_question(answer)
+                else:  # the question is no answer at all; the line the code last printed is nearer one
+                    answer = harness.last_printed(self.partial or "") or answer
+            elif answer and self.iterations < lim.max_iterations and harness.question_piece(answer, self.query) \
+                    and answer not in pieces:  # words of the question, not found ones: asked once
+                pieces.add(answer)
+                feedback = prompts.text("notes/question_words", answer=repr(answer[:200])) + self._held_variables(sandbox)
+                answer = None
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
                 if check is None:
@@ -383,12 +389,6 @@ class Run:
         notes = self.tree.setup.prompts
         return "\n" + notes.text("notes/held_variables", variables=harness.cap(held, _HELD_VARIABLES_CHARS, notes.notes["cut"]))
 
-    def _not_the_question(self, echo: str) -> str:
-        """The answer of a last turn that copied the question back: the question is no answer
-        at all, and the line the code last printed is the nearest thing to one the run has
-        (``echo`` itself when there is none)."""
-        return harness.last_printed(self.partial or "") or echo
-
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
         var = harness.prose_final_var(reply)
         if var:
@@ -439,7 +439,7 @@ class Run:
                    "finish_reason": completion.finish_reason})
         self.iterations += 1
         if answer is not None and harness.echoes_question(answer, self.query):
-            answer = self._not_the_question(answer)
+            answer = harness.last_printed(self.partial or "") or answer
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
         if failing:

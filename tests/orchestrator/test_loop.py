@@ -684,3 +684,18 @@ def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
     assert "NameError" in client.prompts[2][-1]["content"]
     _, client = run([code("print('dependency: Vellux')"), code("y = nothing_here\nFINAL(Vellux)"), code("FINAL('x')")])
     assert "NameError" in client.prompts[2][-1]["content"]
+
+
+def test_an_answer_of_the_questions_own_words_is_asked_about_once() -> None:
+    """It asks once about ``FINAL('secret launch')`` (two words, both the question's: too few
+    for an echo), with the variables the code holds; the same answer given again is taken, and
+    an answer with a word of its own is never asked about."""
+    result, client = run([code("code = 'K-4'\nprint(code)"), code("FINAL('secret launch')"), code("FINAL(code)")])
+    assert result.answer == "K-4"
+    note = client.prompts[2][-1]["content"]
+    assert "FINAL was given words of the question, 'secret launch', not a value your code found" in note
+    assert "code: str = 'K-4'" in note
+    result, _ = run([code("FINAL('launch code')"), code("FINAL('launch code')")])
+    assert result.answer == "launch code"
+    result, client = run([code("FINAL('launch code K-4')")])
+    assert result.answer == "launch code K-4" and len(client.prompts) == 1
