@@ -169,6 +169,15 @@ def question_piece(answer: str, question: str) -> bool:
     return len(said) >= 2 and set(said) <= {w.strip(_EDGE_PUNCTUATION) for w in question.casefold().split()}
 
 
+def stated(reply: str, answer: str, question: str) -> str:
+    """For ``answer``, a piece of the question given again: the sentence the reply wrote
+    before its code when it states more than the question's words ("The owner of WZ-85 is
+    platform team." over ``FINAL("owner of WZ-85")``); ``answer`` otherwise."""
+    prose = reply.split("```", 1)[0].strip()
+    said = forced_prose(prose, question) if prose else None
+    return said if said and answer.casefold() != said.casefold() and not question_piece(said, question) else answer
+
+
 #: Words that join a piece of the question without being found ("owner *of* WZ-85").
 _JOINING = frozenset("a an the of is are was were for to in on at and its has have does".split())
 
@@ -248,6 +257,14 @@ def joined_digits(argument: str, printed: str) -> str | None:
     if len(said) > 40 or not _JOINED_DIGITS.fullmatch(said):
         return None
     return said if re.search(r"(?<![\w./-])" + re.escape(said) + r"(?![\w/-])", printed) else None
+
+
+def final_answer(code: str, printed: str, value: Any) -> str:
+    """The answer of a cell that called FINAL with ``value``: the argument as written when it
+    is digits joined by dashes or slashes that ``printed`` showed (``joined_digits``), else
+    ``value`` as text."""
+    argument = final_argument(code)
+    return (joined_digits(argument, printed) if argument else None) or stringify(value)
 
 
 def final_argument(code: str) -> str | None:

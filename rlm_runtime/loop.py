@@ -299,11 +299,13 @@ class Run:
                     answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
                 else:  # the question is no answer at all; the line the code last printed is nearer one
                     answer = harness.last_printed(self.partial or "") or answer
-            elif answer and self.iterations < lim.max_iterations and harness.question_piece(answer, self.query) \
-                    and answer not in pieces:  # words of the question, not found ones: asked once
-                pieces.add(answer)
-                feedback = prompts.text("notes/question_words", answer=repr(answer[:200])) + self._held_variables(sandbox)
-                answer = None
+            elif answer and harness.question_piece(answer, self.query):  # the question's words, not found ones
+                if answer in pieces or self.iterations >= lim.max_iterations:  # asked once: what the reply states
+                    answer = harness.stated(reply, answer, self.query)
+                else:
+                    pieces.add(answer)
+                    feedback = prompts.text("notes/question_words", answer=repr(answer[:200])) + self._held_variables(sandbox)
+                    answer = None
             if answer is not None:  # an answer given after a refused sub-call still counts
                 check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
                 if check is None:
@@ -371,11 +373,8 @@ class Run:
                 assisted += self.assists.after_cell(code, result)
             failed = failed or cell_failed
             shown.append(text)
-            if result.has_final:
-                # FINAL(2015-12) of a value the output showed: the text as written, not its arithmetic.
-                argument = harness.final_argument(code)
-                said = harness.joined_digits(argument, f"{printed}\n{result.stdout}") if argument else None
-                return said or harness.stringify(result.final), "", False, ""
+            if result.has_final:  # FINAL(2015-12) of a date the output showed is that text, not 2003
+                return harness.final_answer(code, f"{printed}\n{result.stdout}", result.final), "", False, ""
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed, assisted

@@ -699,3 +699,15 @@ def test_an_answer_of_the_questions_own_words_is_asked_about_once() -> None:
     assert result.answer == "launch code"
     result, client = run([code("FINAL('launch code K-4')")])
     assert result.answer == "launch code K-4" and len(client.prompts) == 1
+
+
+def test_question_words_given_again_take_the_sentence_the_reply_states() -> None:
+    """When the model gives the question's words again, its reply's sentence before the code
+    is the answer when it says more than the question ("The launch code is K-4."); a reply with
+    no such sentence keeps the words."""
+    reply = "The launch code is K-4.\n\n```python\nFINAL('secret launch code')\n```"
+    result, client = run([code("print('K-4')"), reply, reply])
+    assert result.answer == "The launch code is K-4."
+    assert "FINAL was given words of the question" in client.prompts[2][-1]["content"]
+    result, _ = run([code("print('K-4')"), code("FINAL('secret launch code')"), code("FINAL('secret launch code')")])
+    assert result.answer == "secret launch code"
