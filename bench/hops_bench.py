@@ -33,7 +33,7 @@ def text_of(n: int, fields: int) -> tuple[str, list[str]]:
     rng = random.Random(SEED)
     names = [f"k{i:06d}" for i in range(n)]
     rows = []
-    for i, name in enumerate(names):
+    for name in names:
         pairs = [f"kiln={name}", f"fed by={names[rng.randrange(n)]}", f"glaze=g{rng.randrange(40)}"]
         pairs += [f"x{j}={rng.randrange(500)}" for j in range(fields - 3)]
         rows.append("|".join(pairs))
