@@ -8,7 +8,8 @@ when the server reports its reading (``model_progress``, a local llama.cpp serve
 also says how much is read (and was cached), the rate and the time left. A rate measured on an
 earlier call to the same model stands in, marked ``~``, until this call's first batch is read.
 A pipe gets one line saying the model was called and, when the server reported its reading,
-one when it has read the prompt (tokens, seconds, rate: where a slow turn's time went).
+one when it has read the prompt (tokens, seconds, rate: where a slow turn's time went). What
+an assist did is said in brackets: a note after a turn's output, an answer it questioned.
 Everything shown was written by the model, its cells or a document, so every line is
 escaped (``termsafe``).
 """
@@ -89,6 +90,7 @@ class LiveView:
         self._ticker: threading.Thread | None = None
         self._tick_s = tick_s
         self._clock = clock
+        self._assisted: dict[str, list[str]] = {}  # run -> what an assist did in the turn now running
 
     # ------------------------------------------------------------------ output
 
@@ -166,6 +168,13 @@ class LiveView:
             self._print(f"{pad}-> rlm_query (depth {event['depth']}): {one_line(str(event.get('query')))[:80]}")
         elif kind == "iteration":
             self._iteration(event, pad)
+        elif kind == "assist":  # shown after the turn's output, which its note follows
+            looked = ", ".join(map(str, event.get("lookups") or []))
+            self._assisted.setdefault(str(event.get("run_id")), []).append(
+                f"{pad}  [assist {one_line(str(event.get('name')))}: a note to the model" + (f"; {one_line(looked)}]" if looked else "]"))
+        elif kind == "answer_check":
+            self._print(f"{pad}  [assist {one_line(str(event.get('name')))} {one_line(str(event.get('outcome')))} the answer "
+                        f"{one_line(str(event.get('answer')))[:LINE_CHARS]!r}]")
         elif kind == "sub_call":
             self._print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s")
         elif kind == "run_end":
@@ -204,3 +213,5 @@ class LiveView:
         if not event.get("code_blocks") and not streamed:
             self._print(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:LINE_CHARS]}")
         self._print(f"{pad}  ({event.get('duration_s', 0):.1f}s)")
+        for line in self._assisted.pop(str(event.get("run_id")), []):
+            self._print(line)
