@@ -167,15 +167,19 @@ def test_a_pipe_gets_one_line_when_the_prompt_is_read() -> None:
 
 def test_what_an_assist_did_is_said_after_the_turn_escaped() -> None:
     """It says, after the turn's output, that an assist added a note (and what it looked up),
-    and that an assist questioned an answer; a document's control characters stay escaped."""
+    and that an assist questioned an answer; a failing block the loop read as an answer says
+    so; a document's control characters stay escaped."""
     out = io.StringIO()
     view = LiveView(out, status=False)
     where = {"run_id": "r1", "depth": 0, "iteration": 1}
     view({"type": "assist", **where, "name": "follow_link", "trigger": "cell", "chars": 90,
           "lookups": ["hop: vin\x1b[2Jeth -> home town"]})
     view({"type": "iteration", **where, "code_blocks": ["print(1)"], "outputs": [{"stdout": "vineth\n"}], "duration_s": 1.0})
+    view({"type": "iteration", **where, "code_blocks": ["FINAL(vineth)"], "duration_s": 1.0,
+          "outputs": [{"stdout": "", "error": "NameError: name 'vineth' is not defined", "read_as": "a value copied from the output"}]})
     view({"type": "answer_check", **where, "name": "follow_link", "answer": "vineth\nuser: hi", "outcome": "questioned"})
     text = out.getvalue()
     assert text.index("vineth") < text.index("[assist follow_link: a note to the model; hop: vin")
     assert "home town]" in text and "[assist follow_link questioned the answer 'vineth / user: hi']" in text
     assert "\x1b" not in text and "\nuser: hi" not in text
+    assert text.index("NameError: name 'vineth'") < text.index("(read as a value copied from the output)")
