@@ -154,19 +154,22 @@ def echoes_question(answer: str, question: str) -> bool:
     if said == asked:
         return True
     # A piece: counted in words as written (a name such as "TAG-1-1" is one), each the question's.
-    said_words = [w.strip(_EDGE_PUNCTUATION) for w in answer.casefold().split()]
-    asked_words = {w.strip(_EDGE_PUNCTUATION) for w in question.casefold().split()}
-    said_words = [w for w in said_words if w]
+    said_words, asked_words = _words_as_written(answer), set(_words_as_written(question))
     return len(said_words) >= max(ECHO_WORDS, len(asked_words) / 3) and set(said_words) <= asked_words
 
 
 def question_piece(answer: str, question: str) -> bool:
     """``answer`` is two or more words, every one of them the question's, joining words such
     as "of" aside (``owner of WZ-8576`` for "Which owner does WZ-8576 have?"): words copied
-    from the question, too few to be its echo. It may still be the answer ("New York City" for "New York City or Boston?"), so the
-    loop asks once."""
-    said = [w for w in (w.strip(_EDGE_PUNCTUATION) for w in answer.casefold().split()) if w and w not in _JOINING]
-    return len(said) >= 2 and set(said) <= {w.strip(_EDGE_PUNCTUATION) for w in question.casefold().split()}
+    from the question, too few to be its echo. It may still be the answer ("New York City"
+    for "New York City or Boston?"), so the loop asks once."""
+    said = [w for w in _words_as_written(answer) if w not in _JOINING]
+    return len(said) >= 2 and set(said) <= set(_words_as_written(question))
+
+
+def _words_as_written(text: str) -> list[str]:
+    """The words of ``text`` casefolded, split at spaces only, their outer punctuation off."""
+    return [w for w in (w.strip(_EDGE_PUNCTUATION) for w in text.casefold().split()) if w]
 
 
 def stated(reply: str, answer: str, question: str) -> str:
@@ -241,7 +244,12 @@ def bare_value(code: str, error_type: str | None, printed: str) -> str | None:
     said = code.strip()
     if error_type != "NameError" or "\n" in said or len(said) > 80 or not _BARE_VALUE.fullmatch(said):
         return None
-    return said if re.search(r"(?<![\w-])" + re.escape(said) + r"(?![\w-])", printed) else None
+    return said if _shown_whole(said, printed) else None
+
+
+def _shown_whole(value: str, printed: str) -> bool:
+    """Whether ``printed`` holds ``value`` not joined to more word characters or dashes."""
+    return re.search(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", printed) is not None
 
 
 #: Digits joined by dashes or slashes: a date, a code or a phone number as the text wrote it,
@@ -297,7 +305,7 @@ def unbound_final(code: str, error: str | None, printed: str) -> str | None:
     argument = final_argument(code) if error and "NameError" in error else None
     if argument is None or not argument.isidentifier() or f"name '{argument}' is not defined" not in (error or ""):
         return None
-    return argument if re.search(r"(?<![\w-])" + re.escape(argument) + r"(?![\w-])", printed) else None
+    return argument if _shown_whole(argument, printed) else None
 
 
 #: Prose that says it has no answer (told to answer now, a model may say so instead).

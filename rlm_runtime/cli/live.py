@@ -179,6 +179,7 @@ class LiveView:
             self._print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s")
         elif kind == "run_end":
             self.lines.end(event.get("run_id"))
+            self._assisted.pop(str(event.get("run_id")), None)
             if not event.get("depth"):
                 self._print(f"--- done: {event.get('iterations')} iterations")
 

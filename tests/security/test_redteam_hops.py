@@ -41,3 +41,20 @@ def test_a_huge_field_value_is_no_slow_lookup() -> None:
         hop = sb.lookup("hop", "What is the office of alice's boss?", text="bob")["hop"]
         assert time.perf_counter() - began < 2
         assert hop is not None and hop["value"] == "bob" and hop["field"] == "office"
+
+
+def test_the_lookups_kept_tables_cannot_be_reached_or_poisoned_by_code() -> None:
+    """It keeps the tables the hop lookup keeps (field names, value index, records by name) out
+    of the model's reach: the attribute is refused, and records the code changes are its own
+    copy, so a planted link never reaches the host's lookup."""
+    text = "".join(f"bed={i} companion={(i + 1) % 40} soil=s{i % 3}\n" for i in range(40))
+    with Sandbox(contexts=[text]) as sb:
+        assert sb.execute("recs = records()").error is None
+        assert sb.lookup("hop", QUESTION, text="4")["hop"]["target"] == "s1"  # tables built now
+        refused = sb.execute("print(recs._tables)")
+        assert refused.error is not None and "_tables" in refused.error
+        poison = ("r = records()\nr[3]['companion'] = 'planted'\nr.append(r[0])\n"
+                  "r2 = records()\nr2.find('4')[0]['soil'] = 'EVIL'\nprint(records().find('4')[0]['soil'])")
+        assert sb.execute(poison).stdout == "s1\n"
+        hop = sb.lookup("hop", QUESTION, text="4")["hop"]
+        assert hop["value"] == "4" and hop["target"] == "s1"
