@@ -160,7 +160,7 @@ def echoes_question(answer: str, question: str) -> bool:
 
 def question_piece(answer: str, question: str) -> bool:
     """``answer`` is two or more words, every one of them the question's, joining words such
-    as "of" aside (``owner of WZ-8576`` for "Which owner does WZ-8576 have?"): words copied
+    as "of" aside (``loader of kiln 4`` for "Which loader does kiln 4 have?"): words copied
     from the question, too few to be its echo. It may still be the answer ("New York City"
     for "New York City or Boston?"), so the loop asks once."""
     said = [w for w in _words_as_written(answer) if w not in _JOINING]
@@ -174,14 +174,14 @@ def _words_as_written(text: str) -> list[str]:
 
 def stated(reply: str, answer: str, question: str) -> str:
     """For ``answer``, a piece of the question given again: the sentence the reply wrote
-    before its code when it states more than the question's words ("The owner of WZ-85 is
-    platform team." over ``FINAL("owner of WZ-85")``); ``answer`` otherwise."""
+    before its code when it states more than the question's words ("The loader of kiln 4 is
+    Orrin." over ``FINAL("loader of kiln 4")``); ``answer`` otherwise."""
     prose = reply.split("```", 1)[0].strip()
     said = forced_prose(prose, question) if prose else None
     return said if said and answer.casefold() != said.casefold() and not question_piece(said, question) else answer
 
 
-#: Words that join a piece of the question without being found ("owner *of* WZ-85").
+#: Words that join a piece of the question without being found ("loader *of* kiln 4").
 _JOINING = frozenset("a an the of is are was were for to in on at and its has have does".split())
 
 
@@ -299,7 +299,7 @@ LAST_LINE_CHARS = 200
 
 
 def unbound_final(code: str, error: str | None, printed: str) -> str | None:
-    """``FINAL(Vellux)`` that raised a NameError for that name, where the last output printed
+    """``FINAL(Orrin)`` that raised a NameError for that name, where the last output printed
     it as a word: the model wrote the value it read without quotes; the word is the answer.
     None otherwise (another name failed, or a name no output showed)."""
     argument = final_argument(code) if error and "NameError" in error else None

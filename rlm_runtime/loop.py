@@ -362,7 +362,7 @@ class Run:
             self.cells.append(code)
             outputs.append(cell_output(result))
             said = harness.bare_value(code, result.error_type, printed) or harness.unbound_final(code, result.error, printed)
-            if said is not None:  # ``B-81`` or ``FINAL(Vellux)``: the value read in the last output, as the answer
+            if said is not None:  # ``B-81`` or ``FINAL(Orrin)``: the value read in the last output, as the answer
                 outputs[-1]["read_as"] = "a value copied from the output"
                 return said, "", False, ""
             if result.stdout.strip():

@@ -151,10 +151,10 @@ def test_digits_joined_by_dashes_are_a_value_when_the_output_showed_them() -> No
 
 
 def test_a_piece_of_the_question_is_two_or_more_of_its_words() -> None:
-    """It calls ``owner of WZ-85`` a piece of "Which owner does WZ-85 have?" (case,
+    """It calls ``loader of kiln 4`` a piece of "Which loader does kiln 4 have?" (case,
     punctuation and joining words aside), and not one word of it, nor words of the answer's own."""
-    question = "Which owner does WZ-85 have?"
-    assert harness.question_piece("owner of WZ-85", question) is True  # "of" joins, it is found nowhere
-    assert harness.question_piece("Owner, WZ-85!", question) is True
-    assert harness.question_piece("WZ-85", question) is False and harness.question_piece("the WZ-85", question) is False
+    question = "Which loader does kiln 4 have?"
+    assert harness.question_piece("loader of kiln 4", question) is True  # "of" joins, it is found nowhere
+    assert harness.question_piece("Loader, kiln 4!", question) is True
+    assert harness.question_piece("kiln", question) is False and harness.question_piece("the kiln", question) is False
     assert harness.question_piece("platform team", question) is False

@@ -211,7 +211,7 @@ class LiveView:
             text = (out.get("stdout") or "") + (out.get("error") or "")
             for line in printable_lines(text)[:OUTPUT_LINES]:
                 self._print(f"{pad}    {line[:LINE_CHARS]}")
-            if out.get("read_as"):  # the loop took the block as an answer all the same (FINAL(Vellux))
+            if out.get("read_as"):  # the loop took the block as an answer all the same (FINAL(Orrin))
                 self._print(f"{pad}    (read as {one_line(str(out['read_as']))[:LINE_CHARS]})")
         if not event.get("code_blocks") and not streamed:
             self._print(f"{pad}  (no code) {one_line(str(event.get('response', '')))[:LINE_CHARS]}")

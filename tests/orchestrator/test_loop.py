@@ -676,13 +676,13 @@ def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() ->
 
 
 def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
-    """It takes ``FINAL(Vellux)`` (a NameError) as the answer 'Vellux' when the last output
-    printed Vellux; a name no output showed, or a NameError for another name, stays an error."""
-    result, _ = run([code("print('dependency: Vellux')"), code("FINAL(Vellux)")])
-    assert result.answer == "Vellux"
-    _, client = run([code("print('dependency: Vellux')"), code("FINAL(Velluxa)"), code("FINAL('x')")])
+    """It takes ``FINAL(Orrin)`` (a NameError) as the answer 'Orrin' when the last output
+    printed Orrin; a name no output showed, or a NameError for another name, stays an error."""
+    result, _ = run([code("print('loader: Orrin')"), code("FINAL(Orrin)")])
+    assert result.answer == "Orrin"
+    _, client = run([code("print('loader: Orrin')"), code("FINAL(Orrina)"), code("FINAL('x')")])
     assert "NameError" in client.prompts[2][-1]["content"]
-    _, client = run([code("print('dependency: Vellux')"), code("y = nothing_here\nFINAL(Vellux)"), code("FINAL('x')")])
+    _, client = run([code("print('loader: Orrin')"), code("y = nothing_here\nFINAL(Orrin)"), code("FINAL('x')")])
     assert "NameError" in client.prompts[2][-1]["content"]
 
 
