@@ -62,3 +62,13 @@ def chain(host: Host) -> dict[str, object] | None:
     shown = found["hop"]
     host.note_lookup(f"chain: {shown['value']!s} -> {shown['field']!s}" if shown else "chain: none")
     return None if found["error"] else shown
+
+
+def misread(host: Host, answer: str) -> dict[str, object] | None:
+    """The one field of the one record the question asks, when ``answer`` gave another value
+    the records hold (``hops.misread``: a hop of no link, ``target`` the value asked); None
+    when the answer is not such a misreading or the lookup failed."""
+    found = host.lookup("read", host.query, text=answer, max_lines=0)
+    shown = found["hop"]
+    host.note_lookup(f"read: {shown['start']!s} -> {shown['field']!s}" if shown else "read: none")
+    return None if found["error"] else shown

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rlm_runtime.assist.base import Assist
 from rlm_runtime.assist.follow_link import FollowLink
+from rlm_runtime.assist.read_field import ReadField
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
@@ -20,7 +21,7 @@ from rlm_runtime.assist.follow_link import FollowLink
 #: that day, none having gained on held-out tasks (bench/EVAL.md). ``follow_link`` (a linked
 #: value printed or answered, followed with the code that reads the field asked) gained there.
 #: A new assist is added here, by name, where its hooks should run.
-REGISTRY: dict[str, type[Assist]] = {"follow_link": FollowLink}
+REGISTRY: dict[str, type[Assist]] = {"follow_link": FollowLink, "read_field": ReadField}
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"

@@ -17,6 +17,11 @@ the question names, where it asks the release of its dependency) stopped one hop
 ``chains`` gives every such chain the question asks, printed or not, to check an answer
 against (one hop short gives the linked value, or the start's own value of the field).
 
+``misread`` is the chain of no link: a question naming one record and one other field (the
+badge of the employee it names) read as some other value. The answer gives another record's
+value of that field (the most common one, from a tally), or the named record's value of
+another field; either is a value the records hold that is not the one asked.
+
 Nothing here knows a wording: fields and names are the records' own, matched in the question
 as ``about.py`` matches them. Linear in the records and the output; the output is cut to
 ``SHOWN_CHARS``.
@@ -88,6 +93,35 @@ def chains(records: _records.Records, question: str) -> Iterator[Hop]:
                 if field != link and target:
                     yield Hop(start, link, value, first, int(getattr(other, "line", 0) or 0), field, target,
                               _about.scalar(own.get(field)) or "")
+
+
+def misread(records: _records.Records, question: str, answer: str) -> Hop | None:
+    """The read the question asks (the one field it names besides the names, of the one
+    record a value of the question names) when ``answer`` does not hold its value and holds
+    a value that is another record's of that field, or the named record's of another field:
+    as a ``Hop`` of no link (``link`` "", ``value`` the start itself); else None. A question
+    whose value is one of the field's own (which record has this badge?) asks no read."""
+    fields = _records.fields_of(records)
+    if not fields:
+        return None
+    first, index = fields[0], _records.value_index_of(records)
+    named, values = _about.within(question, fields, index)
+    asked = [f for f in named if f != first]
+    starts = [v for v in values[:_about.MOST_VALUES] if index[v.casefold()].get(first) == 1]
+    if len(asked) != 1 or len(starts) != 1 or any(asked[0] in index[v.casefold()] for v in values):
+        return None
+    field, start = asked[0], starts[0]
+    own = _records.named_of(records).get(start.casefold())
+    target = _about.scalar(own.get(field)) if own is not None else None
+    said = answer[:_about.QUESTION_CHARS].casefold()
+    if own is None or not target or printed(target, said):
+        return None
+    others = {_about.scalar(v) for k, v in own.items() if k not in (first, field)} - {None, ""}
+    held = {str(v).casefold() for v in others}
+    _, given = _about.within(said, (), index)
+    if not any(field in index[v.casefold()] or v.casefold() in held for v in given):
+        return None
+    return Hop(start, "", start, first, int(getattr(own, "line", 0) or 0), field, target, target)
 
 
 def next_hop(records: _records.Records, question: str, shown: str) -> Hop | None:

@@ -48,6 +48,9 @@ from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
 
+#: A field of at least this many records whose values are nine tenths as many or more holds
+#: each record's own value (a badge number).
+_OWN_VALUE_RECORDS = 20
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
@@ -295,6 +298,15 @@ class Records(list[Record]):
             # most common"): say so, with what the field holds.
             field = next(f for f in self.fields if _norm(f) == _norm(value))
             counts = list(self.tally(field).items())
+            holding = sum(n for _, n in counts)
+            if holding >= _OWN_VALUE_RECORDS and len(counts) * 10 >= holding * 9:
+                # A value a record of its own holds (a badge number): the most common ones are
+                # noise, and a small model answered the first of them for one record's badge.
+                first = _about.shown_name(next(iter(self.fields)))
+                return _kept_if_empty(self._derived(
+                    [], f"{value!r} is a field of the records, not a value: {holding} records hold {len(counts)} different "
+                        f"values of it, each its record's own. Read it from the record: recs.find(name)[0][{field!r}], "
+                        f"name being the record's {first} (or another value it holds).", note_only=True))
             top = ", ".join(f"{v!r}: {n}" for v, n in counts[:8])
             tied = [v for v, n in counts if n == counts[0][1]] if counts else []
             most = (f" The most common {field} is {tied[0]!r} ({counts[0][1]} records)." if len(tied) == 1 else

@@ -309,19 +309,19 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             "records": records}
 
 
-def _hop(handle: Any, question: str, shown: str | None) -> list[Any]:
-    """The ``hop`` lookup's answer (``frames.HOP_FIELDS`` as a list, or []), or with ``shown``
-    None the ``chain`` lookup's: over the records of a single text that the model's code
-    already read (``records()`` parses once and keeps them), never parsing for the host,
-    whose lookup must stay short."""
+def _hop(handle: Any, kind: str, question: str, text: str) -> list[Any]:
+    """The answer of a ``hop``, ``chain`` or ``read`` lookup (``frames.HOP_FIELDS`` as a list,
+    or []) over the records of a single text that the model's code already read
+    (``records()`` parses once and keeps them), never parsing for the host, whose lookup
+    must stay short. ``text``: a cell's output (``hop``) or an answer (``read``)."""
     from rlm_runtime.sandbox import frames
 
     parsed = handle._records if isinstance(handle, BufferHandle) else None
     if not parsed:
         return []
     try:
-        hop = (next(_hops.chains(parsed, question), None) if shown is None
-               else _hops.next_hop(parsed, question, shown))
+        hop = (next(_hops.chains(parsed, question), None) if kind == "chain"
+               else _hops.misread(parsed, question, text) if kind == "read" else _hops.next_hop(parsed, question, text))
     except Exception:  # a courtesy to the host: never the worker's failure
         return []
     if hop is None:
@@ -365,8 +365,8 @@ def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: i
     from rlm_runtime.sandbox import frames
 
     out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": [], "error": ""}
-    if kind in ("hop", "chain"):
-        out["hop"] = _hop(handle, pattern, text if kind == "hop" else None)
+    if kind in ("hop", "chain", "read"):
+        out["hop"] = _hop(handle, kind, pattern, text)
         return out
     if isinstance(handle, BufferHandle):
         parts = [(handle, "")]

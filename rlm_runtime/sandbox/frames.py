@@ -262,8 +262,9 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
 #: many match per text the pattern's first group captures, or, the pattern being a question,
 #: over records the model's code already read (``context/hops.py``): ``hop``, the next hop
 #: of the question's chain that ``text`` (a cell's output) reached; ``chain``, the first
-#: chain the question asks, whatever was printed.
-LOOKUP_KINDS = ("lines", "count", "tally", "hop", "chain")
+#: chain the question asks, whatever was printed; ``read``, the one field of the one record
+#: the question asks, when ``text`` (an answer) gave another value (``hops.misread``).
+LOOKUP_KINDS = ("lines", "count", "tally", "hop", "chain", "read")
 #: The most characters of ``text`` a lookup sends.
 LOOKUP_TEXT_MAX = 20_000
 #: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to

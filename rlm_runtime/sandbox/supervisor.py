@@ -500,8 +500,10 @@ class Sandbox:
         common first, at most ``frames.LOOKUP_MAX_KINDS``; ``count`` is how many texts there
         are), ``hop`` (``pattern`` a question, ``text`` a cell's output, cut to
         ``frames.LOOKUP_TEXT_MAX``: the next hop of the question's chain the output reached)
-        or ``chain`` (the question's first chain, whatever was printed), both over the
-        records the model's code already read (``context/hops.py``). Returns ``{"lines",
+        , ``chain`` (the question's first chain, whatever was printed) or ``read``
+        (``text`` an answer: the one field of the one record the question asks, when the
+        answer gave another value), all over the records the model's code already read
+        (``context/hops.py``). Returns ``{"lines",
         "count", "tally", "hop", "error"}``: ``error`` says why the
         pattern could not run (or that there is no worker or no context); the rest is then
         empty. It starts no worker, runs no user code, and leaves the model's namespace and

@@ -384,3 +384,16 @@ def test_counting_a_field_name_says_what_the_field_holds() -> None:
     with pytest.raises(ContextError, match=r"'blocks' is a field's name, not a value; no record has state = 'blocks'; its values are"):
         recs.count("state", "blocks")
     assert recs.count("state", "gone") == 0
+
+
+def test_finding_a_field_of_each_records_own_values_says_to_read_it_from_the_record() -> None:
+    """A field whose values are each record's own (a kiln's firing number) is not tallied:
+    its "most common" values are noise a small model answered for one record. It says how
+    to read the field from the record, naming the field that names records."""
+    rows = "".join(f'{{"kiln": "k{i}", "firing": "{7000 + i * 3 - (i == 5) * 3}", "glaze": "{("ash", "celadon")[i % 2]}"}}\n'
+                   for i in range(40))
+    note = repr(parse_text(rows).find("firing"))
+    assert "'firing' is a field of the records, not a value: 40 records hold 39 different values of it" in note
+    assert "recs.find(name)[0]['firing'], name being the record's kiln" in note
+    assert "most common" not in note and "7012" not in note
+    assert "The most common glaze values are 'ash', 'celadon' (20 records each)." in repr(parse_text(rows).find("glaze"))
