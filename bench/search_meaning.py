@@ -98,6 +98,17 @@ def db_bytes(path: Path) -> int:
 
 # ------------------------------------------------------------------ recall
 
+def written_questions(path: Path, chunks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The questions of a meaning_written.py file whose answer chunk this corpus has (its id
+    found by the hash of its text), and how many it does not have."""
+    from meaning_written import text_key
+
+    ids = {text_key(c["text"]): c["id"] for c in chunks}
+    made = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    kept = [{**q, "answer": ids[q["answer_key"]]} for q in made if q["answer_key"] in ids]
+    return kept, len(made) - len(kept)
+
+
 def rank_of(found: list[str], answer: str) -> int | None:
     return found.index(answer) if answer in found else None
 
@@ -313,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", default="100000,1000000")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="index builds timed, each way (the median is reported)")
+    ap.add_argument("--written", type=Path, help="questions meaning_written.py wrote (the family 'written')")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -355,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
         for rule in mq.RULES:
             made = mq.questions(db, args.n, random.Random(args.seed), rule, wn, only=prose)
             qs += [{**q, "group": "paraphrase"} for q in made]
+        if args.written:
+            made, missing = written_questions(args.written, chunks)
+            qs += [{**q, "group": "paraphrase"} for q in made]
+            result["written"] = {"file": str(args.written), "questions": len(made), "chunk_not_in_this_corpus": missing}
         conn = sqlite3.connect(db)
         shared = sum(mq.shares_a_word(conn, q["query"].split(), int(q["answer"][3:])) for q in qs)
         conn.close()

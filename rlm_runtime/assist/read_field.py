@@ -3,7 +3,8 @@
 A lookup names a record and one of its fields (the badge of an employee). A small model that
 printed a field's tally (``find("badge")`` says the field's values, most common first) has
 answered the most common value; one that printed the whole record has answered another of
-its fields. Both answers are values the records hold, just not the one asked, and the
+its fields; one that found the record has answered its name. Each is a value the records
+hold, just not the one asked, and the
 runtime can tell (``hops.misread``, over the records the model's code parsed), without
 knowing any wording:
 

@@ -20,7 +20,8 @@ against (one hop short gives the linked value, or the start's own value of the f
 ``misread`` is the chain of no link: a question naming one record and one other field (the
 badge of the employee it names) read as some other value. The answer gives another record's
 value of that field (the most common one, from a tally), or the named record's value of
-another field; either is a value the records hold that is not the one asked.
+another field, or its name (the question's own word back); each is a value the records hold
+that is not the one asked.
 
 Nothing here knows a wording: fields and names are the records' own, matched in the question
 as ``about.py`` matches them. Linear in the records and the output; the output is cut to
@@ -98,7 +99,8 @@ def chains(records: _records.Records, question: str) -> Iterator[Hop]:
 def misread(records: _records.Records, question: str, answer: str) -> Hop | None:
     """The read the question asks (the one field it names besides the names, of the one
     record a value of the question names) when ``answer`` does not hold its value and holds
-    a value that is another record's of that field, or the named record's of another field:
+    a value that is another record's of that field, or the named record's of another field
+    (its name, the question's own word, among them):
     as a ``Hop`` of no link (``link`` "", ``value`` the start itself); else None. A question
     whose value is one of the field's own (which record has this badge?) asks no read."""
     fields = _records.fields_of(records)
@@ -116,7 +118,7 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     said = answer[:_about.QUESTION_CHARS].casefold()
     if own is None or not target or printed(target, said):
         return None
-    others = {_about.scalar(v) for k, v in own.items() if k not in (first, field)} - {None, ""}
+    others = {_about.scalar(v) for k, v in own.items() if k != field} - {None, ""}
     held = {str(v).casefold() for v in others}
     _, given = _about.within(said, (), index)
     if not any(field in index[v.casefold()] or v.casefold() in held for v in given):

@@ -57,11 +57,13 @@ def test_another_bells_tone_is_questioned_with_the_code_that_reads_it(tmp_path: 
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("read_field", "questioned")]
 
 
-def test_the_named_bells_other_field_is_questioned(tmp_path: Path) -> None:
-    """A prose answer giving hv-207's weight (another of its own fields) is questioned too."""
-    answer, client, _ = ask(tmp_path, [code(READ + "FINAL('The bell hv-207 weighs 1487 kg.')"), code("FINAL('g sharp')")])
-    assert answer == "g sharp"
-    assert "your answer 'The bell hv-207 weighs 1487 kg.' is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
+def test_the_named_bells_other_field_or_its_name_is_questioned(tmp_path: Path) -> None:
+    """A prose answer giving hv-207's weight (another of its own fields) is questioned too,
+    and so is hv-207 itself (the record found, its name given back)."""
+    for given in ("The bell hv-207 weighs 1487 kg.", "hv-207", "Founder Aske"):
+        answer, client, _ = ask(tmp_path, [code(READ + f"FINAL({given!r})"), code("FINAL('g sharp')")])
+        assert answer == "g sharp"
+        assert f"your answer {given!r} is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
 
 
 def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:

@@ -58,3 +58,21 @@ def test_the_lookups_kept_tables_cannot_be_reached_or_poisoned_by_code() -> None
         assert sb.execute(poison).stdout == "s1\n"
         hop = sb.lookup("hop", QUESTION, text="4")["hop"]
         assert hop["value"] == "4" and hop["target"] == "s1"
+
+
+def test_the_read_lookup_is_bounded_and_reads_only_the_records_as_parsed() -> None:
+    """It answers ``read`` at once for an answer of the lookup's most text (cut, never
+    compiled) and a field of megabytes, and from the text's records, not the ones the code
+    changed: a value planted into the code's copy as the named record's does not pass for its
+    own (it would make the host take the planted value for the one asked)."""
+    big = "zz " * 1_000_000
+    rows = [{"bell": f"b{i}", "tone": big if i == 3 else f"t{i % 4}", "founder": f"f{i}"} for i in range(50)]
+    with Sandbox(contexts=["\n".join(json.dumps(r) for r in rows)]) as sb:
+        assert sb.execute("recs = records()\nrecs[1]['tone'] = 'PLANTED'").error is None
+        for answer in ("t2 " * 10_000, "f1"):
+            began = time.perf_counter()
+            found = sb.lookup("read", "What is the tone of b1?", text=answer)
+            assert time.perf_counter() - began < 2 and found["error"] == ""
+            assert found["hop"] is not None and found["hop"]["target"] == "t1" and found["hop"]["start"] == "b1"
+        assert sb.lookup("read", "What is the tone of b1?", text="It is t1.")["hop"] is None
+        assert sb.lookup("read", "What is the tone of b3?", text="t0")["hop"]["target"] == big.strip()[:500]
