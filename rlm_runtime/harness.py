@@ -133,12 +133,18 @@ def prose_final(text: str) -> str | None:
     A placeholder copied from the instructions (``FINAL(answer)``, ``FINAL(your answer)``) is
     no answer."""
     found = prose_final_arg(text)
-    if found is None or not found[0]:
-        return None
-    inner, quoted = found
-    if not quoted and inner.lower().replace("_", " ") in _PLACEHOLDERS:
-        return None
-    return inner
+    return None if found is None or not found[0] or _placeholder(*found) else found[0]
+
+
+def placeholder_final(text: str) -> bool:
+    """``text`` holds a FINAL(...) whose argument is a placeholder copied from the
+    instructions (``FINAL(your answer)``): no answer, and no sentence either."""
+    found = prose_final_arg(text)
+    return found is not None and _placeholder(*found)
+
+
+def _placeholder(inner: str, quoted: bool) -> bool:
+    return not quoted and inner.lower().replace("_", " ") in _PLACEHOLDERS
 
 
 def echoes_question(answer: str, question: str) -> bool:
@@ -324,8 +330,9 @@ def forced_prose(reply: str, question: str) -> str | None:
     said = reply.strip()
     if not said or len(said) > INSISTED_CHARS or not any(ch.isalnum() for ch in said):
         return None
-    if _STILL_LOOKING.search(said) or _NO_ANSWER.search(said) or echoes_question(said, question):
-        return None
+    if (_STILL_LOOKING.search(said) or _NO_ANSWER.search(said) or echoes_question(said, question)
+            or prose_final_arg(said) is not None):
+        return None  # a FINAL(...) it holds was read already (a placeholder is none), not a sentence
     return said
 
 

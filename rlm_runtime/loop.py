@@ -437,8 +437,8 @@ class Run:
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,
                    "finish_reason": completion.finish_reason})
         self.iterations += 1
-        if answer is not None and harness.echoes_question(answer, self.query):
-            answer = harness.last_printed(self.partial or "") or answer
+        if harness.echoes_question(answer or "", self.query) or (answer is None and harness.placeholder_final(reply)):
+            answer = harness.last_printed(self.partial or "") or answer  # the question or FINAL(your answer) copied
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
         if failing:

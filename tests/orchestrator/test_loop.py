@@ -675,6 +675,19 @@ def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() ->
     assert result.answer == question
 
 
+def test_final_of_the_instructions_placeholder_on_the_forced_turn_gives_the_line_last_printed() -> None:
+    """When the forced turn copies the instructions' ``FINAL(your answer)``, that reply is no
+    answer and no sentence: the run's answer is the last line the code printed, and with
+    nothing printed there is none (before, the reply itself was taken as a sentence)."""
+    looking = [code(f"x = {n}") for n in range(3)]
+    result, _ = run([code("print('the kiln fired at 1280')"), *looking, "FINAL(your answer)"])
+    assert result.answer == "the kiln fired at 1280"
+    result, _ = run([code("y = 0"), *looking, "FINAL(your answer)"])
+    assert result.answer is None and result.error_type == "NoAnswer"
+    result, _ = run([code("y = 0"), *looking, "The kiln fired at 1280."])
+    assert result.answer == "The kiln fired at 1280."
+
+
 def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
     """It takes ``FINAL(Orrin)`` (a NameError) as the answer 'Orrin' when the last output
     printed Orrin; a name no output showed, or a NameError for another name, stays an error."""
