@@ -3,7 +3,7 @@ the runner writes, the ``assists`` setting (``auto``, ``small``, ``none``, names
 flag on ``rlm ask`` and ``rlm repl``, and the typed lookups an assist reads the text with.
 
 The mechanism is tested with small assists of this file's own, registered with
-``monkeypatch`` (the one that ships, ``follow_link``, has its own tests).
+``monkeypatch`` (the ones that ship, ``follow_link`` and ``read_field``, have their own tests).
 The text they read is a pantry log in prose, shaped unlike any eval suite's template."""
 
 from __future__ import annotations
@@ -249,10 +249,11 @@ def test_lookups_leave_the_models_reads_and_variables_alone(tmp_path: Path, regi
 def test_auto_gives_a_small_model_the_measured_set(monkeypatch: pytest.MonkeyPatch, registered: None, tmp_path: Path) -> None:
     """It reads auto as the measured set for a small model (local, or a name stating at most
     ~8B) and none for any other, small as that set for any model, and none as none; the set
-    that ships names only registered assists (follow_link, the one that gained held out)."""
+    that ships names only registered assists (follow_link and read_field, the ones that gained
+    held out)."""
     assert all(n in REGISTRY for n in SMALL_MODEL_ASSISTS)
-    assert SMALL_MODEL_ASSISTS == ("follow_link",)
-    assert names_for("auto", "local:qwen2.5-coder-1.5b") == ("follow_link",)
+    assert SMALL_MODEL_ASSISTS == ("follow_link", "read_field")
+    assert names_for("auto", "local:qwen2.5-coder-1.5b") == ("follow_link", "read_field")
     assert names_for("auto", "openai/gpt-4o") == ()
     monkeypatch.setattr(registry, "SMALL_MODEL_ASSISTS", ("quince_note",))
     assert names_for("auto", "local:qwen2.5-coder-1.5b") == names_for("auto", "ollama/llama3.2:3b") == ("quince_note",)
