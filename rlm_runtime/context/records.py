@@ -48,9 +48,11 @@ from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
 
-#: A field of at least this many records whose values are nine tenths as many or more holds
-#: each record's own value (a badge number).
+#: A field of at least this many records whose values are nine tenths as many or more (a badge
+#: number), or whose most common value is held by at most one in ``_THIN`` of them (a link to
+#: another record, among thousands), is read from a record: its most common values say nothing.
 _OWN_VALUE_RECORDS = 20
+_THIN = 100
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
@@ -299,13 +301,14 @@ class Records(list[Record]):
             field = next(f for f in self.fields if _norm(f) == _norm(value))
             counts = list(self.tally(field).items())
             holding = sum(n for _, n in counts)
-            if holding >= _OWN_VALUE_RECORDS and len(counts) * 10 >= holding * 9:
-                # A value a record of its own holds (a badge number): the most common ones are
-                # noise, and a small model answered the first of them for one record's badge.
+            if holding >= _OWN_VALUE_RECORDS and (len(counts) * 10 >= holding * 9 or counts[0][1] * _THIN <= holding):
+                # Values spread thin (a badge number; a link among thousands): the most common
+                # ones are noise, and a small model answered the first of them for one record's.
                 first = _about.shown_name(next(iter(self.fields)))
                 return _kept_if_empty(self._derived(
                     [], f"{value!r} is a field of the records, not a value: {holding} records hold {len(counts)} different "
-                        f"values of it, each its record's own. Read it from the record: recs.find(name)[0][{field!r}], "
+                        f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
+                        f"(recs.tally({field!r}) counts them). Read it from the record: recs.find(name)[0][{field!r}], "
                         f"name being the record's {first} (or another value it holds).", note_only=True))
             top = ", ".join(f"{v!r}: {n}" for v, n in counts[:8])
             tied = [v for v, n in counts if n == counts[0][1]] if counts else []

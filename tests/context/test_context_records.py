@@ -393,7 +393,13 @@ def test_finding_a_field_of_each_records_own_values_says_to_read_it_from_the_rec
     rows = "".join(f'{{"kiln": "k{i}", "firing": "{7000 + i * 3 - (i == 5) * 3}", "glaze": "{("ash", "celadon")[i % 2]}"}}\n'
                    for i in range(40))
     note = repr(parse_text(rows).find("firing"))
-    assert "'firing' is a field of the records, not a value: 40 records hold 39 different values of it" in note
+    assert "'firing' is a field of the records, not a value: 40 records hold 39 different values of it, the most " \
+           "common in only 2 records (recs.tally('firing') counts them)" in note
     assert "recs.find(name)[0]['firing'], name being the record's kiln" in note
-    assert "most common" not in note and "7012" not in note
+    assert "most common first" not in note and "7012" not in note
     assert "The most common glaze values are 'ash', 'celadon' (20 records each)." in repr(parse_text(rows).find("glaze"))
+    # A link among thousands (each kiln's twin, six kilns at most sharing one) is spread as thin.
+    twins = "".join(f'{{"kiln": "k{i}", "twin": "k{i % 400}", "glaze": "{("ash", "celadon")[i % 2]}"}}\n' for i in range(2400))
+    note = repr(parse_text(twins).find("twin"))
+    assert "2400 records hold 400 different values of it, the most common in only 6 records" in note
+    assert "recs.find(name)[0]['twin']" in note and "'k0': 6" not in note
