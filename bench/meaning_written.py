@@ -17,8 +17,8 @@ on them by construction, as on the WordNet questions.
 The corpus and its chunks are search_meaning.py's. Each question keeps its answer as the hash
 of the chunk's text (chunk numbers depend on the files under /usr/share/doc of the machine);
 search_meaning.py ``--written FILE`` measures them, dropping (and counting) a question whose
-chunk its corpus does not have. The questions of 2026-11-27 are in
-bench/data/meaning_written.json.
+chunk its corpus does not have. Not run yet: 250 questions take about half an hour of the
+local model on 2 cores.
 """
 
 from __future__ import annotations
