@@ -1,7 +1,7 @@
 """``read_field``: a question about one field of one record, answered with some other value.
 
-A lookup names a record and one of its fields (the badge of an employee). A small model that
-printed a field's tally (``find("badge")`` says the field's values, most common first) has
+A lookup names a record and one of its fields (the glaze of one kiln). A small model that
+printed a field's tally (``find("glaze")`` says the field's values, most common first) has
 answered the most common value; one that printed the whole record has answered another of
 its fields; one that found the record has answered its name. Each is a value the records
 hold, just not the one asked, and the

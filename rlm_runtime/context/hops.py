@@ -18,7 +18,7 @@ the question names, where it asks the release of its dependency) stopped one hop
 against (one hop short gives the linked value, or the start's own value of the field).
 
 ``misread`` is the chain of no link: a question naming one record and one other field (the
-badge of the employee it names) read as some other value. The answer gives another record's
+glaze of the kiln it names) read as some other value. The answer gives another record's
 value of that field (the most common one, from a tally), or the named record's value of
 another field, or its name (the question's own word back); each is a value the records hold
 that is not the one asked.
@@ -102,7 +102,7 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     a value that is another record's of that field, or the named record's of another field
     (its name, the question's own word, among them):
     as a ``Hop`` of no link (``link`` "", ``value`` the start itself); else None. A question
-    whose value is one of the field's own (which record has this badge?) asks no read."""
+    whose value is one of the field's own (which kiln has this glaze?) asks no read."""
     fields = _records.fields_of(records)
     if not fields:
         return None

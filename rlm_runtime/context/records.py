@@ -48,7 +48,7 @@ from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
 
-#: A field of at least this many records whose values are nine tenths as many or more (a badge
+#: A field of at least this many records whose values are nine tenths as many or more (a serial
 #: number), or whose most common value is held by at most one in ``_THIN`` of them (a link to
 #: another record, among thousands), is read from a record: its most common values say nothing.
 _OWN_VALUE_RECORDS = 20
@@ -302,7 +302,7 @@ class Records(list[Record]):
             counts = list(self.tally(field).items())
             holding = sum(n for _, n in counts)
             if holding >= _OWN_VALUE_RECORDS and (len(counts) * 10 >= holding * 9 or counts[0][1] * _THIN <= holding):
-                # Values spread thin (a badge number; a link among thousands): the most common
+                # Values spread thin (a serial number; a link among thousands): the most common
                 # ones are noise, and a small model answered the first of them for one record's.
                 first = _about.shown_name(next(iter(self.fields)))
                 return _kept_if_empty(self._derived(
