@@ -61,6 +61,21 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def ask_once(tmp_path: Path, replies: list[str], question: str, text: Path, assists: str) -> tuple[str | None, Any, list]:
+    """One question of a Session over ``text`` with the scripted ``replies`` and ``assists``:
+    its answer, the client (what the model was sent) and the trace's events."""
+    import uuid
+
+    from rlm_runtime import Session
+    from rlm_runtime.llm import ScriptedClient
+
+    client = ScriptedClient(replies)
+    trace = tmp_path / f"t{uuid.uuid4().hex[:8]}.jsonl"
+    with Session(client, contexts=[text], limits=fast(assists=assists), trace=trace) as s:
+        result = s.ask(question)
+    return result.answer, client, read_trace(trace)
+
+
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
 

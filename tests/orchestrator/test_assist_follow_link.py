@@ -10,10 +10,9 @@ import json
 import uuid
 from pathlib import Path
 
-from rlm_runtime import Session
 from rlm_runtime.llm import ScriptedClient
 
-from .support import code, fast, of_type, read_trace
+from .support import ask_once, code, of_type
 
 QUESTION = "Which soil has the bed that is the companion of north-3?"
 CROPS = ("kale", "leek", "bean", "chard", "onion")
@@ -35,11 +34,7 @@ def plan(tmp_path: Path, *, extra: str = "") -> Path:
 
 def ask(tmp_path: Path, replies: list[str], *, question: str = QUESTION, assists: str = "follow_link",
         text: Path | None = None) -> tuple[str | None, ScriptedClient, list]:
-    client = ScriptedClient(replies)
-    trace = tmp_path / f"t{uuid.uuid4().hex[:8]}.jsonl"
-    with Session(client, contexts=[text or plan(tmp_path)], limits=fast(assists=assists), trace=trace) as s:
-        result = s.ask(question)
-    return result.answer, client, read_trace(trace)
+    return ask_once(tmp_path, replies, question, text or plan(tmp_path), assists)
 
 
 FIRST_HOP = "recs = records()\nprint(recs.find('north-3')[0]['companion'])"

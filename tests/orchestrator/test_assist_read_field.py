@@ -12,10 +12,9 @@ import json
 import uuid
 from pathlib import Path
 
-from rlm_runtime import Session
 from rlm_runtime.llm import ScriptedClient
 
-from .support import code, fast, of_type, read_trace
+from .support import ask_once, code, of_type
 
 QUESTION = "Which tone does the bell hv-207 ring?"
 TONES = ("d flat", "e", "g sharp", "b")
@@ -36,11 +35,7 @@ def book(tmp_path: Path) -> Path:
 
 def ask(tmp_path: Path, replies: list[str], *, question: str = QUESTION, assists: str = "read_field",
         text: Path | None = None) -> tuple[str | None, ScriptedClient, list]:
-    client = ScriptedClient(replies)
-    trace = tmp_path / f"t{uuid.uuid4().hex[:8]}.jsonl"
-    with Session(client, contexts=[text or book(tmp_path)], limits=fast(assists=assists), trace=trace) as s:
-        result = s.ask(question)
-    return result.answer, client, read_trace(trace)
+    return ask_once(tmp_path, replies, question, text or book(tmp_path), assists)
 
 
 READ = "recs = records()\n"
