@@ -8,8 +8,11 @@ an assist then says nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlm_runtime import harness
 from rlm_runtime.assist.base import Host
+from rlm_runtime.sandbox.frames import LOOKUP_LINE_CHARS
 
 
 def _render(doc: str, number: int, line: str) -> str:
@@ -50,7 +53,7 @@ def hop(host: Host, text: str) -> dict[str, object] | None:
     reached and did not take (``context/hops.py``), over the records the model's code
     already read; None when there is none or the lookup failed."""
     found = host.lookup("hop", host.query, text=text, max_lines=0)
-    shown = found["hop"]
+    shown = _whole(found["hop"])
     host.note_lookup(f"hop: {shown['value']!s} -> {shown['field']!s}" if shown else "hop: none")
     return None if found["error"] else shown
 
@@ -59,7 +62,7 @@ def chain(host: Host) -> dict[str, object] | None:
     """The first two-step chain the question asks through the records the model's code
     already read, printed or not (``hops.chains``); None when there is none."""
     found = host.lookup("chain", host.query, max_lines=0)
-    shown = found["hop"]
+    shown = _whole(found["hop"])
     host.note_lookup(f"chain: {shown['value']!s} -> {shown['field']!s}" if shown else "chain: none")
     return None if found["error"] else shown
 
@@ -69,6 +72,14 @@ def misread(host: Host, answer: str) -> dict[str, object] | None:
     the records hold (``hops.misread``: a hop of no link, ``target`` the value asked); None
     when the answer is not such a misreading or the lookup failed."""
     found = host.lookup("read", host.query, text=answer, max_lines=0)
-    shown = found["hop"]
+    shown = _whole(found["hop"])
     host.note_lookup(f"read: {shown['start']!s} -> {shown['field']!s}" if shown else "read: none")
     return None if found["error"] else shown
+
+
+def _whole(hop: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``hop``, or None when one of its values may have been cut by the lookup's bounds: a note
+    must not tell the model that code prints a value it does not (nor read a cut name)."""
+    if hop is None or any(isinstance(v, str) and len(v) >= LOOKUP_LINE_CHARS for v in hop.values()):
+        return None
+    return hop

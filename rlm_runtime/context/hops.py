@@ -113,6 +113,8 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     if len(asked) != 1 or len(starts) != 1 or any(asked[0] in index[v.casefold()] for v in values):
         return None
     field, start = asked[0], starts[0]
+    if _records.field_and_value(records, start) is not None:
+        return None  # find(start), the note's code, would read it as field=value: another record
     own = _records.named_of(records).get(start.casefold())
     target = _about.scalar(own.get(field)) if own is not None else None
     said = answer[:_about.QUESTION_CHARS].casefold()

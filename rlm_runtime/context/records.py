@@ -271,9 +271,9 @@ class Records(list[Record]):
         the records have) are ``where(field, value)``."""
         if more:
             return self.where(value, more[0])
-        split = _FIELD.match(value) if isinstance(value, str) else None
-        if split is not None and split.group(2).strip() and _norm(split.group(1).strip()) in {_norm(f) for f in self.fields}:
-            return self.where(split.group(1).strip(), split.group(2).strip())
+        pair = field_and_value(self, value)
+        if pair is not None:
+            return self.where(*pair)
         named, mentioning = [], []
         for r in self:
             items = list(r.values())
@@ -385,6 +385,15 @@ EMPTY_KEPT = 3
 def value_index_of(records: Records) -> dict[str, Counter[str]]:
     """``about.value_index`` of ``records``, made on first use and kept on the list."""
     return _table(records, "values", lambda: _about.value_index(records))
+
+
+def field_and_value(records: Records, value: Any) -> tuple[str, str] | None:
+    """The field and value ``find(value)`` reads ``value`` as (``"status=closed"``, a field of
+    the records then a value), or None when it is a value to find whole."""
+    split = _FIELD.match(value) if isinstance(value, str) else None
+    if split is None or not split.group(2).strip() or _norm(split.group(1).strip()) not in {_norm(f) for f in records.fields}:
+        return None
+    return split.group(1).strip(), split.group(2).strip()
 
 
 def fields_of(records: Records) -> list[str]:
