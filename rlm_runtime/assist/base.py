@@ -49,7 +49,8 @@ class Host:
 class Cell:
     """What one cell of the model did, as the after-cell hooks see it. ``kind``:
     ``empty_grep`` (a grep of the context found nothing), ``final`` (it called FINAL),
-    ``cell`` (any other cell); the ``assist`` trace event names it as the note's trigger."""
+    ``repeat`` (the code of an earlier cell of the run, run again), ``cell`` (any other
+    cell); the ``assist`` trace event names it as the note's trigger."""
 
     code: str
     stdout: str
@@ -59,6 +60,9 @@ class Cell:
     #: The cell's greps of the context that found nothing, as the worker reports them
     #: (``CellResult.empty_greps``: pattern, ignore_case, hint).
     empty_greps: list[dict[str, Any]] = field(default_factory=list)
+    #: The same code (stripped) as an earlier cell of the run: a small model that loops
+    #: prints the same thing again and reads nothing new from it.
+    repeated: bool = False
 
 
 @dataclass
@@ -69,6 +73,8 @@ class AssistState:
     instance (one a run); a field goes here only when assists must read what another learned."""
 
     seen: list[str] = field(default_factory=list)
+    #: The code of each cell of the run, stripped, in order.
+    codes: list[str] = field(default_factory=list)
 
 
 class Assist:

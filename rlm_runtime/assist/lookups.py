@@ -70,7 +70,8 @@ def chain(host: Host) -> dict[str, object] | None:
 def misread(host: Host, answer: str) -> dict[str, object] | None:
     """The one field of the one record the question asks, when ``answer`` gave another value
     the records hold (``hops.misread``: a hop of no link, ``target`` the value asked); None
-    when the answer is not such a misreading or the lookup failed."""
+    when the answer is not such a misreading or the lookup failed. With ``answer`` "", the
+    read the question asks, if it asks one."""
     found = host.lookup("read", host.query, text=answer, max_lines=0)
     shown = _whole(found["hop"])
     host.note_lookup(f"read: {shown['start']!s} -> {shown['field']!s}" if shown else "read: none")

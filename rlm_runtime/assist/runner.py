@@ -30,9 +30,11 @@ class Assists:
         if not self.assists:
             return ""
         self.state.seen.append(result.stdout)
+        repeated = code.strip() in self.state.codes
+        self.state.codes.append(code.strip())
         # An empty grep printed, indexed (hits[0]) or only tested (if hits:): the worker knows.
-        kind = "empty_grep" if result.empty_greps else "final" if result.has_final else "cell"
-        cell = Cell(code, result.stdout, result.error, result.has_final, kind, list(result.empty_greps))
+        kind = "empty_grep" if result.empty_greps else "final" if result.has_final else "repeat" if repeated else "cell"
+        cell = Cell(code, result.stdout, result.error, result.has_final, kind, list(result.empty_greps), repeated)
         notes: list[str] = []
         spoke = False
         for assist in self.assists:

@@ -21,7 +21,9 @@ against (one hop short gives the linked value, or the start's own value of the f
 glaze of the kiln it names) read as some other value. The answer gives another record's
 value of that field (the most common one, from a tally), or the named record's value of
 another field, or its name (the question's own word back); each is a value the records hold
-that is not the one asked.
+that is not the one asked. Or it gives no value the records hold at all besides the
+question's own (a number made up after an error, "the text does not say"), unless it may be
+a count (``counted``): a question of this form may ask how many records share the value.
 
 Nothing here knows a wording: fields and names are the records' own, matched in the question
 as ``about.py`` matches them. Linear in the records and the output; the output is cut to
@@ -44,6 +46,9 @@ MOST_FIELDS = 3
 #: An output longer than this is a listing: the target printed somewhere in it is not the
 #: model's own second hop (it dumped records, or about()'s account, and did not read it).
 SHORT_OUTPUT = 300
+_DIGIT = re.compile(r"\d")
+#: A number standing alone ("3", "1,204"), not the digits of a name ("north-3", "DW-1645").
+_NUMBER = re.compile(r"(?<![\w-])\d[\d,.]*(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,13 @@ def printed(value: str, shown: str) -> bool:
     if not folded or len(folded) > len(shown):
         return False
     return re.search(r"(?<!\w)" + re.escape(folded) + r"(?!\w)", shown) is not None
+
+
+def counted(answer: str, target: str) -> bool:
+    """Whether ``answer`` may be a count, not a misread value: it holds a number standing
+    alone and the value asked holds no digit (a count of the records sharing it is then the
+    question's own answer)."""
+    return _NUMBER.search(answer[:_about.QUESTION_CHARS]) is not None and _DIGIT.search(target) is None
 
 
 def chains(records: _records.Records, question: str) -> Iterator[Hop]:
@@ -100,7 +112,8 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     """The read the question asks (the one field it names besides the names, of the one
     record a value of the question names) when ``answer`` does not hold its value and holds
     a value that is another record's of that field, or the named record's of another field
-    (its name, the question's own word, among them):
+    (its name, the question's own word, among them), or no value but the question's own
+    and no count (``counted``):
     as a ``Hop`` of no link (``link`` "", ``value`` the start itself); else None. A question
     whose value is one of the field's own (which kiln has this glaze?) asks no read."""
     fields = _records.fields_of(records)
@@ -123,7 +136,10 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     others = {_about.scalar(v) for k, v in own.items() if k != field} - {None, ""}
     held = {str(v).casefold() for v in others}
     _, given = _about.within(said, (), index)
-    if not any(field in index[v.casefold()] or v.casefold() in held for v in given):
+    asked_values = {v.casefold() for v in values}
+    misread_value = any(field in index[v.casefold()] or v.casefold() in held for v in given)
+    no_value = all(v.casefold() in asked_values for v in given) and not counted(said, target)
+    if not misread_value and not no_value:
         return None
     return Hop(start, "", start, first, int(getattr(own, "line", 0) or 0), field, target, target)
 

@@ -53,6 +53,8 @@ from rlm_runtime.errors import ContextError
 #: another record, among thousands), is read from a record: its most common values say nothing.
 _OWN_VALUE_RECORDS = 20
 _THIN = 100
+#: The most characters of a value a note says (``find('x')[0]['f'] is '...'``).
+_GIVES_CHARS = 120
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
@@ -336,7 +338,10 @@ class Records(list[Record]):
         # The value that names a record, to read the named fields from.
         lead = next((v for v in values if index[v.casefold()].get(first)), None)
         fields = [f for f in named if f != first][:3]
-        reads = ", ".join(f"find({lead!r})[0][{f!r}]" for f in fields) if lead is not None else ""
+        record = named_of(self).get(lead.casefold()) if lead is not None else None
+        # With what each read gives: a small model told only the code ran its own phrase
+        # again, three turns running, and never read the record.
+        reads = ", ".join(f"find({lead!r})[0][{f!r}]{_gives(record, f)}" for f in fields) if lead is not None else ""
         return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(repr, fields))}: {reads}"
                                        if reads else "")
 
@@ -380,6 +385,14 @@ class Records(list[Record]):
 #: change). At most ``EMPTY_KEPT``; nothing else reads it.
 EMPTY_FINDS: list[str] = []
 EMPTY_KEPT = 3
+
+
+def _gives(record: Record | None, field: str) -> str:
+    """" is 'x'" for a record's scalar value of ``field`` (cut to ``_GIVES_CHARS``), or ""."""
+    value = _about.scalar(record.get(field)) if record is not None else None
+    if not value:
+        return ""
+    return f" is {value!r}" if len(value) <= _GIVES_CHARS else f" begins {value[:_GIVES_CHARS]!r}"
 
 
 def value_index_of(records: Records) -> dict[str, Counter[str]]:

@@ -228,7 +228,7 @@ class ToolCall(RunRecord):
 
 class AssistShown(RunRecord):
     """An assist (``rlm_runtime.assist``) spoke: ``name``, what triggered it (the kind of cell
-    after which it added a note: ``empty_grep``, ``cell``, ``final``, and in traces written
+    after which it added a note: ``empty_grep``, ``cell``, ``repeat``, ``final``, and in traces written
     before 2026-11-26 ``broad``; or ``last_turn``), the characters it showed the model (or
     of the answer it made), and ``lookups``: what it read of the text to do so (typed
     lookups, not the model's reads)."""

@@ -3,7 +3,7 @@ records of shapes no eval suite writes (a choir's seating, a tool library's loan
 
 from __future__ import annotations
 
-from rlm_runtime.context.hops import next_hop
+from rlm_runtime.context.hops import counted, next_hop
 from rlm_runtime.context.records import parse_text
 
 SEATING = "".join(f"singer: {name}\nvoice: {voice}\nneighbour: {near}\nrow: {row}\n\n" for name, voice, near, row in [
@@ -48,3 +48,11 @@ def test_a_short_output_of_the_starts_own_field_is_one_hop_short() -> None:
     hop = hop_of(SEATING, question, "row: 2")
     assert hop is not None and (hop.value, hop.field, hop.target, hop.own) == ("Tom Reyes", "row", "3", "2")
     assert hop_of(SEATING, question, "row: 2 " + "x" * 400) is None
+
+
+def test_a_count_is_a_number_standing_alone_where_the_value_asked_has_no_digit() -> None:
+    """``counted`` takes "3" and "1,204 records" for counts, never the digits of a name
+    ("north-3"), and nothing when the value asked holds digits itself (a made-up serial)."""
+    assert counted("There are 3.", "sand") and counted("1,204 records", "sand")
+    assert not counted("the companion of north-3", "sand") and not counted("bed DW-1645", "sand")
+    assert not counted("1000", "82199") and not counted("none", "sand")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rlm_runtime.llm import ScriptedClient
 
-from .support import ask_once, code, of_type
+from .support import ask_once, code, last_messages, of_type
 
 QUESTION = "Which soil has the bed that is the companion of north-3?"
 CROPS = ("kale", "leek", "bean", "chard", "onion")
@@ -114,6 +114,50 @@ def test_an_answer_given_again_one_hop_short_is_told_the_value_the_hop_reads(tmp
     answer, _, events = ask(tmp_path, [code(FIRST_HOP + "\nFINAL('south-9')"), code("FINAL('south-9')"),
                                        code("FINAL('south-9')")])
     assert answer == "south-9" and len(of_type(events, "answer_check")) == 2
+
+
+def test_an_answer_off_the_chain_is_given_the_first_hop_then_the_value(tmp_path: Path) -> None:
+    """An answer that is no step of the chain (another bed's soil, a made-up word, "not found")
+    is questioned with the code that reads north-3's companion; the next such answer is told
+    what the chain reads, once a run. A number, where soils hold none, is a count the
+    question may ask: it is taken."""
+    for first in ("clay", "The plan does not say which bed is the companion of north-3.", "mossy"):
+        answer, client, events = ask(tmp_path, [code(f"recs = records()\nFINAL({first!r})"), code("FINAL('loam')"),
+                                                code("FINAL('sand')")])
+        assert answer == "sand"
+        note = client.prompts[1][-1]["content"]
+        assert note.rstrip().endswith(
+            f"Next, run print(records().find('north-3')[0]['companion']) : your answer {first!r} is not the soil of the "
+            "companion of 'north-3', which the question asks. That code prints the companion of 'north-3', the bed of a "
+            "record of its own; that record's soil is the answer.")
+        told = client.prompts[2][-1]["content"]
+        assert "Your answer 'loam' is still not the soil of the companion of 'north-3'. " \
+               "print(records().find('south-9')[0]['soil']) prints 'sand'" in told
+        assert told.rstrip().endswith("Reply with FINAL('sand').")
+        assert [e["outcome"] for e in of_type(events, "answer_check")] == ["questioned", "questioned"]
+    answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('clay')"), code("FINAL('clay')"), code("FINAL('clay')")])
+    assert answer == "clay" and len(of_type(events, "answer_check")) == 2  # told once; then taken
+    answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('There are 3.')")])
+    assert answer == "There are 3." and of_type(events, "answer_check") == []
+
+
+def test_code_run_again_short_of_the_first_hop_is_given_its_code_once(tmp_path: Path) -> None:
+    """Code run a second time, when no output showed north-3's companion, gets the code that
+    reads it, once a run; the trace names the trigger. A first run of code, or code run again
+    after the companion was printed, gets nothing of it."""
+    again = "recs = records()\nprint(len(recs))"
+    answer, client, events = ask(tmp_path, [code(again), code(again), code(again), code("FINAL('sand')")])
+    assert answer == "sand"
+    note = client.prompts[2][-1]["content"]
+    assert note.rstrip().endswith(
+        "Next, run print(records().find('north-3')[0]['companion']) : this code ran before and printed the same. The "
+        "question asks for the soil of the companion of 'north-3'; that code prints the companion of 'north-3', the bed "
+        "of a record of its own, whose soil is the answer.")
+    assert "ran before" not in client.prompts[1][-1]["content"] and "ran before" not in client.prompts[3][-1]["content"]
+    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "repeat")]
+    _, client, _ = ask(tmp_path, [code("recs = records()\nprint(recs.find('north-3'))"), code(again), code(again),
+                                  code("FINAL('sand')")])
+    assert not any("ran before" in m for m in last_messages(client))
 
 
 def test_a_target_buried_in_a_listing_is_still_pointed_at(tmp_path: Path) -> None:

@@ -61,6 +61,43 @@ def test_the_named_bells_other_field_or_its_name_is_questioned(tmp_path: Path) -
         assert f"your answer {given!r} is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
 
 
+def test_an_answer_holding_no_value_of_the_records_is_questioned(tmp_path: Path) -> None:
+    """A made-up tone or "not found" holds no value the records hold but the question's own:
+    it is questioned as a misreading is, with the code that reads hv-207's tone."""
+    for given in ("unknown", "The book does not list a tone for hv-207."):
+        answer, client, _ = ask(tmp_path, [code(READ + f"FINAL({given!r})"), code("FINAL('g sharp')")])
+        assert answer == "g sharp"
+        assert f"your answer {given!r} is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
+
+
+def test_code_run_again_is_given_the_read_or_the_value_it_printed(tmp_path: Path) -> None:
+    """Code run a second time gets the code that reads hv-207's tone, once a run; when an
+    output already showed hv-207's record with its tone, it is told that value instead."""
+    again = READ + "print(len(recs))"
+    answer, client, events = ask(tmp_path, [code(again), code(again), code(again), code("FINAL('g sharp')")])
+    assert answer == "g sharp"
+    assert client.prompts[2][-1]["content"].rstrip().endswith(
+        "Next, run print(records().find('hv-207')[0]['tone']) : this code ran before and printed the same. The question "
+        "asks for the tone of 'hv-207', the record it names; that code reads it.")
+    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("read_field", "repeat")]
+    shown = READ + "print(recs.find('hv-207'))"
+    _, client, _ = ask(tmp_path, [code(shown), code(shown), code("FINAL('g sharp')")])
+    assert client.prompts[2][-1]["content"].rstrip().endswith(
+        "'g sharp' is the tone of 'hv-207', shown above in its record: the answer the question asks. "
+        "Reply with FINAL('g sharp').")
+
+
+def test_the_last_turn_hears_a_value_an_output_showed_in_its_record(tmp_path: Path) -> None:
+    """When the turns run out, the forced turn's prompt says the tone an output printed on
+    hv-207's line; an output that never showed it adds nothing."""
+    _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207'))"), code("print(1)"), code("print(2)"),
+                                  code("print(3)"), "FINAL('b')"])
+    assert "'g sharp' is the tone of 'hv-207', shown above in its record" in client.prompts[-1][-1]["content"]
+    _, client, _ = ask(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
+                                  "FINAL('b')"])
+    assert "shown above" not in client.prompts[-1][-1]["content"]
+
+
 def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:
     """After the note, the same answer or another misreading gets what the code prints, once
     a run: a third misreading is taken."""
@@ -76,12 +113,13 @@ def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:
 
 
 def test_it_lets_other_answers_and_questions_be(tmp_path: Path) -> None:
-    """It never questions the right answer, an answer that is no value of the records, a
-    question whose value is a tone (which bell rings it), a count, two fields asked, a run
-    whose code never parsed the records (the host parses nothing), or with assists off."""
+    """It never questions the right answer, an answer that may be a count (a number, where
+    tones hold none), a question whose value is a tone (which bell rings it), a count, two
+    fields asked, a run whose code never parsed the records (the host parses nothing), or
+    with assists off."""
     for replies, question, assists in [
         ([code(READ + "FINAL('It rings g sharp.')")], QUESTION, "read_field"),
-        ([code(READ + "FINAL('unknown')")], QUESTION, "read_field"),
+        ([code(READ + "FINAL('14 bells')")], QUESTION, "read_field"),
         ([code(READ + "FINAL('hv-200')")], "Which bell rings g sharp?", "read_field"),
         ([code(READ + "FINAL('b')")], "How many bells with Founder Rudd ring the tone b?", "read_field"),
         ([code(READ + "FINAL('Rudd')")], "Which founder and tone has hv-207?", "read_field"),
