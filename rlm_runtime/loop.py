@@ -328,6 +328,8 @@ class Run:
                 # An assist's note comes after the general instruction: it is the more specific
                 # one, and a small model follows the last thing it read.
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
+            if blocks and repeats and harness.parse_code_blocks(messages[-3]["content"]) == harness.parse_code_blocks(reply):
+                del messages[-2:]  # the last code again: a small model copies a turn it sees twice; keep one
             messages.append({"role": "user", "content": feedback})
             if real:
                 anchor, anchor_text = messages[-1], anchor_text if cut_loop else feedback

@@ -12,10 +12,14 @@ knowing any wording:
   code that reads it (once a run);
 * when such an answer comes again after that (the same or another): what that code reads
   (once a run);
+* after a cell that showed the value asked (a short output holding it, or a line holding it
+  with the record's name): that it is the field of the record the question names (a small
+  model printed it and then wrote that the text does not hold it). Said as a fact, not as
+  the answer: a question counting the records that share the value reads as this read too;
 * after code run again (the same as an earlier cell's): the code that reads the field, or,
-  when an output of the run already showed the named record with it, that value (once a
-  run; a small model ran the same lookup three turns running with the record printed above);
-* on the forced last turn, the value, when an output of the run showed it with the name.
+  when an output of the run already showed the value, that value (a small model ran the
+  same lookup three turns running with the record printed above). One of these a run;
+* on the forced last turn, the value, when an output of the run showed it.
 
 A question is a read only when the answer is not a count (``hops.counted``).
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
 from rlm_runtime.context.about import shown_name
-from rlm_runtime.context.hops import SHOWN_CHARS, printed
+from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
 
 
 def _values(read: dict[str, object], answer: str = "") -> dict[str, object]:
@@ -33,11 +37,13 @@ def _values(read: dict[str, object], answer: str = "") -> dict[str, object]:
             "start_code": repr(read["start"]), "field_code": repr(read["field"]), "target": repr(read["target"])}
 
 
-def _shown(read: dict[str, object], state: AssistState) -> bool:
-    """Whether a line an output of the run printed holds the record's name and the value asked."""
+def _shown(read: dict[str, object], outputs: list[str]) -> bool:
+    """Whether one of ``outputs`` showed the value asked: a short output holding it (the
+    model's own read printed it), or a line holding it with the record's name."""
     target, start = str(read["target"]), str(read["start"])
-    return any(printed(target, line) and printed(start, line)
-               for out in state.seen for line in out[:SHOWN_CHARS].casefold().splitlines())
+    return any((len(out.strip()) <= SHORT_OUTPUT and printed(target, out.casefold()))
+               or any(printed(target, line) and printed(start, line) for line in out[:SHOWN_CHARS].casefold().splitlines())
+               for out in outputs)
 
 
 class ReadField(Assist):
@@ -49,18 +55,23 @@ class ReadField(Assist):
         self.started = False  # code run again was given the read's code or value
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
-        if not cell.repeated or cell.has_final or self.started or self.questioned:
+        if cell.has_final or self.started or self.questioned or not (cell.repeated or cell.stdout.strip()):
             return ""
         read = lookups.misread(host, "")  # the read the question asks, whatever was answered
         if read is None:
             return ""
+        if _shown(read, [cell.stdout]):
+            self.started = True
+            return host.prompts.text("notes/read_field_shown", **_values(read))
+        if not cell.repeated:
+            return ""
         self.started = True
-        return host.prompts.text("notes/read_field_shown" if _shown(read, state) else "notes/read_field_start",
+        return host.prompts.text("notes/read_field_shown" if _shown(read, state.seen) else "notes/read_field_start",
                                  **_values(read))
 
     def last_found(self, host: Host, state: AssistState) -> str:
         read = lookups.misread(host, "")
-        if read is None or not _shown(read, state):
+        if read is None or not _shown(read, state.seen):
             return ""
         return " " + host.prompts.text("notes/read_field_shown", **_values(read)).strip()
 

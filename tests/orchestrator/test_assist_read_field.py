@@ -81,10 +81,22 @@ def test_code_run_again_is_given_the_read_or_the_value_it_printed(tmp_path: Path
         "asks for the tone of 'hv-207', the record it names; that code reads it.")
     assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("read_field", "repeat")]
     shown = READ + "print(recs.find('hv-207'))"
-    _, client, _ = ask(tmp_path, [code(shown), code(shown), code("FINAL('g sharp')")])
-    assert client.prompts[2][-1]["content"].rstrip().endswith(
-        "'g sharp' is the tone of 'hv-207', shown above in its record: the answer the question asks. "
-        "Reply with FINAL('g sharp').")
+    _, client, events = ask(tmp_path, [code(shown), code(shown), code("FINAL('g sharp')")])
+    said = "Your code printed 'g sharp': the tone of 'hv-207', the record the question names."
+    assert client.prompts[1][-1]["content"].rstrip().endswith(said)  # its line shows it: said at once
+    assert said not in client.prompts[2][-1]["content"]  # once a run
+    assert [e["trigger"] for e in of_type(events, "assist")] == ["cell"]
+
+
+def test_a_short_output_of_the_value_asked_is_said_to_be_it(tmp_path: Path) -> None:
+    """A short output holding hv-207's tone is said to be it; a long output that holds the
+    tone only on a line without hv-207 (the tones' tally) is not."""
+    _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207')[0]['tone'])"), code("FINAL('g sharp')")])
+    assert client.prompts[1][-1]["content"].rstrip().endswith("Your code printed 'g sharp': the tone of 'hv-207', the "
+                                                              "record the question names.")
+    _, client, _ = ask(tmp_path, [code(READ + "print(recs.tally('tone'))\nprint('x' * 400)"),
+                                  code("FINAL('g sharp')")])
+    assert "Your code printed" not in client.prompts[1][-1]["content"]
 
 
 def test_the_last_turn_hears_a_value_an_output_showed_in_its_record(tmp_path: Path) -> None:
@@ -92,10 +104,10 @@ def test_the_last_turn_hears_a_value_an_output_showed_in_its_record(tmp_path: Pa
     hv-207's line; an output that never showed it adds nothing."""
     _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207'))"), code("print(1)"), code("print(2)"),
                                   code("print(3)"), "FINAL('b')"])
-    assert "'g sharp' is the tone of 'hv-207', shown above in its record" in client.prompts[-1][-1]["content"]
+    assert "Your code printed 'g sharp': the tone of 'hv-207'" in client.prompts[-1][-1]["content"]
     _, client, _ = ask(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
                                   "FINAL('b')"])
-    assert "shown above" not in client.prompts[-1][-1]["content"]
+    assert "Your code printed" not in client.prompts[-1][-1]["content"]
 
 
 def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:

@@ -268,6 +268,22 @@ def test_the_same_code_three_times_in_a_row_brings_the_forced_turn_early() -> No
     assert "same code as one of your last turns" in client.prompts[2][-1]["content"]
 
 
+def test_the_previous_turns_code_again_leaves_one_copy_in_the_conversation() -> None:
+    """A turn that repeats the previous turn's code leaves the conversation with the output
+    before it: the model sees its code once, followed by the newest output and its note (a
+    small model copies back a turn it sees twice, whatever the note says). The trace keeps
+    every turn."""
+    same, other = code("print('the river town')"), code("print('the hill town')")
+    client = ScriptedClient([same, same, other, code("FINAL('the river town')")])
+    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    assert result.answer == "the river town" and result.iterations == 4
+    third = client.prompts[2]
+    assert [m["content"] for m in third if m["role"] == "assistant"] == [same]
+    assert "same code as one of your last turns" in third[-1]["content"] and "(turn 2 of" in third[-1]["content"]
+    fourth = client.prompts[3]
+    assert [m["content"] for m in fourth if m["role"] == "assistant"] == [same, other]
+
+
 def test_two_blocks_taken_in_turn_bring_the_forced_turn_early() -> None:
     """It counts a block that repeats the one two turns before (A, B, A, B: a loop of two) as
     a repeat, as it does the same block twice in a row."""
