@@ -5,11 +5,12 @@ meaning_questions.py says a chunk's nouns otherwise by WordNet's rules, and its 
 as no person writes ("which part is about cunctation, net and bottle?"): a sentence
 transformer ranks them no better than the static model (SEARCH_MEANING.md). These are
 sentences. For a prose chunk drawn at random, one of its sentences (10-40 words) goes to the
-embedded model with the request to ask, in everyday words, the question that sentence answers,
-using none of its words. A question is kept when it ends in "?", has three content words
+embedded model with the request to ask, in everyday words, three questions that sentence
+answers, using none of its words. The first of them is kept when it ends in "?", has three content words
 besides words about the asking ("document", "say") and the
 index finds none of them in the answer chunk (``meaning_questions.shares_a_word``: FTS5, its
-own stemming); when it shares some, the model is told which and asked once more. BM25 scores 0
+own stemming); when none is kept, the model is told the chunk's words they used and asked once
+more. BM25 scores 0
 on them by construction, as on the WordNet questions.
 
     python bench/meaning_written.py --essays PATH [--n 250] [--seed 7] [--model local:qwen2.5-coder-0.5b] --out FILE
@@ -17,8 +18,9 @@ on them by construction, as on the WordNet questions.
 The corpus and its chunks are search_meaning.py's. Each question keeps its answer as the hash
 of the chunk's text (chunk numbers depend on the files under /usr/share/doc of the machine);
 search_meaning.py ``--written FILE`` measures them, dropping (and counting) a question whose
-chunk its corpus does not have. Not run yet: 250 questions take about half an hour of the
-local model on 2 cores.
+chunk its corpus does not have. The embedded models keep the sentence's own words: the 0.5B
+had none kept of 80 asks (SEARCH_MEANING.md). Use a model that paraphrases (``--model``, any
+litellm model).
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ ASK = """A sentence from a document:
 
 {sentence}
 
-Write the one question a reader who has not seen the document would ask, whose answer is this \
-sentence. Use your own everyday words: none of the sentence's nouns, verbs or adjectives. Reply with \
-the question alone, on one line."""
-AGAIN = "Your question uses {words}, words the document has. Write it again without them. Reply with the question alone."
+Write three different questions a reader who has not seen the document would ask, whose answer is \
+this sentence. Use your own everyday words: none of the sentence's nouns, verbs or adjectives. Reply \
+with the three questions alone, one a line."""
+AGAIN = ("Your questions use {words}, words the document has. Write three again without them. Reply with the "
+         "three questions alone, one a line.")
 SENTENCE = re.compile(r"[^.!?]+[.!?]")
 #: Words that name the asking, not the thing asked: a question needs three content words
 #: besides them ("What does the document say?" asks nothing a search could find).
@@ -73,9 +76,28 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def one_line(reply: str) -> str:
-    line = next((ln.strip() for ln in reply.strip().splitlines() if ln.strip()), "")
-    return line.strip("\"'` ")[:300]
+def candidates(reply: str) -> list[str]:
+    """The reply's questions, one a line, without list marks or quotes (at most three)."""
+    out = []
+    for ln in reply.strip().splitlines():
+        q = re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", ln).strip("\"'` ")[:300]
+        if q:
+            out.append(q)
+    return out[:3]
+
+
+def _first_kept(conn: sqlite3.Connection, questions: list[str], chunk_id: int) -> tuple[str | None, set[str]]:
+    """The first of ``questions`` that is kept (a "?" at its end, three content words besides
+    words about the asking, none the index finds in the chunk), and the chunk's words the
+    others used."""
+    shared: set[str] = set()
+    for question in questions:
+        words = mq.content(question)
+        found = {w.lower() for w in words if mq.shares_a_word(conn, [w], chunk_id)}
+        if sum(w.lower() not in ABOUT_ASKING for w in words) >= 3 and not found and question.endswith("?"):
+            return question, set()
+        shared |= found
+    return None, shared
 
 
 def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log: Any) -> list[dict[str, Any]]:
@@ -85,7 +107,7 @@ def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log
         order = list(range(len(rows)))
         rng.shuffle(order)
         out: list[dict[str, Any]] = []
-        asked = 0
+        asked = logged = 0
         start = time.perf_counter()
         for i in order:
             if len(out) >= n:
@@ -100,20 +122,19 @@ def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log
             messages = [{"role": "user", "content": ASK.format(sentence=sentence)}]
             for attempt in range(2):
                 asked += 1
-                reply = client.complete(messages, max_tokens=60).text
-                question = one_line(reply)
-                words = mq.content(question)
-                shared = [w for w in words if mq.shares_a_word(conn, [w], chunk_id)]
-                if sum(w.lower() not in ABOUT_ASKING for w in words) >= 3 and not shared and question.endswith("?"):
-                    out.append({"question": question, "query": " ".join(words), "answer_key": text_key(text),
+                reply = client.complete(messages, max_tokens=120).text
+                kept, shared = _first_kept(conn, candidates(reply), chunk_id)
+                if kept is not None:
+                    out.append({"question": kept, "query": " ".join(mq.content(kept)), "answer_key": text_key(text),
                                 "sentence": sentence, "attempt": attempt + 1, "family": "written"})
                     break
                 if attempt == 0 and shared:
-                    messages += [{"role": "assistant", "content": question},
-                                 {"role": "user", "content": AGAIN.format(words=", ".join(sorted(set(shared))))}]
+                    messages += [{"role": "assistant", "content": reply},
+                                 {"role": "user", "content": AGAIN.format(words=", ".join(sorted(shared)))}]
                 else:
                     break
-            if asked % 20 == 0:
+            if asked >= logged + 20:  # an item asks once or twice: a multiple of 20 may be stepped over
+                logged = asked
                 log(f"  {len(out)} kept of {asked} asked, {time.perf_counter() - start:.0f} s")
         return out
     finally:

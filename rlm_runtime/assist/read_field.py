@@ -52,7 +52,7 @@ class ReadField(Assist):
     def __init__(self) -> None:
         self.questioned = ""
         self.insisted = False
-        self.started = False  # code run again was given the read's code or value
+        self.started = False  # a cell was told the value it showed, or (run again) the read's code
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         if cell.has_final or self.started or self.questioned or not (cell.repeated or cell.stdout.strip()):

@@ -19,9 +19,9 @@ from rlm_runtime.assist.read_field import ReadField
 #: ``question_fields`` (the first prompt showing ``records().about(question)``) on
 #: 2026-11-27, and ``unseen_answer`` (a typed answer no output showed, questioned once) later
 #: that day, none having gained on held-out tasks (bench/EVAL.md). ``follow_link`` (a linked
-#: value printed or answered, followed with the code that reads the field asked) and
-#: ``read_field`` (another value given for one field of one named record, questioned with
-#: the code that reads it) gained there.
+#: value printed or answered, followed with the code that reads the field asked; an answer
+#: off the chain questioned) and ``read_field`` (another value, or none, given for one field
+#: of one named record, questioned with the code that reads it) gained there.
 #: A new assist is added here, by name, where its hooks should run.
 REGISTRY: dict[str, type[Assist]] = {"follow_link": FollowLink, "read_field": ReadField}
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
@@ -32,7 +32,9 @@ AUTO, SMALL, NONE = "auto", "small", "none"
 #: link the model printed"): held out (seed 29), 13/18 against 12/18 with none, one answer
 #: flipped from wrong to right and none back. ``read_field``, 2026-11-27 (bench/EVAL.md, "A
 #: field of one record read as another value"): held out (seed 53), lookup 5/6 against 3/6
-#: with none, two answers flipped from wrong to right and none back. No set is measured for
+#: with none, two answers flipped from wrong to right and none back. Both, with answers off
+#: the read questioned and code run again given the first read (bench/EVAL.md, "Answers off
+#: the read"): held out (seeds 67, 71), 35/36 against 26/36 with none. No set is measured for
 #: larger models: ``auto`` gives them none until a held-out run shows a gain.
 SMALL_MODEL_ASSISTS: tuple[str, ...] = ("follow_link", "read_field")
 
