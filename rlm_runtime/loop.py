@@ -244,9 +244,9 @@ class Run:
         pieces: set[str] = set()  # answers made of the question's words, asked about once
         errors_in_a_row = 0
         repeats = 0  # turns in a row whose code repeated the turn before's
-        # The last message that was not a re-prompt (the question, a cell's output, a note):
-        # a loop of prose after it is taken out of the conversation (see below).
+        # The last message not a re-prompt (the question, an output, a note): a prose loop after it is cut.
         anchor, anchor_text = messages[-1], messages[-1]["content"]
+        plain: Message | None = None  # the last output without a note: the one a repeat may cut
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
@@ -324,13 +324,13 @@ class Run:
                 # answer it has; ask for it once, as when the turns run out, before stopping.
                 return self._forced_answer(messages, sandbox, assists,
                                            failing=f"stopped after {errors_in_a_row} failing turns in a row and a forced turn")
-            if blocks:
-                # An assist's note comes after the general instruction: it is the more specific
-                # one, and a small model follows the last thing it read.
+            if blocks:  # an assist's note after the general instruction: a small model follows what it read last
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
-            if blocks and repeats and harness.parse_code_blocks(messages[-3]["content"]) == harness.parse_code_blocks(reply):
+            if (blocks and repeats and messages[-2] is plain
+                    and harness.parse_code_blocks(messages[-3]["content"]) == harness.parse_code_blocks(reply)):
                 del messages[-2:]  # the last code again: a small model copies a turn it sees twice; keep one
             messages.append({"role": "user", "content": feedback})
+            plain = messages[-1] if blocks and not assisted else None
             if real:
                 anchor, anchor_text = messages[-1], anchor_text if cut_loop else feedback
             messages = self._trim(messages)

@@ -9,6 +9,9 @@ chain of facts is two ``find`` calls.
 Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
 
 * ``jsonl``: one JSON object a line (values keep their JSON types);
+* ``code``: source code, one record a definition (``code.py``: its name, kind, enclosing
+  definition, parameters, return annotation, doc line, the names it calls, its text); not a
+  shape the prompts offer records for (no code-shaped task is measured yet);
 * ``fields``: several ``key=value`` or ``key: value`` pairs on each line, separated by
   ``|``, ``;``, tabs or commas;
 * ``table``: delimited rows (tab, comma, semicolon or bar) with a header row;
@@ -44,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_runtime.context import about as _about
+from rlm_runtime.context import code as _code
 from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.errors import ContextError
@@ -92,6 +96,7 @@ SHAPE_TEXT = {
     "blocks": "records of key: value lines",
     "facts": "sentences of facts about named things, read into fields",
     "slots": "lines stating several facts in the same words, each value a field named by the words before it",
+    "code": "source code, one record a definition",
     "paragraphs": "paragraphs of text (no fields: search their text)",
     "mixed": "documents of several shapes",
 }
@@ -388,8 +393,12 @@ EMPTY_KEPT = 3
 
 
 def _gives(record: Record | None, field: str) -> str:
-    """" is 'x'" for a record's scalar value of ``field`` (cut to ``_GIVES_CHARS``), or ""."""
-    value = _about.scalar(record.get(field)) if record is not None else None
+    """" is 'x'" for a record's scalar value of ``field`` as the code reads it (a JSON number
+    stays a number; text cut to ``_GIVES_CHARS``), or ""."""
+    value = record.get(field) if record is not None else None
+    if isinstance(value, (bool, int, float)):
+        return f" is {value!r}"
+    value = _about.scalar(value)
     if not value:
         return ""
     return f" is {value!r}" if len(value) <= _GIVES_CHARS else f" begins {value[:_GIVES_CHARS]!r}"
@@ -651,8 +660,10 @@ def _columns(lines: list[str]) -> tuple[int, ...] | None:
     spaces apart), when at least 90% of the rows have a space before each column."""
     header = lines[0].rstrip()
     starts = [m.start() for m in re.finditer(r"(?:^|(?<=\s\s))\S", header)]
+    if len(starts) < 2:  # one name, or none (a header opening with one space starts no column)
+        return None
     names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], len(header)], strict=True)]
-    if len(starts) < 2 or any(len(n) > 40 or len(n.split()) > 4 for n in names) or len(lines) < 3:
+    if any(len(n) > 40 or len(n.split()) > 4 for n in names) or len(lines) < 3:
         return None
     rows = lines[1:]
     # A row may stop early (empty last cells), but must reach its second column.
@@ -680,6 +691,8 @@ def sniff(lines: Iterable[str]) -> Shape:
     objects = [o for o in map(_json_object, sample) if o is not None]
     if len(objects) >= enough:
         return Shape("jsonl", _fields_of(o.keys() for o in objects))
+    if _code.looks_like_code(sample):
+        return Shape("code", _code.FIELDS)
     inline = [found for found in map(_inline_fields, sample) if found[0]]
     if len(inline) >= enough:
         sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
@@ -744,7 +757,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
-              "facts": _parse_facts, "slots": _parse_slots, "paragraphs": _parse_paragraphs}[shape.kind]
+              "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs}[shape.kind]
     out = Records(shape=shape.kind)
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
@@ -906,7 +919,7 @@ def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
         yield Record([("text", " ".join(paragraph))], start)
 
 
-def _records_of(read: Iterator[tuple[int, list[tuple[str, str]]]]) -> Iterator[Record]:
+def _records_of(read: Iterator[tuple[int, list[tuple[str, Any]]]]) -> Iterator[Record]:
     """Records from (first line, fields) pairs, a repeated field kept as a list."""
     for start, pairs in read:
         record = Record(line=start)
@@ -918,6 +931,10 @@ def _records_of(read: Iterator[tuple[int, list[tuple[str, str]]]]) -> Iterator[R
 def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
     assert shape.facts is not None  # sniff makes a facts shape with its forms
     return _records_of(_facts.parse(lines, shape.facts))
+
+
+def _parse_code(lines: list[str], shape: Shape) -> Iterator[Record]:
+    return _records_of(_code.parse(lines))
 
 
 def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:

@@ -85,7 +85,17 @@ def test_code_run_again_is_given_the_read_or_the_value_it_printed(tmp_path: Path
     said = "Your code printed 'g sharp': the tone of 'hv-207', the record the question names."
     assert client.prompts[1][-1]["content"].rstrip().endswith(said)  # its line shows it: said at once
     assert said not in client.prompts[2][-1]["content"]  # once a run
+    # the repeat does not cut the output that carried it: a note said once a run stays read
+    assert sum(said in m["content"] for m in client.prompts[2]) == 1
     assert [e["trigger"] for e in of_type(events, "assist")] == ["cell"]
+
+
+def test_a_questioned_answer_stays_in_the_conversation_when_its_code_comes_again(tmp_path: Path) -> None:
+    """Code that answered (and was questioned) and then runs again without answering does not
+    cut the question put to it: the model still has the note the next one refers to."""
+    stateful = READ + "try:\n    n += 1\nexcept NameError:\n    n = 0\nif n == 0:\n    FINAL('nope')\nelse:\n    print(len(recs))"
+    _, client, _ = ask(tmp_path, [code(stateful), code(stateful), code("FINAL('b')"), code("FINAL('g sharp')")])
+    assert all(any("your answer 'nope' is not the tone" in m["content"] for m in p) for p in client.prompts[1:])
 
 
 def test_a_short_output_of_the_value_asked_is_said_to_be_it(tmp_path: Path) -> None:
