@@ -34,7 +34,7 @@ AUTO, SMALL, NONE = "auto", "small", "none"
 #: field of one record read as another value"): held out (seed 53), lookup 5/6 against 3/6
 #: with none, two answers flipped from wrong to right and none back. Both, with answers off
 #: the read questioned and code run again given the first read (bench/EVAL.md, "Answers off
-#: the read"): held out (seeds 67, 71), 35/36 against 26/36 with none. No set is measured for
+#: the read"): held out (seeds 67, 71, 73), 53/54 against 36/54 with none. No set is measured for
 #: larger models: ``auto`` gives them none until a held-out run shows a gain.
 SMALL_MODEL_ASSISTS: tuple[str, ...] = ("follow_link", "read_field")
 
