@@ -15,7 +15,9 @@ A short output that shows the start's own value of that field (the release of th
 the question names, where it asks the release of its dependency) stopped one hop short too.
 
 ``chains`` gives every such chain the question asks, printed or not, to check an answer
-against (one hop short gives the linked value, or the start's own value of the field).
+against (one hop short gives the linked value, or the start's own value of the field). A
+chain whose start or linked value ``find()`` would read as ``field=value`` is none: the
+notes' code finds each by ``find``.
 
 ``misread`` is the chain of no link: a question naming one record and one other field (the
 glaze of the kiln it names) read as some other value. The answer gives another record's
@@ -98,9 +100,11 @@ def chains(records: _records.Records, question: str) -> Iterator[Hop]:
     by_name = _records.named_of(records)
     for start in starts:
         own = by_name.get(start.casefold())
-        if own is None:
-            continue
+        if own is None or _records.field_and_value(records, start) is not None:
+            continue  # the notes' find(start) would read it as field=value: another record
         for link, value, other in _about.links(own, asked, first, index, by_name.get):
+            if _records.field_and_value(records, value) is not None:
+                continue  # so would find(value)
             for field in asked:
                 target = _about.scalar(other.get(field))
                 if field != link and target:
