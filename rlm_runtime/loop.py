@@ -326,8 +326,7 @@ class Run:
                                            failing=f"stopped after {errors_in_a_row} failing turns in a row and a forced turn")
             if blocks:  # an assist's note after the general instruction: a small model follows what it read last
                 feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
-            if (blocks and repeats and messages[-2] is plain
-                    and harness.parse_code_blocks(messages[-3]["content"]) == harness.parse_code_blocks(reply)):
+            if blocks and messages[-2] is plain and self.last_blocks[-2:-1] == [blocks]:
                 del messages[-2:]  # the last code again: a small model copies a turn it sees twice; keep one
             messages.append({"role": "user", "content": feedback})
             plain = messages[-1] if blocks and not assisted else None
