@@ -53,7 +53,7 @@ _PARAMS = re.compile(r"\(([^()]{0,1000})\)")
 _RETURNS = re.compile(r"\)\s*->\s*([^:{]{1,200})")
 _CALL = re.compile(r"(?<![\w$.])(?:[\w$]+\.)*([A-Za-z_$][\w$]{0,100})\s*\(")
 _CODE_END = tuple(":{};,)([]=")
-_CODE_START = ("#", "//", "/*", "*", "@", "import ", "from ", "package ", "use ", "return", "}", "<?", "--")
+_CODE_START = ("#", "//", "/*", "@", "import ", "from ", "package ", "use ", "return", "}", "<?")
 _KEYWORDS = frozenset("""if elif else for while with return yield def class function func fn struct interface
 trait impl type enum switch case catch try except raise throw new await async lambda not and or in is print super self
 this sizeof typeof match let var const assert del""".split())

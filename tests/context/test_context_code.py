@@ -61,6 +61,7 @@ def test_each_definition_is_a_record_with_its_parts() -> None:
     return annotation, doc line, the names it calls, its text and its first line."""
     recs = parse_text(KILN)
     assert recs.shape == "code"
+    assert sniff(KILN.split("\n")).describe().startswith("source code, one record a definition; fields: name, kind")
     assert [r["name"] for r in recs] == ["Kiln", "__init__", "fire", "ramp", "check_cone"]
     fire = recs.find("fire")[0]
     assert (fire["kind"], fire["in"], fire.line) == ("def", "Kiln", 11)
@@ -92,6 +93,9 @@ def test_prose_showing_a_few_definitions_keeps_its_shape() -> None:
         f"def step_{i}(cone):\n    return cone\nThe helper returns the cone it was given, which the caller reads."
         for i in range(4))
     assert sniff(tutorial.split("\n")).kind != "code"
+    # nor is a bulleted list with definitions in it: a bullet is no line of code
+    bullets = "\n".join(f"* the helper step_{i} returns its cone\ndef step_{i}(cone):" for i in range(4))
+    assert sniff(bullets.split("\n")).kind != "code"
     blocks = "\n\n".join(f"Kiln: k{i}\nCone: {i}\nGlaze: ash" for i in range(5))
     assert sniff(blocks.split("\n")).kind == "blocks"
 
