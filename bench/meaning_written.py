@@ -1,26 +1,31 @@
-"""Paraphrase questions written by a model, for bench/search_meaning.py: a reader's question about
-one sentence of a chunk, in other words than the chunk's.
+"""Paraphrase questions in a reader's words, for bench/search_meaning.py: a question about one
+sentence of a chunk, sharing no word with the chunk.
 
 meaning_questions.py says a chunk's nouns otherwise by WordNet's rules, and its questions read
 as no person writes ("which part is about cunctation, net and bottle?"): a sentence
 transformer ranks them no better than the static model (SEARCH_MEANING.md). These are
-sentences. For a prose chunk drawn at random, one of its sentences (10-40 words) goes to the
-embedded model with the request to ask, in everyday words, three questions that sentence
-answers, using none of its words. The first of them is kept when it ends in "?", has three content words
-besides words about the asking ("document", "say") and the
-index finds none of them in the answer chunk (``meaning_questions.shares_a_word``: FTS5, its
-own stemming); when none is kept, the model is told the chunk's words they used and asked once
-more. BM25 scores 0
-on them by construction, as on the WordNet questions.
+questions. For a prose chunk drawn at random, one of its sentences (10-40 words) is what the
+question asks about. A question is kept when it ends in "?", has three content words besides
+words about the asking ("document", "say"), and the index finds none of its words in the
+answer chunk (``meaning_questions.shares_a_word``: FTS5, its own stemming), so BM25 scores 0
+on them by construction, as on the WordNet questions. Three ways to write them:
 
-    python bench/meaning_written.py --essays PATH [--n 250] [--seed 7] [--model local:qwen2.5-coder-0.5b] --out FILE
+    python bench/meaning_written.py --essays PATH --model MODEL --out FILE      # a model asks
+    python bench/meaning_written.py --essays PATH --draw --n 420 --out ITEMS    # sentences for people
+    python bench/meaning_written.py --essays PATH --check WRITTEN --by WHO --out FILE
+
+``--model`` (any litellm model, or an embedded one) asks three questions a sentence; when
+none is kept, it is told the chunk's words they used and asked once more. The embedded models
+keep the sentence's own words: the 0.5B had none kept of 80 asks (SEARCH_MEANING.md).
+``--draw`` writes the drawn sentences with their chunks (JSON lines) for people to write a
+question each; ``--check`` keeps those of a file of ``{"answer_key", "sentence",
+"question"}`` lines that pass the same rule and prints the refused ones with the chunk's
+words they use. ``bench/data/meaning_written.json`` holds 410 such questions (seed 29).
 
 The corpus and its chunks are search_meaning.py's. Each question keeps its answer as the hash
 of the chunk's text (chunk numbers depend on the files under /usr/share/doc of the machine);
 search_meaning.py ``--written FILE`` measures them, dropping (and counting) a question whose
-chunk its corpus does not have. The embedded models keep the sentence's own words: the 0.5B
-had none kept of 80 asks (SEARCH_MEANING.md). Use a model that paraphrases (``--model``, any
-litellm model).
+chunk its corpus does not have.
 """
 
 from __future__ import annotations
@@ -100,33 +105,42 @@ def _first_kept(conn: sqlite3.Connection, questions: list[str], chunk_id: int) -
     return None, shared
 
 
+def drawn(conn: sqlite3.Connection, rng: random.Random, only: set[int]) -> Any:
+    """(chunk id, text, sentence) for prose chunks of ``only`` in a random order, one sentence
+    of each drawn at random: what a writer asks about."""
+    rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    for i in order:
+        chunk_id, text = int(rows[i][0]), str(rows[i][1])
+        if chunk_id not in only or not mq.is_prose(text):
+            continue
+        options = sentences(text)
+        if options:
+            yield chunk_id, text, rng.choice(options)
+
+
+def kept_question(question: str, text: str, sentence: str, attempt: int, by: str) -> dict[str, Any]:
+    return {"question": question, "query": " ".join(mq.content(question)), "answer_key": text_key(text),
+            "sentence": sentence, "attempt": attempt, "family": "written", "by": by}
+
+
 def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log: Any) -> list[dict[str, Any]]:
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
-        order = list(range(len(rows)))
-        rng.shuffle(order)
         out: list[dict[str, Any]] = []
         asked = logged = 0
         start = time.perf_counter()
-        for i in order:
+        for chunk_id, text, sentence in drawn(conn, rng, only):
             if len(out) >= n:
                 break
-            chunk_id, text = int(rows[i][0]), str(rows[i][1])
-            if chunk_id not in only or not mq.is_prose(text):
-                continue
-            options = sentences(text)
-            if not options:
-                continue
-            sentence = rng.choice(options)
             messages = [{"role": "user", "content": ASK.format(sentence=sentence)}]
             for attempt in range(2):
                 asked += 1
                 reply = client.complete(messages, max_tokens=120).text
                 kept, shared = _first_kept(conn, candidates(reply), chunk_id)
                 if kept is not None:
-                    out.append({"question": kept, "query": " ".join(mq.content(kept)), "answer_key": text_key(text),
-                                "sentence": sentence, "attempt": attempt + 1, "family": "written"})
+                    out.append(kept_question(kept, text, sentence, attempt + 1, "model"))
                     break
                 if attempt == 0 and shared:
                     messages += [{"role": "assistant", "content": reply},
@@ -141,6 +155,46 @@ def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log
         conn.close()
 
 
+def draw(db: Path, n: int, rng: random.Random, only: set[int]) -> list[dict[str, Any]]:
+    """``n`` items for a person to write a question for: the chunk's key and text, the sentence."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        out = []
+        for _, text, sentence in drawn(conn, rng, only):
+            if len(out) >= n:
+                break
+            out.append({"answer_key": text_key(text), "sentence": sentence, "chunk": text})
+        return out
+    finally:
+        conn.close()
+
+
+def check(db: Path, chunks: list[dict[str, Any]], items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Written questions (``answer_key``, ``sentence``, ``question``) checked by the rule a
+    model's are kept by: (kept, refused), a refused one with ``why`` (the chunk's words it
+    uses, or what else it lacks)."""
+    ids = {text_key(c["text"]): (int(c["id"][3:]), c["text"]) for c in chunks}
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        kept, refused = [], []
+        for item in items:
+            question = str(item.get("question", "")).strip()
+            if item.get("answer_key") not in ids:
+                refused.append({**item, "why": "no chunk of this corpus has this key"})
+                continue
+            chunk_id, text = ids[item["answer_key"]]
+            ok, shared = _first_kept(conn, [question], chunk_id)
+            if ok is not None:
+                kept.append(kept_question(ok, text, str(item.get("sentence", "")), 1, "person"))
+            elif shared:
+                refused.append({**item, "why": "the chunk has: " + ", ".join(sorted(shared))})
+            else:
+                refused.append({**item, "why": 'needs a "?" at its end and three content words besides words about the asking'})
+        return kept, refused
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--essays", type=Path, required=True)
@@ -148,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=250)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--draw", action="store_true", help="write the drawn sentences and chunks (JSON lines) for a person to ask about")
+    how.add_argument("--check", type=Path, metavar="FILE", help="check questions a person wrote (JSON lines: answer_key, sentence, question)")
+    ap.add_argument("--by", default="a person", help="who wrote the checked questions (kept in the file)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
 
@@ -158,18 +216,34 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         corpus = sm.build_corpus(work, args.corpus_mb, args.essays)
         search, db, _ = sm.index(work / "plain", corpus, None)
-        chunks = search_recall.chunks_of(db)
-        lines = corpus.read_text(encoding="utf-8").split("\n")
-        prose_from = next(i for i, line in enumerate(lines) if line.startswith(sm.TOPICS_MARK)) + 1
-        prose = {int(c["id"][3:]) for c in chunks if c["start"] >= prose_from}
-        client = make_client(args.model)
         try:
-            made = write(db, args.n, random.Random(args.seed), client, prose, log)
+            chunks = search_recall.chunks_of(db)
+            lines = corpus.read_text(encoding="utf-8").split("\n")
+            prose_from = next(i for i, line in enumerate(lines) if line.startswith(sm.TOPICS_MARK)) + 1
+            prose = {int(c["id"][3:]) for c in chunks if c["start"] >= prose_from}
+            if args.draw:
+                items = draw(db, args.n, random.Random(args.seed), prose)
+                args.out.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+                log(f"wrote {len(items)} sentences to {args.out}")
+                return 0
+            if args.check:
+                written = [json.loads(ln) for ln in args.check.read_text(encoding="utf-8").splitlines() if ln.strip()]
+                made, refused = check(db, chunks, written)
+                for r in refused:
+                    print(json.dumps({"answer_key": r.get("answer_key"), "question": r.get("question"), "why": r["why"]}))
+                log(f"{len(made)} kept, {len(refused)} refused (printed)")
+                header: dict[str, Any] = {"written_by": args.by}
+            else:
+                client = make_client(args.model)
+                try:
+                    made = write(db, args.n, random.Random(args.seed), client, prose, log)
+                finally:
+                    client.close()
+                header = {"model": args.model}
         finally:
-            client.close()
             search.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"model": args.model, "seed": args.seed, "questions": made}, indent=1) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps({**header, "seed": args.seed, "questions": made}, indent=1) + "\n", encoding="utf-8")
     log(f"wrote {len(made)} questions to {args.out}")
     return 0
 

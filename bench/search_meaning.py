@@ -100,12 +100,15 @@ def db_bytes(path: Path) -> int:
 
 def written_questions(path: Path, chunks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """The questions of a meaning_written.py file whose answer chunk this corpus has (its id
-    found by the hash of its text), and how many it does not have."""
+    found by the hash of its text), and how many it does not have; the family of each is
+    ``written``, or ``written: PART`` when the file splits its questions (``split``)."""
     from meaning_written import text_key
 
     ids = {text_key(c["text"]): c["id"] for c in chunks}
     made = json.loads(path.read_text(encoding="utf-8"))["questions"]
-    kept = [{**q, "answer": ids[q["answer_key"]]} for q in made if q["answer_key"] in ids]
+    # A file split in parts (``dev``, ``heldout``) is measured part by part.
+    kept = [{**q, "answer": ids[q["answer_key"]], "family": f"written: {q['split']}" if q.get("split") else "written"}
+            for q in made if q["answer_key"] in ids]
     return kept, len(made) - len(kept)
 
 
