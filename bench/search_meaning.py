@@ -41,7 +41,7 @@ from _common import machine, quantile  # noqa: E402
 
 from rlm_runtime.context import open_context  # noqa: E402
 from rlm_runtime.embeddings import StaticEmbedder, default_embedder, wordllama_files  # noqa: E402
-from rlm_runtime.memory import MemoryStore  # noqa: E402
+from rlm_runtime.memory import MemorySettings, MemoryStore, SearchConfig  # noqa: E402
 from rlm_runtime.memory.chunks import NewChunk, source_id  # noqa: E402
 from rlm_runtime.memory.terms import key_terms  # noqa: E402
 from rlm_runtime.memory.vectors import pack, unpack  # noqa: E402
@@ -49,6 +49,9 @@ from rlm_runtime.memory.writer import SourceWriter  # noqa: E402
 from rlm_runtime.searching import ChunkSearch  # noqa: E402
 
 MODES = ("bm25", "vector", "hybrid")
+#: What the recall tables rank by: the three modes, and hybrid with the fusion it had before
+#: ``blend`` (reciprocal ranks), measured side by side.
+RANKINGS = (*MODES, "hybrid-rrf")
 TOPICS_MARK = "# ==== topic "
 
 
@@ -120,12 +123,20 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
     return search_recall.metrics(ranks)
 
 
+def ranked_by(search: ChunkSearch, query: str, ranking: str) -> list[str]:
+    """The ids of the first 10 hits of ``query`` by one of ``RANKINGS``."""
+    mode, _, fusion = ranking.partition("-")
+    store = search._index(0)  # the corpus's index: its settings say how hybrid fuses
+    store.settings = MemorySettings(search=SearchConfig(fusion=fusion or "blend"))
+    return [h["id"] for h in search.search(query, 10, mode=mode)]
+
+
 def run_questions(search: ChunkSearch, qs: list[dict[str, Any]]) -> dict[str, Any]:
     rows: dict[str, dict[str, list[Any]]] = {}
     for q in qs:
-        for mode in MODES:
+        for mode in RANKINGS:
             t = time.perf_counter()
-            found = [h["id"] for h in search.search(q["query"], 10, mode=mode)]
+            found = ranked_by(search, q["query"], mode)
             ms = (time.perf_counter() - t) * 1000
             for fam in (q["family"], q["group"]):
                 r = rows.setdefault(fam, {}).setdefault(mode, [])
@@ -419,7 +430,7 @@ def report(r: dict[str, Any]) -> None:
     print(f"questions: {r['questions']}")
     print(f"{'family':28} {'n':>4}  {'mode':7} {'R@1':>5} {'R@5':>5} {'R@10':>5} {'MRR':>5} {'ms p50':>7}")
     for fam, per in sorted(r["recall"].items()):
-        for mode in MODES:
+        for mode in RANKINGS:
             m = per[mode]
             print(f"{fam:28} {m['n']:>4}  {mode:7} {m['recall@1']:5.2f} {m['recall@5']:5.2f} {m['recall@10']:5.2f} {m['mrr']:5.2f} "
                   f"{m['ms_p50']:7.1f}")

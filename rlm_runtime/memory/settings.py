@@ -83,12 +83,15 @@ class SearchConfig(BaseModel):
         mode: the default ranking: ``bm25``; ``hybrid`` (BM25 and vectors fused by reciprocal
             rank; BM25 alone while the store has no vectors of the model, or there is no
             model) or ``vector`` when asked for.
-        rrf_k: reciprocal-rank fusion's constant: a hit at rank r of a list adds
-            ``weight / (rrf_k + r)``.
-        w_bm25 / w_vector: the weights of the two lists in that sum, each multiplied by what
-            the query makes it worth: BM25's by the share ``c`` of the query's word weight (idf)
-            that its best hit holds, the vectors' by ``1 - c`` (a query whose informative words
-            all stand in one chunk is ranked by words; one whose words are scattered, by meaning).
+        fusion: how a hybrid search joins the two lists: ``blend`` (the default) adds each
+            chunk's BM25 score over the best hit's and its cosine scaled between the lowest
+            and highest of the chunks fused; ``rrf`` sums reciprocal ranks (a hit at rank r
+            of a list adds ``weight / (rrf_k + r)``). Measured in bench/SEARCH_MEANING.md.
+        rrf_k: reciprocal-rank fusion's constant.
+        w_bm25 / w_vector: the weights of the two lists, each multiplied by what the query
+            makes it worth: BM25's by the share ``c`` of the query's word weight (idf) that its
+            best hit holds, the vectors' by ``1 - c`` (a query whose informative words all
+            stand in one chunk is ranked by words; one whose words are scattered, by meaning).
         fuse_depth: hits taken from each list before fusing (at least k).
         hybrid_rank_budget: ``rank_budget`` of the word list of a hybrid search: the vectors
             rank what common words would, so the words' list keeps to the rarer terms (a third
@@ -118,6 +121,7 @@ class SearchConfig(BaseModel):
     # bm25 until hybrid is no worse on exact words (0.87 against 0.92 recall@10 today,
     # bench/SEARCH_MEANING.md): a user's words are what most searches hold.
     mode: str = Field("bm25", pattern="^(hybrid|bm25|vector)$")
+    fusion: str = Field("blend", pattern="^(blend|rrf)$")
     rrf_k: float = Field(60.0, gt=0)
     w_bm25: float = Field(1.0, ge=0)
     w_vector: float = Field(1.0, ge=0)

@@ -100,12 +100,6 @@ def _chunk_count(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def vectors_rrf(rankings: Sequence[tuple[Sequence[int], float]], rrf_k: float) -> list[tuple[int, float]]:
-    from rlm_runtime.memory.vectors import rrf
-
-    return rrf(rankings, rrf_k)
-
-
 def default_store_path(paths: Paths | None = None) -> Path:
     """``$RLM_HOME/brain/memory.db`` (``~/.rlm/brain/memory.db`` without RLM_HOME)."""
     return (paths or paths_from_env()).home / "brain" / "memory.db"
@@ -501,6 +495,8 @@ class MemoryStore:
                     snipped: int | None = None) -> Hits:
         """A ``vector`` or ``hybrid`` search (see ``search``; ``snipped`` as there). A query of
         common words only (BM25 capped: its matches unranked) is ranked by meaning alone."""
+        from rlm_runtime.memory import vectors as fusion  # numpy: here only when vectors exist
+
         cfg = self.settings.search
         depth = max(k, cfg.fuse_depth) if mode == "hybrid" else k
 
@@ -521,8 +517,13 @@ class MemoryStore:
             # Each list weighs what it is trusted for: words the share of the query's word weight
             # that their best hit holds (1: it has every informative word), meaning the rest.
             top = search.coverage(conn, the_plan, words[0][0], self._df(budget), _chunk_count(conn)) if words else 0.0
-            fused = vectors_rrf([([i for i, _ in words], cfg.w_bm25 * top), ([i for i, _ in nearest], cfg.w_vector * (1 - top))],
-                                cfg.rrf_k)
+            w_words, w_meaning = cfg.w_bm25 * top, cfg.w_vector * (1 - top)
+            if cfg.fusion == "rrf":
+                fused = fusion.rrf([([i for i, _ in words], w_words), ([i for i, _ in nearest], w_meaning)], cfg.rrf_k)
+            else:
+                meaning = dict(nearest)
+                meaning.update(vectors.similarity(conn, query[: hostwrites.SEARCH_QUERY_CHARS], [i for i, _ in words if i not in meaning]))
+                fused = fusion.blend(words, meaning, w_words, w_meaning)
             scored = fused[:k]
             used = "hybrid"
         snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored[:snipped]], cfg.snippet_tokens) if the_plan.terms else {}

@@ -21,7 +21,11 @@ are then re-scored exactly (the float query against the 2-bit vector, the asymme
 distance), and the best k kept. Chunks deleted since the load are dropped when their rows
 are read (ids are never reused).
 
-**Fusion** (``rrf``): reciprocal-rank fusion of ranked lists, ``sum(w / (rrf_k + rank))``.
+**Fusion** (``SearchConfig.fusion``): ``blend`` (the default) adds each chunk's BM25 score,
+over the best one's, and its cosine, scaled between the lowest and highest of the chunks
+fused, each weighted by what the query makes it worth (``MemoryStore._by_meaning``); ``rrf``
+is reciprocal-rank fusion of the two ranked lists, ``sum(w / (rrf_k + rank))``, which ranks a
+list's tenth hit above the other's fifteenth whatever their scores say (bench/SEARCH_MEANING.md).
 """
 
 from __future__ import annotations
@@ -203,6 +207,18 @@ class Vectors:
                     return found[:k]
                 want *= 8
 
+    def similarity(self, conn: sqlite3.Connection, query: str, ids: Sequence[int]) -> dict[int, float]:
+        """The cosine of ``query`` to each of ``ids`` that has a vector (its 2-bit vector, as
+        ``search`` scores it); the others are left out."""
+        if not ids or self.usable(conn) is not None:
+            return {}
+        m = meta(conn)
+        assert m is not None
+        with self._lock:
+            self.index.refresh(conn, m)
+            q = self.embedder.embed([query])[0]
+            return self.index.scores(q, ids) if q.any() else {}
+
 
 class VectorIndex:
     """A store's vectors in memory (see the module docstring): the ids, and the sign and
@@ -247,6 +263,21 @@ class VectorIndex:
             self.large = np.ascontiguousarray(np.concatenate([self.large, large], axis=1))
         self.state = (m.model, m.epoch, m.version)
 
+    def scores(self, q: NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
+        """The cosine of ``q`` to the 2-bit vector of each of ``ids`` held (ids are held in
+        ascending order: a binary search each)."""
+        want = np.asarray(list(ids), dtype=np.int64)
+        if not want.size or not self.ids.size:
+            return {}
+        at = np.minimum(np.searchsorted(self.ids, want), self.ids.size - 1)
+        held = self.ids[at] == want
+        pick = at[held]
+        if not pick.size:
+            return {}
+        packed = np.concatenate([self.signs[:, pick].T.copy().view(np.uint8), self.large[:, pick].T.copy().view(np.uint8)], axis=1)
+        found = unpack(packed, self.dim) @ q
+        return {int(i): float(v) for i, v in zip(want[held], found, strict=True)}
+
     def nearest(self, q: NDArray[np.float32], n: int, candidates: int) -> list[tuple[int, float]]:
         """The ``n`` nearest (id, cosine of the 2-bit vector), best first: a bit-count pass
         over all, then an exact pass over the best ``candidates``."""
@@ -280,6 +311,27 @@ class VectorIndex:
         scores = unpack(packed, self.dim) @ q
         order = np.argsort(-scores)[:n]
         return [(int(self.ids[pick[i]]), float(scores[i])) for i in order]
+
+
+def blend(words: Sequence[tuple[int, float]], meaning: dict[int, float], w_words: float, w_meaning: float) -> list[tuple[int, float]]:
+    """Score fusion: each chunk of the union of the two lists scores ``w_words * b / b_max +
+    w_meaning * (v - v_min) / (v_max - v_min)``, best first, where ``b`` is its BM25 score
+    (0 when the word list lacks it) and ``v`` its cosine (``meaning``: every chunk of the
+    union that has a vector; one without scores as the lowest). Ties keep the word list's
+    order, then the meaning list's."""
+    order = list(dict.fromkeys([i for i, _ in words] + list(meaning)))
+    if not order:
+        return []
+    bm25 = dict(words)
+    top = max((b for b in bm25.values() if b > 0), default=0.0)
+    low, high = min(meaning.values(), default=0.0), max(meaning.values(), default=0.0)
+    span = high - low
+    scored = []
+    for cid in order:
+        b = bm25.get(cid, 0.0) / top if top > 0 else 0.0
+        v = (meaning[cid] - low) / span if cid in meaning and span > 0 else 0.0
+        scored.append((cid, w_words * max(b, 0.0) + w_meaning * v))
+    return sorted(scored, key=lambda kv: -kv[1])
 
 
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], rrf_k: float) -> list[tuple[int, float]]:

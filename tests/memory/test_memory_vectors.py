@@ -13,7 +13,7 @@ from conftest import TinyEmbedder
 from rlm_runtime.memory import MemorySettings, MemoryStore, NotAMemoryStore, SearchConfig, StoreError
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.migrations import MIGRATIONS, migrate
-from rlm_runtime.memory.vectors import pack, rrf, unpack
+from rlm_runtime.memory.vectors import VectorIndex, blend, pack, rrf, unpack
 
 Open = Callable[..., MemoryStore]
 FACTS = ["Refunds are accepted within thirty days of purchase.", "The tabby sleeps on the porch all afternoon.",
@@ -52,6 +52,71 @@ def test_rrf_sums_reciprocal_ranks() -> None:
     """It ranks an id found high by both lists above one found first by one list only."""
     fused = rrf([([1, 2, 3], 1.0), ([2, 9], 1.0)], 60.0)
     assert [i for i, _ in fused][:2] == [2, 1] and dict(fused)[9] == pytest.approx(1 / 62)
+
+
+def test_blend_adds_scaled_scores_so_a_strong_word_match_keeps_its_place() -> None:
+    """It scores each chunk by its BM25 score over the best one's plus its cosine scaled over
+    the chunks fused: a chunk far ahead on words stays first against one a little ahead on
+    meaning."""
+    words = [(1, 9.0), (2, 1.0)]
+    meaning = {3: 0.52, 1: 0.5, 2: 0.1}
+    fused = blend(words, meaning, 0.5, 0.5)
+    assert [i for i, _ in fused] == [1, 3, 2]
+    assert dict(fused)[1] == pytest.approx(0.5 + 0.5 * 0.4 / 0.42)
+    assert dict(fused)[3] == pytest.approx(0.5)
+
+
+def test_blend_without_meaning_or_words_ranks_by_the_other() -> None:
+    """It ranks by words alone when no chunk has a vector, by meaning alone when words found
+    nothing, and returns nothing for two empty lists."""
+    assert [i for i, _ in blend([(4, 2.0), (5, 3.0)], {}, 0.3, 0.7)] == [5, 4]
+    assert [i for i, _ in blend([], {6: 0.1, 7: 0.9}, 0.3, 0.7)] == [7, 6]
+    assert blend([], {}, 0.5, 0.5) == []
+
+
+def test_index_scores_only_the_ids_it_holds() -> None:
+    """It gives the cosine of the query to the held vectors of the ids asked, the same as the
+    nearest-neighbour pass gives them, and leaves out ids it does not hold."""
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((5, 64)).astype(np.float32)
+    index = VectorIndex(64)
+    index.ids = np.array([2, 4, 6, 8, 10], dtype=np.int64)
+    raw = np.frombuffer(b"".join(pack(v)), dtype=np.uint8).reshape(5, 16)
+    index.signs = np.ascontiguousarray(raw[:, :8]).view(np.uint64).T.copy()
+    index.large = np.ascontiguousarray(raw[:, 8:]).view(np.uint64).T.copy()
+    q = v[1] / np.linalg.norm(v[1])
+    nearest = dict(index.nearest(q, 5, 5))
+    got = index.scores(q, [4, 5, 10, 11])
+    assert set(got) == {4, 10}
+    assert got[4] == pytest.approx(nearest[4]) and got[10] == pytest.approx(nearest[10])
+    assert index.scores(q, []) == {} and VectorIndex(64).scores(q, [4]) == {}
+
+
+def test_hybrid_scores_by_meaning_a_word_hit_the_vectors_did_not_rank(facts: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It asks the vectors for the cosine of each chunk found by words that the meaning list
+    lacks, and fuses with it; rrf fusion, a setting, asks for none."""
+    asked: list[list[int]] = []
+    vectors = facts.vectors
+    assert vectors is not None
+    real = vectors.similarity
+
+    def spy(conn: sqlite3.Connection, query: str, ids: list[int]) -> dict[int, float]:
+        asked.append(list(ids))
+        found = real(conn, query, ids)
+        assert set(found) == set(ids)
+        return found
+
+    monkeypatch.setattr(vectors, "similarity", spy)
+    facts.settings = MemorySettings(search=SearchConfig(fuse_depth=1, vector_candidates=1))
+    hits = facts.search("staff money back", mode="hybrid", k=1, record=False)
+    word_hit = facts.search("staff", mode="bm25", record=False)[0].chunk_id
+    assert hits.mode == "hybrid" and asked == [[word_hit]]
+    assert hits[0].source == "s0"  # the refund, by meaning: "staff" is one word of three
+    asked.clear()
+    facts.settings = MemorySettings(search=SearchConfig(fusion="rrf", fuse_depth=1, vector_candidates=1))
+    assert facts.search("staff money back", mode="hybrid", k=1, record=False).mode == "hybrid" and asked == []
+    with pytest.raises(ValueError):
+        SearchConfig(fusion="max")
 
 
 def test_writes_a_vector_with_each_new_chunk(facts: MemoryStore, store_path: Path, tiny: TinyEmbedder) -> None:
