@@ -47,11 +47,12 @@ LEARNED_LINKS = ("derived_from",)
 
 
 def has_record(conn: sqlite3.Connection) -> bool:
-    """Whether anything was ever recalled or linked by use (two indexed lookups)."""
+    """Whether anything was ever recalled or linked by use (two indexed lookups: the partial
+    indexes ``chunk_stats_last_recall`` and ``links_learned``, which SQLite uses only for a
+    query naming the link type as a literal, not a parameter)."""
     if conn.execute("SELECT 1 FROM chunk_stats WHERE last_recall IS NOT NULL LIMIT 1").fetchone():
         return True
-    marks = ",".join("?" * len(LEARNED_LINKS))
-    return conn.execute(f"SELECT 1 FROM links WHERE type IN ({marks}) LIMIT 1", LEARNED_LINKS).fetchone() is not None
+    return conn.execute("SELECT 1 FROM links WHERE type = 'derived_from' LIMIT 1").fetchone() is not None
 
 
 def rerank(conn: sqlite3.Connection, found: Hits, k: int, filters: search.Filters, cfg: SearchConfig,

@@ -101,3 +101,29 @@ def test_filters_apply_to_chunks_brought_by_links(store: MemoryStore, clock: Clo
     store.remember("when may I get my money back", "thirty days", run_id="r1", read_chunk_ids=[source])
     assert source in [h.chunk_id for h in store.search("when may I get my money back", record=False)]
     assert source not in [h.chunk_id for h in store.search("when may I get my money back", kind="answer", record=False)]
+
+
+def test_asking_whether_anything_was_recorded_reads_an_index_not_every_link(store: MemoryStore, clock: Clock) -> None:
+    """It answers has_record from the indexes alone (no scan of the links table, which holds
+    every next and related_to link of a store of files), false before and true after an
+    answer is linked to its source."""
+    import sqlite3
+
+    from rlm_runtime.memory import learned
+
+    _filler(store)
+    conn = sqlite3.connect(store.path)
+    try:
+        assert not learned.has_record(conn)
+        assert conn.execute("SELECT count(*) FROM links").fetchone()[0] > 0
+        plan = " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN SELECT 1 FROM links WHERE type = 'derived_from' LIMIT 1"))
+        assert "links_learned" in plan, plan  # a partial index: it holds only derived_from links
+    finally:
+        conn.close()
+    source = store.add_text("Refunds are accepted within thirty days of purchase.", source="policy")[0]
+    store.remember("refund window", "thirty days", run_id="r1", read_chunk_ids=[source])
+    conn = sqlite3.connect(store.path)
+    try:
+        assert learned.has_record(conn)
+    finally:
+        conn.close()
