@@ -118,8 +118,9 @@ class SearchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # bm25 until hybrid is no worse on exact words (0.87 against 0.92 recall@10 today,
-    # bench/SEARCH_MEANING.md): a user's words are what most searches hold.
+    # bm25: hybrid (blend) keeps exact words about as BM25 does (0.860 against 0.867 recall@10
+    # held out) but finds a tenth of paraphrases, and gives a query of words the text lacks its
+    # nearest chunks instead of no match (bench/SEARCH_MEANING.md).
     mode: str = Field("bm25", pattern="^(hybrid|bm25|vector)$")
     fusion: str = Field("blend", pattern="^(blend|rrf)$")
     rrf_k: float = Field(60.0, gt=0)
