@@ -317,8 +317,8 @@ def blend(words: Sequence[tuple[int, float]], meaning: dict[int, float], w_words
     """Score fusion: each chunk of the union of the two lists scores ``w_words * b / b_max +
     w_meaning * (v - v_min) / (v_max - v_min)``, best first, where ``b`` is its BM25 score
     (0 when the word list lacks it) and ``v`` its cosine (``meaning``: every chunk of the
-    union that has a vector; one without scores as the lowest). Ties keep the word list's
-    order, then the meaning list's."""
+    union that has a vector; one without scores as the lowest; when all have one cosine, each
+    scores as the highest). Ties keep the word list's order, then the meaning list's."""
     order = list(dict.fromkeys([i for i, _ in words] + list(meaning)))
     if not order:
         return []
@@ -329,7 +329,8 @@ def blend(words: Sequence[tuple[int, float]], meaning: dict[int, float], w_words
     scored = []
     for cid in order:
         b = bm25.get(cid, 0.0) / top if top > 0 else 0.0
-        v = (meaning[cid] - low) / span if cid in meaning and span > 0 else 0.0
+        # One chunk with a vector, or all at one cosine: each is as near as the nearest.
+        v = 0.0 if cid not in meaning else (meaning[cid] - low) / span if span > 0 else 1.0
         scored.append((cid, w_words * max(b, 0.0) + w_meaning * v))
     return sorted(scored, key=lambda kv: -kv[1])
 

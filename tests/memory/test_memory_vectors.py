@@ -72,6 +72,8 @@ def test_blend_without_meaning_or_words_ranks_by_the_other() -> None:
     assert [i for i, _ in blend([(4, 2.0), (5, 3.0)], {}, 0.3, 0.7)] == [5, 4]
     assert [i for i, _ in blend([], {6: 0.1, 7: 0.9}, 0.3, 0.7)] == [7, 6]
     assert blend([], {}, 0.5, 0.5) == []
+    assert blend([], {8: 0.2}, 0.0, 1.0) == [(8, 1.0)]  # the one chunk by meaning is the nearest, not a 0
+    assert dict(blend([(9, 1.0)], {8: 0.3, 9: 0.3}, 0.5, 0.5)) == {9: 1.0, 8: 0.5}
 
 
 def test_index_scores_only_the_ids_it_holds() -> None:
