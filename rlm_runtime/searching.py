@@ -78,6 +78,14 @@ class ChunkSearch:
         self._recorded: dict[str | None, int] = {}  # searches recorded in the memory store, by run
         self._recorded_lock = threading.Lock()
 
+    def _shown(self, e: BaseException) -> str:
+        """An error's message as sandboxed code may read it: the host's index folder and
+        memory store path, which a store error names, left out."""
+        text = str(e)
+        if self.memory is not None:
+            text = text.replace(str(self.memory.path), "the memory store")
+        return text.replace(str(self.index_dir), "the index folder")
+
     def set_contexts(self, handles: Sequence[Any]) -> None:
         self.handles = list(handles)
 
@@ -174,7 +182,7 @@ class ChunkSearch:
         except RunFailed:  # cancelled, or out of time: the run ends, not the call
             raise
         except RLMError as e:
-            raise HostCallError(f"search_chunks failed: {e}") from e
+            raise HostCallError(f"search_chunks failed: {self._shown(e)}") from e
         found.sort(key=lambda pair: pair[1].score, reverse=True)
         return [_hit(cid, h) for cid, h in found[:k]]
 
@@ -200,7 +208,7 @@ class ChunkSearch:
         except RunFailed:
             raise
         except RLMError as e:
-            raise HostCallError(f"semantic_grep failed: {e}") from e
+            raise HostCallError(f"semantic_grep failed: {self._shown(e)}") from e
         paragraphs = [p for v in views for p in _paragraphs(v.text, v.start_line)]
         if not paragraphs or store.vectors is None:
             return []
@@ -237,7 +245,7 @@ class ChunkSearch:
         try:
             view = store.read(number, around=around, record=store is self.memory)
         except RLMError as e:
-            raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
+            raise HostCallError(f"read_chunk({chunk_id!r}): {self._shown(e)}") from e
         if store is self.memory:
             self._note_read([number])
         return _render(view)
@@ -254,7 +262,7 @@ class ChunkSearch:
         except ValueError:
             pass
         except RLMError as e:
-            raise HostCallError(f"read_chunk({chunk_id!r}): {e}") from e
+            raise HostCallError(f"read_chunk({chunk_id!r}): {self._shown(e)}") from e
         raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
 
 

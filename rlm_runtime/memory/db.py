@@ -162,7 +162,8 @@ def _check_is_store(conn: sqlite3.Connection, path: Path) -> None:
     refusals = ((_foreign_tables, "is an SQLite database of something else (tables {}), not a memory store"),
                 (unexpected_objects, "holds schema objects the memory store does not make ({}): refused, since "
                                      "SQLite would run them in this process"),
-                (malformed_values, "is not a memory store this version wrote: {}"))
+                (malformed_values, "is not a memory store this version wrote: {}"),
+                (_fts_settings, "sets its own full-text ranking ({}): refused, since every search would rank by it"))
     for check, refusal in refusals:
         try:
             found = check(conn)
@@ -179,6 +180,16 @@ def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
     """The tables and views of a database that is not a store (no ``_migrations``), else []."""
     names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     return sorted(names) if names and "_migrations" not in names else []
+
+
+def _fts_settings(conn: sqlite3.Connection) -> list[str]:
+    """The settings FTS5 keeps in the index of a store's file beside its version (none in a
+    store this code made). ``rank`` is one: every unfiltered search orders by it, so a file
+    from elsewhere could make it text (``highlight(...)``), an overflow or an inverted weight."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks_fts_config'").fetchone()
+    if not exists:
+        return []
+    return sorted(repr(str(r[0])[:40]) for r in conn.execute("SELECT k FROM chunks_fts_config WHERE k IS NOT 'version' LIMIT 5"))
 
 
 class Database:

@@ -126,7 +126,8 @@ def capped_df(conn: sqlite3.Connection, piece: str, cap: int) -> int:
 def pieces(query: str, max_terms: int) -> list[str]:
     """The whitespace-separated pieces of a query that hold a word, deduplicated, at most ``max_terms``."""
     seen: dict[str, str] = {}
-    for piece in query.split():
+    # FTS5 reads a MATCH expression as a C string: a NUL would end it inside a quoted piece.
+    for piece in query.replace("\x00", " ").split():
         if words(piece) and piece.lower() not in seen:
             seen[piece.lower()] = piece
     return list(seen.values())[:max_terms]
