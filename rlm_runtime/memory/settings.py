@@ -80,8 +80,8 @@ class SearchConfig(BaseModel):
     """How a query is ranked, and caps that bound what one query costs.
 
     Args:
-        mode: the default ranking: ``bm25``; ``hybrid`` (BM25 and vectors fused by reciprocal
-            rank; BM25 alone while the store has no vectors of the model, or there is no
+        mode: the default ranking: ``bm25``; ``hybrid`` (BM25 and vectors fused, see
+            ``fusion``; BM25 alone while the store has no vectors of the model, or there is no
             model) or ``vector`` when asked for.
         fusion: how a hybrid search joins the two lists: ``blend`` (the default) adds each
             chunk's BM25 score over the best hit's and its cosine scaled between the lowest

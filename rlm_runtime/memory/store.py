@@ -456,7 +456,7 @@ class MemoryStore:
                 this source path or folder.
             record: count every hit as recalled (trace, reinforcement, ``co_recalled``).
             run_id: the run searching, kept in the trace.
-            mode: ``hybrid`` (BM25 and vectors fused by reciprocal rank; by words alone when
+            mode: ``hybrid`` (BM25 and vectors fused, ``SearchConfig.fusion``; by words alone when
                 the store has no vectors of its model, said in ``Hits.fallback``), ``bm25`` or
                 ``vector``; default ``SearchConfig.mode``.
 

@@ -263,6 +263,12 @@ class VectorIndex:
             self.large = np.ascontiguousarray(np.concatenate([self.large, large], axis=1))
         self.state = (m.model, m.epoch, m.version)
 
+    def _cosines(self, q: NDArray[np.float32], pick: NDArray[np.intp]) -> NDArray[np.float32]:
+        """The cosine of ``q`` to the 2-bit vectors at positions ``pick``: the float query
+        against their levels (the asymmetric distance)."""
+        packed = np.concatenate([self.signs[:, pick].T.copy().view(np.uint8), self.large[:, pick].T.copy().view(np.uint8)], axis=1)
+        return unpack(packed, self.dim) @ q
+
     def scores(self, q: NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
         """The cosine of ``q`` to the 2-bit vector of each of ``ids`` held (ids are held in
         ascending order: a binary search each)."""
@@ -274,8 +280,7 @@ class VectorIndex:
         pick = at[held]
         if not pick.size:
             return {}
-        packed = np.concatenate([self.signs[:, pick].T.copy().view(np.uint8), self.large[:, pick].T.copy().view(np.uint8)], axis=1)
-        found = unpack(packed, self.dim) @ q
+        found = self._cosines(q, pick)
         return {int(i): float(v) for i, v in zip(want[held], found, strict=True)}
 
     def nearest(self, q: NDArray[np.float32], n: int, candidates: int) -> list[tuple[int, float]]:
@@ -307,8 +312,7 @@ class VectorIndex:
                 pick = pick[np.argpartition(cost[pick], c - 1)[:c]]
         else:
             pick = np.arange(count)
-        packed = np.concatenate([self.signs[:, pick].T.copy().view(np.uint8), self.large[:, pick].T.copy().view(np.uint8)], axis=1)
-        scores = unpack(packed, self.dim) @ q
+        scores = self._cosines(q, pick)
         order = np.argsort(-scores)[:n]
         return [(int(self.ids[pick[i]]), float(scores[i])) for i in order]
 
