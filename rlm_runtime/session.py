@@ -32,8 +32,9 @@ from rlm_runtime._version import __version__ as _version
 from rlm_runtime.budget import Budget, Governor, RunLimits, SessionBudget, SessionLimits
 from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.context import open_context
+from rlm_runtime.context.beneath import seal
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
-from rlm_runtime.errors import ConfigError, RLMError, SessionBusy, SessionClosed
+from rlm_runtime.errors import ConfigError, ContextError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output
 from rlm_runtime.profiles import Profile
@@ -84,6 +85,9 @@ class Session:
         memory: the memory store ``search_chunks`` searches too: True for the default one
             (``$RLM_HOME/brain/memory.db``), a path, or a ``MemoryStore`` (None: no store;
             ``search_chunks`` still searches the contexts, each indexed on first use).
+        memory_readonly: open the memory store named by ``memory`` or by a registered
+            memory store among ``contexts`` read-only: searches read it, nothing is ever
+            written to it (no recall records, no notes; ``remember`` is refused).
         remember: store every answered question in the memory store (question, answer,
             the cells that found it, the memory chunks it read), as ``ask(remember=...)``
             does for one question.
@@ -107,10 +111,14 @@ class Session:
                  probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
                  memory: bool | str | Path | MemoryStore | None = None, remember: bool = False,
                  profile: str | Path | Profile | None = None, registry: Registry | None = None,
-                 context_roots: Sequence[str | Path] | None = None) -> None:
+                 context_roots: Sequence[str | Path] | None = None, memory_readonly: bool = False) -> None:
         self.paths = paths or paths_from_env()
-        # Contexts' text is copied under $RLM_HOME (traces, indexes, memory): private to the user.
+        if memory_readonly and remember:
+            raise ConfigError("remember=True writes to the memory store, which memory_readonly opens read-only")
+        # Contexts' text is copied under $RLM_HOME (traces, indexes, memory): private to the user,
+        # and never read back as a context through a folder that holds it.
         private.secure_home(self.paths.home)
+        seal(self.paths.home)
         #: Clients the session made from names (it closes them); a client passed in is the caller's.
         self._made: list[LLMClient] = []
         self.profile = _load_profile(profile, self.paths)
@@ -141,7 +149,7 @@ class Session:
             for source in contexts:
                 opened = self._open_source(source, memory_ok=True)
                 if isinstance(opened, Path):  # a registered memory store
-                    memory = _registered_store(memory, opened, source)
+                    memory = _registered_store(memory, opened, source if isinstance(source, str) else f"ctx:{source.id}")
                 else:
                     self._handles.append(opened)
         except BaseException:
@@ -156,7 +164,7 @@ class Session:
         self._closed = False
         self._busy = threading.Lock()
         self._tree: Tree | None = None  # the question or cell running now, for cancel()
-        self.memory: MemoryStore | None = _open_memory(memory, self.paths)
+        self.memory: MemoryStore | None = _open_memory(memory, self.paths, readonly=memory_readonly)
         self._owns_memory = self.memory is not None and self.memory is not memory
         self.remember = remember
         self.search = ChunkSearch(self.paths.home / "index", self.memory)
@@ -453,8 +461,17 @@ class Session:
 
     def _open_source(self, source: Any, name: str | None = None, *, memory_ok: bool = False) -> Any:
         """The handle of ``source``; for a registered memory store (``memory_ok``), its path."""
-        from rlm_runtime.registry import is_ref
+        from rlm_runtime.registry import Opened, is_ref
 
+        if isinstance(source, Opened):  # opened by the caller from what it checked: taken as it is
+            if source.store is not None:
+                if not memory_ok:
+                    raise ContextError(f"ctx:{source.id} is a memory store: it can only be the session's store, "
+                                       "chosen when the session opens")
+                self._usage.track_store(source.id)
+                return source.store
+            self._usage.track(source.handle, source.id)
+            return source.handle
         if not is_ref(source):
             return open_context(source, name=name)
         from rlm_runtime.registry import open_resolved
@@ -556,14 +573,16 @@ def _load_profile(profile: str | Path | Profile | None, paths: Paths) -> Profile
     return profiles.load_profile(profile, paths.brain_dirs)
 
 
-def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths) -> MemoryStore | None:
+def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths, *, readonly: bool = False) -> MemoryStore | None:
     if memory is None or memory is False:
         return None
     from rlm_runtime.memory.store import MemoryStore, default_store_path
 
     if isinstance(memory, MemoryStore):
+        if readonly and not memory.db.readonly:
+            raise ConfigError("memory_readonly: the MemoryStore given was opened for writing (open it with readonly=True)")
         return memory
-    return MemoryStore(default_store_path(paths) if memory is True else user_path(memory))
+    return MemoryStore(default_store_path(paths) if memory is True else user_path(memory), readonly=readonly)
 
 
 def _registered_store(memory: bool | str | Path | MemoryStore | None, path: Path, ref: str) -> Any:

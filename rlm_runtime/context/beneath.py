@@ -11,6 +11,14 @@ swapped in would block the host): no symlink below the folder is ever followed, 
 is refused. The folder itself is the one the user named: its path is followed, and checked
 to be the very folder walked (device and inode).
 
+Sealed places (``seal``): the runtime's own home holds the server's token, the registry and
+other runs' traces, which quote files from anywhere. A folder named above it (``rlm serve
+--root ~``, ``rlm ask -c ~``) must not hand them out, so a sealed folder or file is left out of
+every listing and walk, and an open beneath a folder refuses to pass through or end on one;
+matched by device and inode, so a hard link or a second name of it is left out too. A sealed
+place named itself (the folder a walk starts from, the base of an open) is the caller's
+choice: a person may read their own traces; the server refuses those names before opening.
+
 Linux and macOS have what this needs (``O_DIRECTORY``, ``O_NOFOLLOW``, ``dir_fd``). Where
 they are missing (Windows, not a target) the module still imports and falls back to opening
 the joined path, with ``O_NOFOLLOW`` when there is one: the last component alone guarded.
@@ -21,11 +29,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["CONFINED", "Root", "list_beneath", "open_beneath", "walk_beneath"]
+__all__ = ["CONFINED", "Root", "list_beneath", "open_beneath", "seal", "sealed", "walk_beneath"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -66,6 +76,62 @@ class Root:
 
 
 Base = Root | int
+
+#: Paths sealed in this process (``seal``): their identities are looked up again at most every
+#: ``SEAL_CHECK_S``, so a home made after it was sealed, or a token file replaced, is still
+#: what is left out, and a walk of 10,000 folders costs no more stats.
+_sealed_paths: set[str] = set()
+_sealed_lock = threading.Lock()
+_sealed_cache: tuple[float, frozenset[tuple[int, int]]] | None = None
+SEAL_CHECK_S = 1.0
+
+
+def seal(path: str | os.PathLike[str]) -> None:
+    """Leave the folder or file at ``path`` out of every listing, walk and open beneath a
+    folder in this process, from now on (see the module's docstring). Idempotent; a path
+    that does not exist yet is sealed once it does."""
+    global _sealed_cache
+    with _sealed_lock:
+        _sealed_paths.add(os.path.abspath(os.fspath(path)))
+        _sealed_cache = None
+
+
+def sealed() -> frozenset[tuple[int, int]]:
+    """(device, inode) of every sealed place that exists now (its path followed: a home
+    that is a link to another disk is the folder it names)."""
+    global _sealed_cache
+    now = time.monotonic()
+    with _sealed_lock:
+        cached = _sealed_cache
+        if cached is not None and now - cached[0] < SEAL_CHECK_S:
+            return cached[1]
+        paths = tuple(_sealed_paths)
+    found = set()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        found.add((st.st_dev, st.st_ino))
+    seals = frozenset(found)
+    with _sealed_lock:
+        if _sealed_paths.issuperset(paths) and len(_sealed_paths) == len(paths):
+            _sealed_cache = (now, seals)
+    return seals
+
+
+def _refuse_sealed(fd: int, seals: frozenset[tuple[int, int]], shown: str) -> None:
+    """Close ``fd`` and raise when it is a sealed place."""
+    if not seals:
+        return
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if (st.st_dev, st.st_ino) in seals:
+        os.close(fd)
+        raise PermissionError(errno.EACCES, "the runtime's own folder ($RLM_HOME) or a file of it: not read", shown)
 
 
 @contextmanager
@@ -125,6 +191,7 @@ def open_beneath(base: Base, relative: str | os.PathLike[str], *, directory: boo
             raise OSError(errno.ENOTSUP, "opening under a folder descriptor is not supported here", shown)
         fd = os.open(os.path.join(base.path, *parts), os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
         return _checked(fd, directory, shown)
+    seals = sealed()
     with _based(base) as top:
         assert isinstance(top, int)
         fd = top  # the caller's (or _based's) to close; each folder below is this function's
@@ -137,6 +204,7 @@ def open_beneath(base: Base, relative: str | os.PathLike[str], *, directory: boo
             finally:
                 if fd != top:
                     os.close(fd)
+            _refuse_sealed(child, seals, "/".join(parts[: k + 1]))
             fd = child
         if directory:
             return fd if fd != top else os.dup(fd)
@@ -148,6 +216,8 @@ def open_beneath(base: Base, relative: str | os.PathLike[str], *, directory: boo
         finally:
             if fd != top:
                 os.close(fd)
+        if parts:
+            _refuse_sealed(child, seals, shown)
         return _checked(child, False, shown)
 
 
@@ -173,19 +243,26 @@ def list_beneath(base: Base, relative: str | os.PathLike[str] = "") -> list[tupl
     """(name, lstat) of each entry of the folder at ``relative`` under ``base``, reached as
     ``open_beneath`` reaches it; an entry gone while it is listed is left out.
 
+    Sealed entries (``seal``) are left out.
+
     Raises:
         OSError: as ``open_beneath``.
     """
+    seals = sealed()
     if not CONFINED:
         assert isinstance(base, Root)
         folder = os.path.join(base.path, *_parts(relative))
-        return [(e.name, st) for e in os.scandir(folder) if (st := _lstat(e)) is not None]
+        return [(e.name, st) for e in os.scandir(folder) if (st := _lstat(e)) is not None and not _is_sealed(st, seals)]
     fd = open_beneath(base, relative, directory=True)
     try:
         with os.scandir(fd) as it:  # entry.stat() uses fd: kept open until every entry is statted
-            return [(e.name, st) for e in it if (st := _lstat(e)) is not None]
+            return [(e.name, st) for e in it if (st := _lstat(e)) is not None and not _is_sealed(st, seals)]
     finally:
         os.close(fd)
+
+
+def _is_sealed(st: os.stat_result, seals: frozenset[tuple[int, int]]) -> bool:
+    return (st.st_dev, st.st_ino) in seals
 
 
 def _lstat(entry: os.DirEntry[str] | os.DirEntry[bytes]) -> os.stat_result | None:

@@ -266,11 +266,20 @@ class FileHandle(BufferHandle):
 
     kind = "file"
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, fd: int | None = None, name: str | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, fd: int | None = None, name: str | None = None,
+                 keep: bool = False) -> None:
+        """Args:
+            path: the file to open (followed, as a person names it), or
+            fd: a descriptor of it, opened by the caller (who checked what it opened);
+                the caller closes ``fd``.
+            keep: with ``fd``, keep a duplicate of it, so that the very file mapped is what
+                goes to a worker (``descriptor``), never a path opened again.
+        """
         if (path is None) == (fd is None):
             raise ValueError("give exactly one of path or fd")
         self.path = str(path) if path is not None else None
         super().__init__(name or (Path(self.path).name if self.path else f"fd{fd}"))
+        self._kept: int | None = None
         if fd is None:
             assert self.path is not None
             try:
@@ -312,6 +321,13 @@ class FileHandle(BufferHandle):
         if looks_binary(self._data.head_bytes(BINARY_SNIFF_BYTES)):
             self.close()
             raise ContextError(f"{self.name} looks like a binary file (NUL or control bytes); only text can be a context")
+        if keep and not owned and self.transcoded is None:
+            self._kept = os.dup(fd)
+
+    def descriptor(self) -> int | None:
+        """A new descriptor of the file mapped (the caller closes it), when the handle kept
+        one (``keep``); None otherwise."""
+        return None if self._kept is None else os.dup(self._kept)
 
     def _buffer(self) -> TextBuffer:
         # Reading a mapped page past the file's end kills the process (SIGBUS): a file cut
@@ -331,6 +347,9 @@ class FileHandle(BufferHandle):
         self._data.release()
         if isinstance(self._map, mmap.mmap):
             self._map.close()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            os.close(kept)
 
 
 #: A UTF-16 or UTF-32 file is decoded into a UTF-8 copy up to this size (larger: convert it first).

@@ -10,9 +10,9 @@ Importing this package imports no context handle, so ``context.sources`` may imp
 """
 
 from rlm_runtime.registry.ids import REF_PREFIX, is_ref
-from rlm_runtime.registry.refs import open_ref, open_resolved, source_of
+from rlm_runtime.registry.refs import Opened, open_ref, open_resolved, source_of
 from rlm_runtime.registry.roots import within
 from rlm_runtime.registry.store import OPS, Entry, Registry, Resolved, Usage
 
-__all__ = ["OPS", "REF_PREFIX", "Entry", "Registry", "Resolved", "Usage", "is_ref", "open_ref", "open_resolved",
+__all__ = ["OPS", "REF_PREFIX", "Entry", "Opened", "Registry", "Resolved", "Usage", "is_ref", "open_ref", "open_resolved",
            "source_of", "within"]

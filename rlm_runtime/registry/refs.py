@@ -5,15 +5,36 @@ checked is what is read), a ``text`` context its stored text, each named by the 
 name. A ``memory`` context is a store to search, not a text to read: ``open_resolved``
 refuses it, and the callers that can use a store (``rlm ask -c``, ``Session``) take it as
 their memory store instead.
+
+``Opened`` is a registered context its caller has already opened, from what it checked (a
+server opens a file beneath its roots, by descriptor): a ``Session`` takes it as it is and
+counts its use under its id, and never opens the path again.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rlm_runtime.errors import ContextError
 from rlm_runtime.registry.roots import Roots
 from rlm_runtime.registry.store import Registry, Resolved
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A registered context opened by the caller: ``handle`` is its context handle, or the
+    ``Path`` of a memory store (``kind == "memory"``); ``id`` its registry id."""
+
+    handle: Any
+    id: str
+    kind: str = "file"
+
+    @property
+    def store(self) -> Path | None:
+        """The memory store's path, for a memory context."""
+        return self.handle if self.kind == "memory" and isinstance(self.handle, Path) else None
 
 
 def open_resolved(resolved: Resolved, name: str | None = None) -> Any:

@@ -122,7 +122,10 @@ class Registry:
             RegistryError: the file is not a usable registry (corrupt, another program's).
         """
         if paths is None or isinstance(paths, Paths):
+            from rlm_runtime.context.beneath import seal
+
             paths = paths or paths_from_env()
+            seal(paths.home)  # a folder registered above the home is walked without it
             return cls(paths.registry, index_dir=paths.home / "index")
         return cls(paths)
 

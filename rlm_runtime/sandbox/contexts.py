@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from rlm_runtime.context import hops as _hops
 from rlm_runtime.context import records as _records
@@ -64,13 +64,14 @@ def _temporary_fd() -> int:
 
 
 _NO_DESCRIPTOR = (errno.EMFILE, errno.ENFILE)
+_FD = TypeVar("_FD", int, "int | None")
 
 
 def _out_of_descriptors(error: ContextError) -> bool:
     return isinstance(error.__cause__, OSError) and error.__cause__.errno in _NO_DESCRIPTOR
 
 
-def _open_descriptor(opener: Callable[[], int]) -> int:
+def _open_descriptor(opener: Callable[[], _FD]) -> _FD:
     """``opener()``, with the host out of descriptors said as a ContextError (the export is
     undone, nothing is sent) rather than a document quietly marked unreadable."""
     try:
@@ -83,6 +84,10 @@ def _open_descriptor(opener: Callable[[], int]) -> int:
 
 
 def _handle_fd(handle: BufferHandle) -> int:
+    if isinstance(handle, FileHandle):
+        kept = _open_descriptor(handle.descriptor)  # the file the handle mapped, not its path again
+        if kept is not None:
+            return kept
     path = getattr(handle, "path", None)
     if isinstance(handle, FileHandle) and path and handle.transcoded is None:  # else its UTF-8 copy is sent
         try:

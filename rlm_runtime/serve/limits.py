@@ -25,6 +25,10 @@ class ServeLimits:
         search_k: the most hits one search returns.
         remember_chars: the longest text one ``remember`` stores.
         contexts_per_ask: the most contexts one question names.
+        search_contexts: the most contexts one search covers (a search naming none covers
+            the registry's most recently refreshed, and says which it left out).
+        registered_contexts: clients register no more contexts once the registry holds
+            this many (``rlm context rm`` makes room).
         sessions: sessions kept at once (each holds a worker); None: the governor's worker count.
         idle_s: a client's session unused this long is closed (its worker freed).
         wait_s: how long a request waits for a worker before the server says it is busy.
@@ -39,6 +43,8 @@ class ServeLimits:
     search_k: int = 50
     remember_chars: int = 200_000
     contexts_per_ask: int = 16
+    search_contexts: int = 64
+    registered_contexts: int = 500
     sessions: int | None = None
     idle_s: float = 900.0
     wait_s: float = 30.0

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env
-from rlm_runtime.errors import ConfigError, ContextError, SourceRefused, TooLarge, UnknownTrajectory
+from rlm_runtime.context.beneath import seal, sealed
+from rlm_runtime.errors import ConfigError, ContextError, RLMError, SourceRefused, TooLarge, UnknownTrajectory
 from rlm_runtime.registry.ids import shown
+from rlm_runtime.serve.auth import token_path as auth_token_path
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.sessions import Listener, SessionPool
 
@@ -71,6 +73,16 @@ class Service:
         self._memory: Any = None
         self._memory_lock = threading.Lock()
         self._home = self.paths.home.expanduser().resolve()
+        # No folder walk or open beneath a root enters the runtime's home or the traces, even
+        # through a root above them (a second name, a hard link of the token included).
+        self._traces_real = self._traces.expanduser().resolve()
+        seal(self._home)
+        seal(self._traces_real)
+        seal(auth_token_path(self.paths))
+        # Questions with no memory store of the server's (--no-memory) may still name a
+        # registered one: it is opened read-only, never written (journal mode, recalls).
+        if not self._session_options.get("memory"):
+            self._session_options.setdefault("memory_readonly", True)
         # Idle sessions are closed on time even when no request comes to trigger it.
         self._stop = threading.Event()
         self._sweeper = threading.Thread(target=self._sweep, name="rlm-serve-sweep", daemon=True)
@@ -101,6 +113,10 @@ class Service:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
             raise ContextError("path must be a file or folder under the server's roots")
+        held = len(self.registry.list())
+        if held >= self.limits.registered_contexts:
+            raise TooLarge(f"the registry holds {held:,} contexts, this server's limit for registering more is "
+                           f"{self.limits.registered_contexts:,}: remove some (rlm context rm ID)")
         # A relative path is taken from each root (as every other operation takes it), never
         # from the server's working folder; the registry checks the roots again.
         entry = self.registry.add(self._under_roots(path), name=name, tags=tuple(tags), roots=list(self.roots))
@@ -175,15 +191,34 @@ class Service:
 
         _text(query, "query", cap=self.limits.question_chars)
         _at_most("k", k, self.limits.search_k, least=1)
-        refs = list(contexts) if contexts is not None else [f"ctx:{e.id}" for e in self.registry.list()]
-        _at_most("contexts", len(refs), max(self.limits.contexts_per_ask, 64))
+        skipped: list[dict[str, str]] = []
+        if contexts is not None:
+            refs = list(contexts)
+            _at_most("contexts", len(refs), self.limits.search_contexts)
+        else:
+            # Every registered text, most recently refreshed first, up to the cap; the rest
+            # are said to be left out. A memory store is searched as the memory, not read.
+            entries = [e for e in self.registry.list() if e.kind != "memory"]
+            entries.sort(key=lambda e: -_number(getattr(e, "refreshed", 0)))
+            refs = [f"ctx:{e.id}" for e in entries[: self.limits.search_contexts]]
+            skipped += [{"context": f"ctx:{e.id}", "error": f"left out: a search covers at most "
+                         f"{self.limits.search_contexts} contexts; name the ones to search"}
+                        for e in entries[self.limits.search_contexts:]]
         opened: list[tuple[Any, str | None]] = []
         # A search of its own (its own store connection: SQLite reads in parallel), so that
         # one client's index being built holds up no other client's search or note.
         store = MemoryStore(default_store_path(self.paths))
         search = ChunkSearch(self.paths.home / "index", store)
         try:
-            opened.extend(self._handle(r) for r in refs)
+            for ref in refs:
+                try:
+                    opened.append(self._handle(ref))
+                except RLMError as e:
+                    # Named by the client: its error is the answer. One of the registry's
+                    # (gone, moved, refused): left out, so it breaks no one's search.
+                    if contexts is not None:
+                        raise
+                    skipped.append({"context": ref, "error": str(e)})
             search.set_contexts([h for h, _ in opened])
             hits = search.search(query, k=k)
         finally:
@@ -193,7 +228,10 @@ class Service:
                 _close(handle)
         for _, rid in opened:
             self._record(rid, "searches")
-        return {"query": query, "hits": hits}
+        out: dict[str, Any] = {"query": query, "hits": hits}
+        if skipped:
+            out["skipped"] = skipped
+        return out
 
     def remember(self, text: str, tags: Sequence[str] = (), source: str = "notes") -> dict[str, Any]:
         """Store a note in the memory store; the ids of its chunks."""
@@ -220,9 +258,11 @@ class Service:
         _text(question, "question", cap=self.limits.question_chars)
         refs = tuple(contexts)
         _at_most("contexts", len(refs), self.limits.contexts_per_ask)
-        # A registered context goes to the session as ctx:ID: it opens it and counts its use.
-        sources = [source for source, _, _ in map(self._source, refs)]
-        with self.sessions.lease(client, refs, sources, listener) as session:
+        # Checked now, so that a bad name is refused before a session place is taken; the
+        # session is given what was checked, opened (``_open_session``), never a name.
+        for ref in refs:
+            self._source(ref)
+        with self.sessions.lease(client, refs, refs, listener) as session:
             if on_session is not None:
                 on_session(session)
             result = session.ask(question)
@@ -252,16 +292,37 @@ class Service:
 
     # ------------------------------------------------------------------ internals
 
-    def _open_session(self, sources: Sequence[Any], on_event: Callable[[dict[str, Any]], None]) -> Any:
+    def _open_session(self, refs: Sequence[str], on_event: Callable[[dict[str, Any]], None]) -> Any:
+        """A session over ``refs``, each checked again and opened here, as every other
+        operation opens it (a file by descriptor beneath the root): the session maps the
+        very file checked, and hands its worker that file, never the name again."""
+        from rlm_runtime.registry import Opened
         from rlm_runtime.session import Session
 
-        # The session resolves each ctx:ID again when it opens it: under its own registered
-        # path (a folder swapped for a symlink since the check is refused there too).
-        entries = [self.registry.get(_registry_id(s)) for s in sources if isinstance(s, str) and s.startswith("ctx:")]
-        published = [Path(e.source) for e in entries if e.source]
-        options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
-                   **self._session_options}
-        return Session(self.model, self.sub_model, contexts=list(sources), on_event=on_event, **options)
+        opened: list[Any] = []
+        published: list[Path] = []
+        try:
+            for ref in refs:
+                source, rid, resolved = self._source(ref)
+                if resolved is None:
+                    opened.append(_open_real(source, None, keep=True))
+                    continue
+                entry = resolved.entry
+                if entry.source:
+                    published.append(Path(entry.source))
+                if entry.kind == "memory" and resolved.path is not None:
+                    opened.append(Opened(resolved.path, entry.id, kind="memory"))
+                else:
+                    handle = _open_real(resolved.path, entry.name, keep=True) if resolved.path is not None else \
+                        _open_text(resolved)
+                    opened.append(Opened(handle, entry.id, kind=entry.kind))
+            options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
+                       **self._session_options}
+            return Session(self.model, self.sub_model, contexts=opened, on_event=on_event, **options)
+        except BaseException:
+            for item in opened:
+                _close(getattr(item, "handle", item))
+            raise
 
     def _source(self, ref: str) -> tuple[Any, str | None, Any]:
         """What ``ref`` names, checked: ``ctx:ID`` for a registered context (a ``Session``
@@ -287,14 +348,12 @@ class Service:
     def _handle(self, ref: str) -> tuple[Any, str | None]:
         """A handle on what ``ref`` names (see ``_source``: what was checked is what is
         opened) and its registry id. The caller closes it (``_opened`` does)."""
-        from rlm_runtime.registry import open_resolved
-
         source, rid, resolved = self._source(ref)
         if resolved is None:
             return _open_real(source, None), None
         if resolved.path is not None:
             return _open_real(resolved.path, resolved.entry.name), rid
-        return open_resolved(resolved), rid
+        return _open_text(resolved), rid
 
     @contextmanager
     def _opened(self, ref: str) -> Iterator[tuple[Any, str | None]]:
@@ -305,9 +364,19 @@ class Service:
             _close(handle)
 
     def _not_home(self, path: Path, text: str) -> None:
-        """Refuse what lies in ``$RLM_HOME``: the token, the registry, traces and indexes of
-        other contexts are there, whatever roots the server was given."""
-        if path == self._home or path.is_relative_to(self._home):
+        """Refuse what lies in ``$RLM_HOME`` or is sealed (``beneath.seal``: the traces, the
+        token, by identity, so a second name or a hard link of them too): the token, the
+        registry, traces and indexes of other contexts are there, whatever roots the server
+        was given. A folder above them is walked without them."""
+        refused = path == self._home or path.is_relative_to(self._home) or \
+            path == self._traces_real or path.is_relative_to(self._traces_real)
+        if not refused:
+            try:
+                st = os.stat(path)
+                refused = (st.st_dev, st.st_ino) in sealed()
+            except OSError:
+                pass
+        if refused:
             raise SourceRefused(f"{_quoted(text)} is in the runtime's own folder ($RLM_HOME), which no client may read")
 
     def _registered(self, ref: str) -> bool:
@@ -393,10 +462,22 @@ def _quoted(text: str) -> str:
     return repr(text)
 
 
-def _open_real(path: Path, name: str | None) -> Any:
+def _open_text(resolved: Any) -> Any:
+    """The handle of a registered text (no file: its text is in the registry)."""
+    from rlm_runtime.registry import open_resolved
+
+    return open_resolved(resolved)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _open_real(path: Path, name: str | None, *, keep: bool = False) -> Any:
     """A handle on the real path ``path`` as it was checked: a file opened one component at
     a time with no symlink followed, a folder refused when its path has come to lead
-    elsewhere (a folder on the way swapped for a symlink since the check)."""
+    elsewhere (a folder on the way swapped for a symlink since the check). ``keep``: the
+    file's handle keeps its descriptor, so that a session's worker gets that very file."""
     from rlm_runtime.context import open_context
     from rlm_runtime.context.beneath import Root, open_beneath
     from rlm_runtime.context.handles import FileHandle
@@ -406,7 +487,7 @@ def _open_real(path: Path, name: str | None) -> Any:
         if not path.is_dir():
             fd = open_beneath(Root.of(path.anchor), path.relative_to(path.anchor))
             try:
-                return FileHandle(fd=fd, name=name or path.name)
+                return FileHandle(fd=fd, name=name or path.name, keep=keep)
             finally:
                 os.close(fd)
         fd = open_beneath(Root.of(path.anchor), path.relative_to(path.anchor), directory=True)
