@@ -14,7 +14,7 @@ from _serve import TOKEN, serve
 
 from rlm_runtime.config import paths_from_env
 from rlm_runtime.errors import ConfigError
-from rlm_runtime.serve.auth import Guard, load_or_create_token, local_hosts, rotate_token, token_path
+from rlm_runtime.serve.auth import Guard, TokenFile, load_or_create_token, local_hosts, rotate_token, token_path
 
 ANSWER = "```python\nFINAL('ok')\n```"
 
@@ -52,6 +52,45 @@ def test_rotating_makes_a_new_private_token(loose_umask: None) -> None:
     new = rotate_token(paths)
     assert new != old and load_or_create_token(paths) == (new, False)
     assert mode(token_path(paths)) == 0o600
+
+
+def test_a_token_file_follows_rotation_and_fails_closed() -> None:
+    """It gives the token the file holds now (looked at once a second): a rotated one, and
+    None, refusing everything, when the file is gone or holds no token."""
+    paths = paths_from_env()
+    now = [0.0]
+    token = load_or_create_token(paths)[0]
+    source = TokenFile(paths, token, clock=lambda: now[0])
+    assert source() == token
+    new = rotate_token(paths)
+    assert source() == token  # not looked at again within the second
+    now[0] += 1.5
+    assert source() == new
+    token_path(paths).unlink()
+    now[0] += 1.5
+    assert source() is None
+    token_path(paths).write_text("not a token\n")
+    now[0] += 1.5
+    assert source() is None
+    newer = rotate_token(paths)
+    now[0] += 1.5
+    assert source() == newer
+
+
+def test_the_guard_refuses_everything_without_a_token() -> None:
+    """It answers 401 to every token while its token source gives None."""
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("reached the app")
+
+    guard = Guard(app, token=lambda: None, hosts=["127.0.0.1:1"])
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "path": "/api/health", "headers": [(b"host", b"127.0.0.1:1"), (b"authorization", b"Bearer x")]}
+    asyncio.run(guard(scope, None, send))
+    assert sent[0]["status"] == 401
 
 
 def test_a_loose_token_file_is_tightened() -> None:

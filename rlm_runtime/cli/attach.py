@@ -36,6 +36,7 @@ def ask_through_server(args: argparse.Namespace, contexts: list[str]) -> int:
     if args.model and args.model != server.model:
         raise UsageError(f"--server: the running server answers with {server.model}, not {args.model} "
                          "(leave out -m, or start a server with that model)")
+    _prove(server)
     token = auth.load_or_create_token(paths)[0]
     sent = [c if is_ref(c) else str(Path(c).resolve()) for c in contexts]
     body = {"question": args.question, "contexts": sent, "stream": True}
@@ -67,6 +68,26 @@ def ask_through_server(args: argparse.Namespace, contexts: list[str]) -> int:
             say(f"rlm: no answer: {one_line(str(result.get('error')))}", err=True)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _prove(server: Any) -> None:
+    """Refuse to go on unless the process at the record's URL proves it holds the record's
+    key (``running.py``): a record left by a server that died names a port another program
+    may listen on now, and the token, the question and the paths must not go to it."""
+    import httpx
+
+    from rlm_runtime.serve import running
+
+    challenge = running.challenge()
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            response = http.get("/api/hello", params={"challenge": challenge})
+            answer = response.json() if response.status_code == 200 and len(response.content) < 4096 else None
+    except (httpx.HTTPError, ValueError) as e:
+        raise UsageError(f"--server: the server at {server.url} did not answer: {one_line(str(e))}") from e
+    if not running.proven(server, challenge, answer):
+        raise UsageError(f"--server: what listens at {server.url} is not the server that wrote $RLM_HOME/serve/server.json "
+                         "(it may have stopped): nothing was sent; start rlm serve --http again, or leave out --server")
 
 
 def _events(lines: Any) -> Any:

@@ -45,7 +45,8 @@ def add_commands(commands: Any) -> None:
     sv.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path")
     sv.add_argument("--sessions", type=int, help="client sessions kept at once (default: what this machine's memory allows)")
     sv.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True,
-                    help="questions may search the memory store (default: yes)")
+                    help="questions may search the memory store (default: yes); with --no-memory, a memory store a "
+                         "client names is opened read-only")
     sv.set_defaults(run=_serve)
 
 
@@ -58,6 +59,12 @@ def _serve(args: argparse.Namespace) -> int:
 
         token = auth.rotate_token(paths) if args.rotate_token else auth.load_or_create_token(paths)[0]
         print(token)
+        if args.rotate_token:
+            from rlm_runtime.serve import running
+
+            if running.find(paths) is not None:
+                say(f"rlm: the running server takes the new token within {auth.TOKEN_CHECK_S:.0f} s; the old one stops "
+                    "working then", err=True)
         return EXIT_OK
     if not (args.mcp or args.http):
         raise UsageError("say how to serve: --mcp (standard input and output) or --http")
@@ -67,7 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
         home = paths.home.expanduser().resolve()
         if home == root or home.is_relative_to(root):
             say(f"rlm: {root} holds $RLM_HOME ({home}); clients are refused everything in it (the token, the registry, "
-                "traces), but a narrower --root is safer", err=True)
+                "traces) and walks of the root leave it out, but a narrower --root is simpler", err=True)
     try:
         if args.mcp:
             from rlm_runtime.serve.mcp import run_stdio
@@ -113,13 +120,14 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError("--port must be from 0 to 65535")
     token, created = auth.load_or_create_token(paths)
+    key = running.new_key()
     if not _loopback(args.host):
         say(f"rlm: serving on {args.host}, not loopback: anyone who can reach it and holds the token can read what the "
             "server reads. Put a TLS-terminating proxy in front of it (docs/serve.md).", err=True)
 
     def ready(url: str) -> None:
         # rlm ask --server finds the warm server here (removed when it stops).
-        running.announce(paths, running.Running(url, os.getpid(), str(service.model), tuple(map(str, service.roots))))
+        running.announce(paths, running.Running(url, os.getpid(), str(service.model), tuple(map(str, service.roots)), key))
         say(f"rlm: serving {url}/api (REST, docs at {url}/docs) and {url}/mcp (MCP)", err=True)
         if created:
             say(f"rlm: a bearer token was created (shown once; rlm serve --show-token prints it): {token}", err=True)
@@ -128,7 +136,8 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
         sys.stderr.flush()
 
     try:
-        run_http(service, host=args.host, port=args.port, token=token, mcp=True, ready=ready, extra_hosts=args.allow_host)
+        run_http(service, host=args.host, port=args.port, token=auth.TokenFile(paths, token), mcp=True, ready=ready,
+                 extra_hosts=args.allow_host, stopped=lambda: running.withdraw(paths), hello_key=key)
     except KeyboardInterrupt:  # Ctrl-C: everything is closed by now
         pass
     finally:

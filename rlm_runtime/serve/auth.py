@@ -3,15 +3,16 @@
 The token is made on the first start, random (``secrets.token_urlsafe(32)``), and kept in
 ``$RLM_HOME/serve/token`` (0600, its folder 0700: ``private.py``), so that a client set up
 once keeps working across restarts; ``rotate_token`` makes a new one (the old one stops
-working at the server's next start). A client sends it as ``Authorization: Bearer TOKEN``.
+working at once: a running server reads the file again when it changes, ``TokenFile``). A
+client sends it as ``Authorization: Bearer TOKEN``.
 
 ``Guard`` is a pure ASGI middleware in front of everything the server answers (the REST API
 and ``/mcp``). It refuses, in this order: a ``Host`` header that is not the server's own
 address (403: a web page whose name was rebound to 127.0.0.1 sends its own name), an
 ``Origin`` of another site (403), and a missing or wrong token (401 with
 ``WWW-Authenticate: Bearer``). Only the OpenAPI page and schema (``/docs``,
-``/openapi.json``), which hold no data, are answered without the token; the Host check
-applies to them too.
+``/openapi.json``) and the server's proof of who it is (``/api/hello``, see ``running.py``),
+which hold no data, are answered without the token; the Host check applies to them too.
 """
 
 from __future__ import annotations
@@ -20,16 +21,21 @@ import hmac
 import os
 import secrets
 import stat
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 from rlm_runtime.config import Paths
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.private import FILE_MODE, make_dir, tighten
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, send_json
 
-#: Paths answered without the token: they describe the API and hold no data.
-OPEN_PATHS = frozenset({"/docs", "/openapi.json"})
+#: Paths answered without the token: they describe the API or prove the server's identity,
+#: and hold no data.
+OPEN_PATHS = frozenset({"/docs", "/openapi.json", "/api/hello"})
+#: How often a ``TokenFile`` looks at its file (seconds).
+TOKEN_CHECK_S = 1.0
 #: Characters of a token ``secrets.token_urlsafe`` makes; a token file holding anything else is refused.
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _MIN_TOKEN = 32
@@ -69,7 +75,8 @@ def load_or_create_token(paths: Paths) -> tuple[str, bool]:
 
 
 def rotate_token(paths: Paths) -> str:
-    """A new token, replacing the kept one (clients need the new one from the next start)."""
+    """A new token, replacing the kept one: a running server takes it within
+    ``TOKEN_CHECK_S`` (``TokenFile``), and the old one stops working then."""
     path = token_path(paths)
     make_dir(path.parent)
     token = secrets.token_urlsafe(32)
@@ -102,6 +109,49 @@ def _read(path: Path) -> str:
     return token
 
 
+class TokenFile:
+    """The server's token as its file holds it now: read again when the file changes (a
+    rotation), looked at no more than every ``TOKEN_CHECK_S``. A file that is gone or holds
+    no token gives None: every request is refused until a token is there again (fail closed).
+
+    Args:
+        paths: whose ``$RLM_HOME/serve/token``.
+        token: the token read at start.
+    """
+
+    def __init__(self, paths: Paths, token: str, *, clock: Any = None) -> None:
+        import time
+
+        self.path = token_path(paths)
+        self._clock = clock or time.monotonic
+        self._token: str | None = token
+        self._seen = self._stamp()
+        self._checked = self._clock()
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str | None:
+        now = self._clock()
+        with self._lock:
+            if now - self._checked < TOKEN_CHECK_S:
+                return self._token
+            self._checked = now
+            stamp = self._stamp()
+            if stamp != self._seen:
+                self._seen = stamp
+                try:
+                    self._token = _read(self.path) if stamp is not None else None
+                except (OSError, ConfigError):
+                    self._token = None
+            return self._token
+
+    def _stamp(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def local_hosts(host: str, port: int) -> frozenset[str]:
     """The ``Host`` header values of a server bound to ``host``:``port``: that address and
     the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``) with the port."""
@@ -114,15 +164,16 @@ class Guard:
 
     Args:
         app: the application behind it.
-        token: the bearer token every request but ``OPEN_PATHS`` must carry.
+        token: the bearer token every request but ``OPEN_PATHS`` must carry, or what gives
+            it now (a ``TokenFile``: a rotated token is taken; None refuses everything).
         hosts: the ``Host`` values accepted (``local_hosts``); none: every request is refused.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Collection[str]) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | Callable[[], str | None], hosts: Collection[str]) -> None:
         if not token:
             raise ConfigError("the server needs a token")
         self.app = app
-        self._token = token.encode()
+        self._token: Callable[[], str | None] = token if callable(token) else (lambda: token)
         self.hosts = frozenset(h.lower() for h in hosts)
         self.origins = frozenset(f"http://{h}" for h in self.hosts)
 
@@ -152,7 +203,8 @@ class Guard:
         if scope.get("path") in OPEN_PATHS:
             return None
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self._token):
+        token = self._token()
+        if scheme.lower() != b"bearer" or not token or not hmac.compare_digest(given.strip(), token.encode()):
             return 401, "a bearer token is required: Authorization: Bearer TOKEN (the token is in $RLM_HOME/serve/token)"
         return None
 

@@ -31,17 +31,23 @@ GRACE_S = 5
 START_S = 30.0
 
 
-def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, token: str, mcp: bool = True,
-             ready: Callable[[str], None] | None = None, extra_hosts: Collection[str] = ()) -> None:
+def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, token: str | Callable[[], str | None],
+             mcp: bool = True, ready: Callable[[str], None] | None = None, extra_hosts: Collection[str] = (),
+             stopped: Callable[[], None] | None = None, hello_key: str | None = None) -> None:
     """Serve ``service`` over HTTP until SIGINT or SIGTERM, then close it.
 
     Args:
         service: the server's operations; closed when the server stops.
         host: the address to listen on (loopback by default: the API reads files).
         port: the port (0: a free one, told through ``ready``).
-        token: the bearer token clients must send (``auth.load_or_create_token``).
+        token: the bearer token clients must send (``auth.load_or_create_token``), or an
+            ``auth.TokenFile`` (a token rotated while the server runs is taken).
         mcp: also serve MCP over streamable HTTP at ``/mcp``.
         ready: called with the server's URL (``http://127.0.0.1:PORT``) once it listens.
+        stopped: called once the server no longer answers, however it stops (SIGINT,
+            SIGTERM, ``stop``, a failed start): before ``run_http`` returns, and before a
+            caught SIGTERM ends the process (uvicorn raises it again once it is down).
+        hello_key: the key of the server's record (``running.new_key``), proven at ``/api/hello``.
         extra_hosts: more ``Host`` header values to accept (``name:port``), besides the bound
             address and the loopback names: the name a proxy in front forwards, the machine's
             address when bound to ``0.0.0.0``.
@@ -49,7 +55,14 @@ def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, tok
     Raises:
         ConfigError: the address cannot be listened on, or the server could not start.
     """
-    HttpServer(service, host=host, port=port, token=token, mcp=mcp, extra_hosts=extra_hosts).run(ready)
+    try:
+        server = HttpServer(service, host=host, port=port, token=token, mcp=mcp, extra_hosts=extra_hosts,
+                            stopped=stopped, hello_key=hello_key)
+    except BaseException:
+        if stopped is not None:
+            stopped()
+        raise
+    server.run(ready)
 
 
 def start_in_thread(service: Service, *, host: str = "127.0.0.1", port: int = 0, token: str, mcp: bool = True,
@@ -83,10 +96,14 @@ class HttpServer:
     Args: as ``run_http``'s.
     """
 
-    def __init__(self, service: Service, *, host: str, port: int, token: str, mcp: bool,
-                 extra_hosts: Collection[str] = ()) -> None:
+    def __init__(self, service: Service, *, host: str, port: int, token: str | Callable[[], str | None], mcp: bool,
+                 extra_hosts: Collection[str] = (), stopped: Callable[[], None] | None = None,
+                 hello_key: str | None = None) -> None:
         self.service = service
         self.thread: threading.Thread | None = None
+        self._stopped = stopped
+        self._finished = threading.Lock()
+        self._done = False
         self._ready: Callable[[str], None] | None = None
         self._stopper: threading.Thread | None = None
         self._socket = _bind(host, port)
@@ -99,7 +116,8 @@ class HttpServer:
                 from rlm_runtime.serve.mcp import build_server
 
                 mcp_server = build_server(service)
-            app = build_app(service, token=token, mcp_server=mcp_server, hosts=local_hosts(host, self.port) | set(extra_hosts))
+            app = build_app(service, token=token, mcp_server=mcp_server, hosts=local_hosts(host, self.port) | set(extra_hosts),
+                            hello_key=hello_key)
             config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="on", ws="none",
                                     proxy_headers=False, server_header=False, timeout_graceful_shutdown=GRACE_S)
             self._server = _Uvicorn(config, self)
@@ -137,7 +155,15 @@ class HttpServer:
             self._stopper.start()
 
     def finish(self) -> None:
-        """Close the service once the sessions ``stopping`` began closing are closed (idempotent)."""
+        """Say the server stopped (``stopped``), then close the service once the sessions
+        ``stopping`` began closing are closed (idempotent)."""
+        with self._finished:
+            first, self._done = not self._done, True
+        if first and self._stopped is not None:
+            try:
+                self._stopped()
+            except Exception:  # noqa: BLE001 - the service must close whatever the hook did
+                pass
         if self._stopper is not None:
             self._stopper.join()
         self.service.close()

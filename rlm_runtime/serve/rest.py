@@ -30,7 +30,7 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rlm_runtime.errors import Cancelled, RLMError
+from rlm_runtime.errors import Cancelled, RLMError, UnknownContext
 from rlm_runtime.serve.auth import Guard
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
@@ -85,12 +85,16 @@ class RememberBody(BaseModel):
     tags: list[str] = Field(default_factory=list, description="labels to filter by later")
 
 
-def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Collection[str] = ()) -> FastAPI:
+def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_server: Any = None,
+              hosts: Collection[str] = (), hello_key: str | None = None) -> FastAPI:
     """The REST API over ``service`` (and ``mcp_server`` at ``/mcp``, if given).
 
     Args:
         service: the server's operations (the caller closes it).
-        token: the bearer token every request must carry (``auth.load_or_create_token``).
+        token: the bearer token every request must carry (``auth.load_or_create_token``),
+            or an ``auth.TokenFile`` (a rotated token is taken while the server runs).
+        hello_key: the key of this server's record (``running.announce``): ``/api/hello``
+            proves with it that this is the server the record names. None: no proof (404).
         mcp_server: an ``MCPServer`` (``mcp.build_server``) to serve over streamable HTTP.
         hosts: the ``Host`` header values accepted (``auth.local_hosts`` of the bound
             address); none: every request is refused with 403.
@@ -128,6 +132,16 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
     @app.get("/api/health", summary="The server's version and how many client sessions it keeps")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "sessions": len(service.sessions)}
+
+    @app.get("/api/hello", summary="Proof that this is the server its record names (answered without the token)",
+             responses={404: {"description": "this server keeps no record"}})
+    async def hello(challenge: str = Query(..., min_length=16, max_length=128, pattern="^[A-Za-z0-9_-]+$",
+                                           description="random text of the client's")) -> dict[str, Any]:
+        from rlm_runtime.serve import running
+
+        if hello_key is None:
+            raise UnknownContext("this server keeps no record to prove")
+        return {"proof": running.proof(hello_key, challenge)}
 
     # Fixed paths before /api/context/{context_id}, which would take them for ids.
     @app.get("/api/context", summary="The registered contexts")
