@@ -6,6 +6,9 @@ context, called back to back by one client, and by 8 clients at once over HTTP. 
 is the same ``Service`` call in-process, in the same run; each protocol's figure is also
 given as the ratio of its median latency to the baseline's.
 
+Search: ``search`` of that file, the first (which builds its index) and the repeated ones,
+given as a ratio to the first.
+
 Questions: a scripted model that answers in one iteration, asked over the same context and
 session again and again: ``Session.ask`` in-process (the baseline), the MCP ``ask`` tool over
 stdio, and ``POST /api/ask``. The difference of medians is what the server adds.
@@ -90,6 +93,12 @@ def main() -> int:
         base_ask = _timed(lambda: s.ask("where is the needle?"), nq)
     results["ask Session.ask"] = _summary(base_ask)
     bp, bg, ba = statistics.median(base_peek), statistics.median(base_grep), statistics.median(base_ask)
+    # Search: the first one indexes the file (the server opens it by descriptor); every later
+    # one, from any request or process, reuses that index while the file is unchanged.
+    first = _timed(lambda: service.search("needle", contexts=["ctx:notes"]), 1)
+    results["search, first (indexes)"] = _summary(first)
+    results["search, repeated"] = _summary(_timed(lambda: service.search("needle", contexts=["ctx:notes"]),
+                                                  max(5, n // 10)), statistics.median(first))
 
     # REST over HTTP, one client, then 8 at once.
     token = "bench-" + "t" * 30

@@ -12,7 +12,12 @@ Indexes are bounded in time (``hostwrites``): the index of a text context (a str
 sub-call's document) is the session's own, named with its process id, and removed when the
 session closes; one left by a process that died is removed by the next session that builds an
 index. An index of a file is reused by later sessions and removed once unused for
-``PATH_INDEX_MAX_AGE_S``. The folder is private (0700) and the databases 0600.
+``PATH_INDEX_MAX_AGE_S``: a file given by its path is ingested by path (``path-``), and text
+read from files some other way (a folder's documents, a file a server opened by descriptor) is
+keyed by where it comes from and what it holds (``file-<source>-<version>``, the version a
+hash of its bytes): built under a name of its own, renamed into place once whole, reused while
+the text is the same, and its older versions removed when a new one is built. The folder is
+private (0700) and the databases 0600.
 
 Chunk ids given to the model are strings naming where they live: ``m12`` is chunk 12 of the
 memory store, ``c0.31`` chunk 31 of the index of ``contexts[0]``.
@@ -31,6 +36,7 @@ import os
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,12 +122,20 @@ class ChunkSearch:
             if not self._swept:
                 self._swept = True
                 _sweep(self.index_dir)
+            kept = self.index_dir / f"{key}.db"
+            if key.startswith("file-") and kept.exists():
+                os.utime(kept)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+                store = self._kept(kept, stop)
+                self._indexes[k] = store
+                return store
             if paths:
-                path = self.index_dir / f"{key}.db"
+                path = kept
                 if path.exists():
-                    os.utime(path)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+                    os.utime(path)
             else:
-                path = self.index_dir / f"{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
+                # A text's (the session's own) or a file's text built under a name of its own:
+                # removed at close, or renamed into place once whole (``_keep``).
+                path = self.index_dir / f"text-{key.split('-', 2)[-1][:32]}-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
                 self._own_files.append(path)
             store = MemoryStore(path, embedder=self.embedder)
             try:
@@ -129,15 +143,44 @@ class ChunkSearch:
                     store.ingest(paths, stop=stop)
                 elif text is not None and store.stats().chunks == 0:
                     # All or nothing; every paragraph kept, a repeated one too (dedup is for notes).
-                    store.add_text(text, source=handle.name, kind=None, stop=stop, dedup=False)
+                    store.add_text(text(), source=handle.name, kind=None, stop=stop, dedup=False)
                 stats = store.stats()
                 if store.vectors is not None and stats.vectors < stats.chunks:
                     store.reindex(stop=stop)  # an index built before vectors, or by a process without the model
             except BaseException:
                 store.close()
                 raise
+            if key.startswith("file-"):
+                store = self._keep(store, path, kept, stop)
             self._indexes[k] = store
             return store
+
+    def _kept(self, path: Path, stop: Callable[[], None] | None) -> MemoryStore:
+        """A kept index of a file's text, opened (its vectors filled in if it lacks them)."""
+        from rlm_runtime.memory.store import MemoryStore
+
+        store = MemoryStore(path, embedder=self.embedder)
+        try:
+            stats = store.stats()
+            if store.vectors is not None and stats.vectors < stats.chunks:
+                store.reindex(stop=stop)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _keep(self, store: MemoryStore, built: Path, kept: Path, stop: Callable[[], None] | None) -> MemoryStore:
+        """Put the whole index ``built`` in its kept place ``kept`` (closed first: its
+        write-ahead log merged), remove the older versions of the same source, and open it there."""
+        store.close()
+        os.replace(built, kept)
+        _remove_db(built)  # a -wal or -shm left beside the old name
+        self._own_files.remove(built)
+        source = kept.name[: -len(".db")].rsplit("-", 1)[0] + "-"
+        for old in self.index_dir.glob(f"{source}*.db"):
+            if old != kept:
+                _remove_db(old)
+        return self._kept(kept, stop)
 
     # ------------------------------------------------------------------ the tools
 
@@ -332,7 +375,7 @@ def _sweep(index_dir: Path) -> None:
             if name.startswith("text-"):
                 # text-<hash>-<pid>-<token>.db; one without a pid predates session-owned indexes.
                 stale = len(parts) != 4 or not parts[2].isdigit() or not _alive(int(parts[2]))
-            elif name.startswith("path-"):
+            elif name.startswith(("path-", "file-")):
                 stale = now - entry.stat(follow_symlinks=False).st_mtime > hostwrites.PATH_INDEX_MAX_AGE_S
             else:
                 continue
@@ -342,8 +385,8 @@ def _sweep(index_dir: Path) -> None:
             _remove_db(Path(entry.path))
 
 
-def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
-    """(file name of the index, paths to ingest, or the text to index)."""
+def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
+    """(file name of the index, paths to ingest, or what gives the text to index)."""
     # Only a single file given as the context is ingested by path. A folder is indexed from
     # what its corpus handle exposes (the same text grep sees): a folder walk of its own
     # would follow symlinks out of the folder and hand the model files it was never given.
@@ -359,8 +402,46 @@ def _index_key(handle: Any) -> tuple[str, list[str], str | None]:
             same = False
         if same:
             return _path_key(real), [real], None
-    text = handle.get_full()
-    return "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32], [], text
+    source = _file_source(handle)
+    buffer = getattr(handle, "_buf", None)
+    if source is not None and source.startswith("file:") and buffer is not None:
+        # A mapped file's version is the hash of its bytes: nothing decoded unless it is indexed.
+        digest = hashlib.sha256(buffer().view).hexdigest()
+        return f"file-{_hashed(source)}-{digest[:32]}", [], _whole(handle)
+    text = _whole(handle)()
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if source is not None:
+        return f"file-{_hashed(source)}-{digest[:32]}", [], lambda: text
+    return "text-" + digest[:32], [], lambda: text
+
+
+def _hashed(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _whole(handle: Any) -> Callable[[], str]:
+    """The handle's whole text, read for indexing (the host's read: no warning meant for a model)."""
+    def read() -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return str(handle.get_full())
+    return read
+
+
+def _file_source(handle: Any) -> str | None:
+    """Where a handle's text comes from when it is read from files (a file mapped from a
+    descriptor: its device and inode; a folder: its real path), or None for a text held in
+    memory, whose index stays the session's own."""
+    from rlm_runtime.context.corpus import CorpusHandle
+    from rlm_runtime.context.handles import FileHandle
+
+    if isinstance(handle, FileHandle) and getattr(handle, "identity", None):
+        dev, ino = handle.identity
+        return f"file:{dev}:{ino}"
+    root = getattr(handle, "root", None)
+    if isinstance(handle, CorpusHandle) and isinstance(root, str):
+        return f"folder:{os.path.realpath(root)}"
+    return None
 
 
 def _path_key(real: str) -> str:
