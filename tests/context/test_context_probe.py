@@ -43,8 +43,8 @@ def test_a_brief_of_a_text_with_fields_names_them_without_its_first_lines(write_
     assert isinstance(probe, FileProbe) and probe.shape
     brief = probe.summary(brief=True)
     assert "'crate', 'harbour', 'seal'" in brief and "first lines" not in brief and "Port A" not in brief
-    assert "first lines: crate=C0" in probe.summary()
-    assert "first lines: # Title" in probe_path(write_file("guide.md", MARKDOWN)).summary(brief=True)  # type: ignore[union-attr]
+    assert "first lines: 'crate=C0" in probe.summary()
+    assert "first lines: '# Title'" in probe_path(write_file("guide.md", MARKDOWN)).summary(brief=True)  # type: ignore[union-attr]
 
 
 def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path]) -> None:
