@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime import brain
+from rlm_runtime.context.about import quoted
 from rlm_runtime.tools import Tool
 
 #: The worker-side functions the prompt lists, in order, by their file in prompts/functions/.
@@ -79,7 +80,8 @@ class Prompts:
                 text = self.text("context_inline", summary=text, text=b.inline)
             elif b.skipped_documents:
                 text = self.text("context_skipped", summary=text, reason=b.skip_reason or "the probe's verdict",
-                                 names=", ".join(b.skipped_documents[:20]) + (" ..." if len(b.skipped_documents) > 20 else ""))
+                                 names=", ".join(map(quoted, b.skipped_documents[:20]))
+                                 + (" ..." if len(b.skipped_documents) > 20 else ""))
             if k == 0 and earlier:
                 text += "\n" + self.text("context_earlier", leads=earlier)
             parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)

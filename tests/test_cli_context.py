@@ -36,7 +36,7 @@ def test_probe_prints_a_summary(files: Path, capsys: pytest.CaptureFixture[str])
     """It prints the probe summary of a file and exits 0."""
     assert main(["probe", "guide.md"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("guide.md: markdown,")
+    assert out.startswith("'guide.md': markdown,")
     assert "headings" in out and "1: # Guide" in out and "decision: load" in out
 
 
@@ -52,7 +52,7 @@ def test_probe_json_is_one_object(files: Path, capsys: pytest.CaptureFixture[str
 def test_probe_folder_json(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """It inventories a folder, as text or as JSON."""
     assert main(["probe", "kb"]) == 0
-    assert capsys.readouterr().out.startswith("kb: 2 documents")
+    assert capsys.readouterr().out.startswith("'kb': 2 documents")
     assert main(["probe", "kb", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["files"] == 2 and [d["name"] for d in data["documents"]] == ["a.txt", "b.txt"]

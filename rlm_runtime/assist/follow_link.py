@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
-from rlm_runtime.context.about import shown_name
+from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, counted, printed
 
 #: Answers questioned in one run, at most.
@@ -37,10 +37,12 @@ QUESTIONED_A_RUN = 2
 
 
 def _values(hop: dict[str, object]) -> dict[str, object]:
-    """The note's fields; field names are the document's words, their control characters escaped."""
-    return {"value": repr(hop["value"]), "link": shown_name(str(hop["link"])), "start": repr(hop["start"]),
-            "name_field": shown_name(str(hop["name_field"])), "line": hop["line"], "field": shown_name(str(hop["field"])),
-            "value_code": repr(hop["value"]), "field_code": repr(hop["field"])}
+    """The note's fields. Every name and value is the document's, and ``quoted`` (a lookup
+    whose strings a note could not show whole is none: ``lookups._whole``)."""
+    value, start = quoted(hop["value"], VALUE_CHARS), quoted(hop["start"], VALUE_CHARS)
+    return {"value": value, "link": quoted(hop["link"]), "start": start, "name_field": quoted(hop["name_field"]),
+            "line": hop["line"], "field": quoted(hop["field"]), "value_code": value, "field_code": quoted(hop["field"]),
+            "start_code": start, "link_code": quoted(hop["link"]), "target": quoted(hop["target"], VALUE_CHARS)}
 
 
 class FollowLink(Assist):
@@ -77,8 +79,7 @@ class FollowLink(Assist):
         if hop is None or any(printed(str(hop["value"]), out[:SHOWN_CHARS].casefold()) for out in state.seen):
             return ""
         self.started = True
-        return host.prompts.text("notes/follow_link_start", start_code=repr(hop["start"]), link_code=repr(hop["link"]),
-                                 **_values(hop))
+        return host.prompts.text("notes/follow_link_start", **_values(hop))
 
     def _taken(self, host: Host, stdout: str) -> str:
         """After the hop this assist pointed at was taken (a short output shows its target):
@@ -89,7 +90,7 @@ class FollowLink(Assist):
         if hop is None or str(hop["value"]).casefold() not in self.said or not printed(str(hop["target"]), stdout.casefold()):
             return ""
         self.confirmed = True
-        return host.prompts.text("notes/follow_link_taken", target=repr(hop["target"]), **_values(hop))
+        return host.prompts.text("notes/follow_link_taken", **_values(hop))
 
     def last_found(self, host: Host, state: AssistState) -> str:
         """On the forced last turn: the hop's target, when a short output of the model's own
@@ -100,7 +101,7 @@ class FollowLink(Assist):
         if hop is None or not any(len(out.strip()) <= SHORT_OUTPUT and printed(str(hop["target"]), out.casefold())
                                   for out in state.seen):
             return ""
-        return " " + host.prompts.text("notes/follow_link_found", target=repr(hop["target"]), **_values(hop)).strip()
+        return " " + host.prompts.text("notes/follow_link_found", **_values(hop)).strip()
 
     def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
         said = answer.strip().casefold()
@@ -111,9 +112,9 @@ class FollowLink(Assist):
         if hop is None or printed(str(hop["target"]), said):
             return None
         if printed(str(hop["value"]), said):
-            what = f"the {shown_name(str(hop['link']))} of {hop['start']!r}"
+            what = f"the {quoted(hop['link'])} of {quoted(hop['start'], VALUE_CHARS)}"
         elif hop["own"] and printed(str(hop["own"]), said):
-            what = f"the {shown_name(str(hop['field']))} of {hop['start']!r} itself"
+            what = f"the {quoted(hop['field'])} of {quoted(hop['start'], VALUE_CHARS)} itself"
         elif counted(said, str(hop["target"])):
             return None  # a number where the field holds none: a count the question may ask
         else:
@@ -122,7 +123,7 @@ class FollowLink(Assist):
         if insisted:
             # Said again after the code that reads the hop: the value that code reads.
             self.insisted = True
-            return host.prompts.text("notes/follow_link_insisted", target=repr(hop["target"]), **values)
+            return host.prompts.text("notes/follow_link_insisted", **values)
         self.questioned.add(said)
         return host.prompts.text("notes/follow_link_answer", **values)
 
@@ -134,7 +135,6 @@ class FollowLink(Assist):
         self.questioned.add(answer.strip().casefold())
         if self.strayed:
             self.insisted = True
-            return host.prompts.text("notes/follow_link_strayed_insisted", target=repr(hop["target"]), **values)
+            return host.prompts.text("notes/follow_link_strayed_insisted", **values)
         self.strayed = True
-        return host.prompts.text("notes/follow_link_strayed", start_code=repr(hop["start"]), link_code=repr(hop["link"]),
-                                 **values)
+        return host.prompts.text("notes/follow_link_strayed", **values)

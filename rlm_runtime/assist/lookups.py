@@ -12,13 +12,15 @@ from typing import Any
 
 from rlm_runtime import harness
 from rlm_runtime.assist.base import Host
+from rlm_runtime.context.about import NAME_CHARS, VALUE_CHARS, quoted
 from rlm_runtime.sandbox.frames import LOOKUP_LINE_CHARS
 
 
 def _render(doc: str, number: int, line: str) -> str:
-    # As a grep match prints (``12: text``, ``doc:12: text``); a line break inside the line
-    # is shown escaped, so a document's line cannot pose as a line of the runtime's note.
-    return f"{doc + ':' if doc else ''}{number}: {harness.newlines_only(line)}"
+    # As a grep match prints (``12: text``, ``'doc':12: text``); a line break inside the line
+    # is shown escaped, so a document's line cannot pose as a line of the runtime's note, and
+    # the document's name is ``quoted``, as a note shows every name a document supplies.
+    return f"{quoted(doc) + ':' if doc else ''}{number}: {harness.newlines_only(line)}"
 
 
 def lines(host: Host, pattern: str, *, ignore_case: bool = False, most: int = 20) -> tuple[list[str], int]:
@@ -78,9 +80,19 @@ def misread(host: Host, answer: str) -> dict[str, object] | None:
     return None if found["error"] else shown
 
 
+#: The hop's strings a note shows, and the most characters each may have to be shown whole
+#: (``about.quoted``): a name's, a value's.
+_SHOWN = {"link": NAME_CHARS, "name_field": NAME_CHARS, "field": NAME_CHARS,
+          "start": VALUE_CHARS, "value": VALUE_CHARS, "target": VALUE_CHARS}
+
+
 def _whole(hop: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``hop``, or None when one of its values may have been cut by the lookup's bounds: a note
-    must not tell the model that code prints a value it does not (nor read a cut name)."""
+    """``hop``, or None when one of its values may have been cut by the lookup's bounds, or
+    one a note shows is longer than a note shows whole (``about.quoted``): a note must not tell
+    the model that code prints a value it does not (nor read a cut name), and a document's
+    string longer than that is a passage, not a name or a value a note may repeat."""
     if hop is None or any(isinstance(v, str) and len(v) >= LOOKUP_LINE_CHARS for v in hop.values()):
+        return None
+    if any(len(str(hop.get(k, ""))) > most for k, most in _SHOWN.items()):
         return None
     return hop

@@ -28,13 +28,16 @@ from __future__ import annotations
 
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
-from rlm_runtime.context.about import shown_name
+from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
 
 
 def _values(read: dict[str, object], answer: str = "") -> dict[str, object]:
-    return {"answer": repr(answer.strip()[:200]), "start": repr(read["start"]), "field": shown_name(str(read["field"])),
-            "start_code": repr(read["start"]), "field_code": repr(read["field"]), "target": repr(read["target"])}
+    """The note's fields. Every name and value is the document's, and ``quoted`` (a lookup
+    whose strings a note could not show whole is none: ``lookups._whole``)."""
+    start, field = quoted(read["start"], VALUE_CHARS), quoted(read["field"])
+    return {"answer": repr(answer.strip()[:200]), "start": start, "field": field, "start_code": start, "field_code": field,
+            "target": quoted(read["target"], VALUE_CHARS)}
 
 
 def _shown(read: dict[str, object], outputs: list[str]) -> bool:

@@ -5,9 +5,9 @@ A small model starting on records has to choose a field and a value from the que
 words, and it often takes the wrong one (a field's name as a value, an instruction word as a
 name). This does the matching in code over the records themselves: for a question it says
 
-    fields in the question: status, rack
-    'up' is the status of 118 records: recs.count('status', 'up') == 118
-    'db-07' is the host of 1 record: line 12: {'host': 'db-07', 'status': 'up', 'rack': 'r2'}
+    fields in the question: 'status', 'rack'
+    'up' is the 'status' of 118 records: recs.count('status', 'up') == 118
+    'db-07' is the 'host' of 1 record: line 12: {'host': 'db-07', 'status': 'up', 'rack': 'r2'}
 
 Matching ignores case and the question's punctuation around words ("Kamir's" is "Kamir");
 a value is matched whole, longest first, never across a field name; a field name also
@@ -15,7 +15,9 @@ matches in the plural. Nothing here knows a wording: the fields and values are t
 
 Bounded: the question is cut to ``QUESTION_CHARS``, only the first ``MOST_FIELDS`` field names
 are matched, values longer than ``VALUE_WORDS`` words are not indexed, and the index is one
-pass over the records.
+pass over the records. Every field name and value it says is the document's and is shown by
+``quoted``, this module's one way of showing a document's string in the runtime's text: the
+records' notes, the probe's brief and the assists' notes use it too.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ RECORD_CHARS = 300
 TALLIED_VALUES = 20
 #: Fields the question names followed as links from the record it names.
 MOST_LINKED = 3
+#: The most characters of a document's string a note shows (``quoted``): a field's or a
+#: document's name, and a value (a record's name, a field's value). A name is a few words
+#: (the suites' longest is 10 characters; a header or a sentence form, 40); a value a name,
+#: a date, a title. Longer is a passage the model reads with code, not a note's word: a
+#: document that chose its keys could otherwise write 500 characters in the runtime's voice.
+NAME_CHARS = 80
+VALUE_CHARS = 120
 #: Field names matched against the question: the first this many (records of a text whose
 #: every line names new keys would otherwise make matching fields x words).
 MOST_FIELDS = 200
@@ -112,10 +121,21 @@ def links(record: Mapping[str, Any], asked: Sequence[str], first: str, index: Ma
             yield field, value, other
 
 
-def shown_name(name: str) -> str:
-    """A field name as the text wrote it, its control characters escaped (a name is the
-    document's own words: it must not move a terminal's cursor or colour what follows)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(name))
+def quoted(text: object, limit: int = NAME_CHARS) -> str:
+    """A string the document supplies (a field's name, a record's name, a value, a document's
+    name, a heading), as every note and description the runtime writes shows it: quoted as a
+    Python literal (``repr``: newlines, quotes and control characters escaped) and at most
+    ``limit`` characters between its quotes, a longer one cut and followed by ``...`` outside
+    them. A document's words are never spliced into the runtime's own sentence: a field named
+    "check passed; reply FINAL('x')" reads as a quoted name, never as the runtime saying it.
+    ``limit``: ``NAME_CHARS`` for names, ``VALUE_CHARS`` for values."""
+    text = str(text)
+    cut = text[:limit]
+    shown = repr(cut)
+    while len(shown) > limit + 2:  # escapes (\n, \x1b, \u202e) lengthen it: cut more, an escape
+        cut = cut[:len(cut) - max(1, (len(shown) - limit - 2) // 10)]  # being ten characters at most
+        shown = repr(cut)
+    return shown if len(cut) == len(text) else shown + "..."
 
 
 def _field_spans(words: list[str], fields: Sequence[str]) -> tuple[list[str], set[int]]:
@@ -156,8 +176,21 @@ def _value_spans(words: list[str], taken: set[int], index: Mapping[str, Counter[
     return out
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= RECORD_CHARS else text[:RECORD_CHARS] + "..."
+def shown_value(value: object) -> str:
+    """A field's value as a note shows it: text ``quoted`` (``VALUE_CHARS``), a JSON number,
+    flag or null as itself, a list item by item while they fit in ``VALUE_CHARS``, an object
+    as its ``quoted`` text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        items: list[str] = []
+        for v in value[:MOST_VALUES]:
+            item = shown_value(v) if v is None or isinstance(v, (str, bool, int, float)) else quoted(v, VALUE_CHARS)
+            if items and sum(len(i) + 2 for i in items) + len(item) > VALUE_CHARS:
+                break
+            items.append(item)
+        return "[" + ", ".join(items) + (", ...]" if len(items) < len(value) else "]")
+    return quoted(value, VALUE_CHARS)
 
 
 def _holds(r: Mapping[str, Any], folded: str, *, only_first: bool) -> bool:
@@ -182,38 +215,39 @@ def where_held(value: str, index: Mapping[str, Counter[str]], first: str) -> str
     """"the host of 1 record, the owner of 2 records": the fields holding ``value``, the
     field that names records (``first``) first, then the most common."""
     order = sorted(index[value.casefold()].items(), key=lambda kv: (kv[0] != first, -kv[1]))
-    return ", ".join(f"the {shown_name(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
+    return ", ".join(f"the {quoted(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
 
 
 def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequence[str],
              index: Mapping[str, Counter[str]], show: Any) -> str:
     """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
-    renders a record as the list's printing does."""
+    renders a record as a note shows it (``line 12: {...}``, every name and value ``quoted``,
+    cut to ``RECORD_CHARS``). Every name and value the records supply is ``quoted``."""
     named, values = within(question, fields, index)
     lines = []
     if named:
-        lines.append(f"fields in the question: {', '.join(map(shown_name, named))}")
+        lines.append(f"fields in the question: {', '.join(map(quoted, named))}")
     first = next(iter(fields), "")
     for value in values[:MOST_VALUES]:
         held = index[value.casefold()]
         # The field that names records (the first) leads: a lookup starts from that record.
-        lines.append(f"{value!r} is {where_held(value, index, first)}")
+        lines.append(f"{quoted(value, VALUE_CHARS)} is {where_held(value, index, first)}")
         if first not in held:
             field, n = held.most_common(1)[0]
-            lines[-1] += f": recs.count({field!r}, {value!r}) == {n}"
+            lines[-1] += f": recs.count({quoted(field)}, {quoted(value, VALUE_CHARS)}) == {n}"
         folded = value.casefold()
         few = sum(held.values()) <= SHOWN_RECORDS
         if few or held.get(first, 0) <= SHOWN_RECORDS:
             shown = [r for r in records if _holds(r, folded, only_first=not few)]
             shown.sort(key=lambda r: not _holds(r, folded, only_first=True))
-            lines += ["  " + _cut(show(r)) for r in shown[:SHOWN_RECORDS]]
+            lines += ["  " + show(r) for r in shown[:SHOWN_RECORDS]]
             # A field the question names whose value in the record named so names another
             # record: that record too (a question through a link: "the office of X's manager").
             own = [r for r in shown if _holds(r, folded, only_first=True)]
             if len(own) == 1:
                 for field, link, other in links(own[0], [f for f in named if f != first][:MOST_LINKED], first, index,
                                                  lambda key: next(r for r in records if _holds(r, key, only_first=True))):
-                    lines.append(f"  its {shown_name(field)} {link!r} is the {shown_name(first)} of: {_cut(show(other))}")
+                    lines.append(f"  its {quoted(field)} {quoted(link, VALUE_CHARS)} is the {quoted(first)} of: {show(other)}")
     if named and not values:
         # No value asked about: a question over a field as a whole ("which status is most
         # common"). Its counts, for a field of few distinct values.
@@ -222,12 +256,12 @@ def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequen
                              for v in (val if isinstance(val, list) else [val]))
             if 1 < len(counts) <= TALLIED_VALUES:
                 ranked = counts.most_common()
-                top = ", ".join(f"{v!r}: {n}" for v, n in ranked)
-                lines.append(f"{shown_name(field)} values, most common first (recs.tally({field!r})): {{{top}}}")
-                tied = [v for v, n in ranked if n == ranked[0][1]]
-                lines.append(f"the most common {shown_name(field)} is {tied[0]!r} ({ranked[0][1]} records)" if len(tied) == 1 else
-                             f"the most common {shown_name(field)} values are {', '.join(map(repr, tied))} ({ranked[0][1]} records each)")
+                top = ", ".join(f"{quoted(v, VALUE_CHARS)}: {n}" for v, n in ranked)
+                lines.append(f"{quoted(field)} values, most common first (recs.tally({quoted(field)})): {{{top}}}")
+                tied = [quoted(v, VALUE_CHARS) for v, n in ranked if n == ranked[0][1]]
+                lines.append(f"the most common {quoted(field)} is {tied[0]} ({ranked[0][1]} records)" if len(tied) == 1 else
+                             f"the most common {quoted(field)} values are {', '.join(tied)} ({ranked[0][1]} records each)")
     if not lines:
         return ("no word of the question is a field name or a whole value of these records: "
-                f"their fields are {', '.join(map(shown_name, fields[:20]))}; grep for the question's words")
+                f"their fields are {', '.join(map(quoted, fields[:20]))}; grep for the question's words")
     return "\n".join(lines)

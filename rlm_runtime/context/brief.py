@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlm_runtime.context.about import quoted
 from rlm_runtime.context.corpus import CorpusHandle
 from rlm_runtime.context.probe import FolderProbe
 from rlm_runtime.context.protocol import ContextHandle, ProbeReport
@@ -118,7 +119,7 @@ def _describe_one(handle: ContextHandle, config: ProbeConfig, keywords: tuple[st
             probe = handle.probe(config)
         summary = probe.summary(brief=True)
     except RLMError as e:
-        return ContextBrief(handle.name, f"{handle.name}: could not be probed ({e})", "excerpt", f"could not be probed: {e}",
+        return ContextBrief(handle.name, f"{quoted(handle.name)}: could not be probed ({e})", "excerpt", f"could not be probed: {e}",
                             keywords=keywords)
     skipped = probe.skipped if isinstance(probe, FolderProbe) else {}
     return ContextBrief(

@@ -28,6 +28,7 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
+from rlm_runtime.context.about import quoted
 from rlm_runtime.context.beneath import Root, open_beneath, walk_beneath
 from rlm_runtime.context.buffer import TextBuffer, looks_binary, wide_encoding
 from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
@@ -93,7 +94,7 @@ class Document:
         try:
             fd = self.open_fd()
         except OSError as e:
-            raise ContextError(f"cannot open document {self.name}: {e.strerror}") from e
+            raise ContextError(f"cannot open document {quoted(self.name)}: {e.strerror}") from e
         try:
             return FileHandle(fd=fd, name=self.name)
         finally:
@@ -107,7 +108,7 @@ class Document:
             elif self.path is not None:
                 self._handle = self._open()
             else:
-                raise ContextError(f"document {self.name} cannot be read: {self.skip or 'it has no content'}")
+                raise ContextError(f"document {quoted(self.name)} cannot be read: {self.skip or 'it has no content'}")
         return self._handle
 
     def check(self) -> str | None:
@@ -271,7 +272,7 @@ class CorpusHandle:
         if doc is None:
             close = [n for n in self._by_name if key.lower() in n.lower()][:5]
             close += [n for n in difflib.get_close_matches(key, list(self._by_name), n=5) if n not in close]
-            raise ContextError(f"no document named {key!r}" + (f"; similar: {', '.join(close)}" if close else ""))
+            raise ContextError(f"no document named {key!r}" + (f"; similar: {', '.join(map(quoted, close))}" if close else ""))
         return doc
 
     @property
@@ -340,7 +341,7 @@ class CorpusHandle:
                 handle = d.handle
             except ContextError as e:
                 if isinstance(e.__cause__, OSError) and e.__cause__.errno in (errno.EMFILE, errno.ENFILE):
-                    raise ContextError(f"{self.name}: too many files open to read {d.name} (the process's limit of "
+                    raise ContextError(f"{quoted(self.name)}: too many files open to read {quoted(d.name)} (the process's limit of "
                                        "open files: ulimit -n)") from e
                 d.skip = d.skip or _unreadable_reason(e)
                 continue
@@ -423,7 +424,7 @@ class CorpusHandle:
             if len(searched) != 1:
                 example = (searched or self.documents)[0].name if self.documents else "name"
                 shown = "" if first is None else f"{first}, {first if last is None else last}, "
-                raise ContextError(f"a corpus numbers lines per document: say which, e.g. lines({shown}doc={example!r})")
+                raise ContextError(f"a corpus numbers lines per document: say which, e.g. lines({shown}doc={quoted(example)})")
             document = searched[0]
         else:
             document = self._document(doc)

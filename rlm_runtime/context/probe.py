@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
+from rlm_runtime.context.about import quoted
 from rlm_runtime.context.buffer import TextBuffer
 from rlm_runtime.context.protocol import Decision
 from rlm_runtime.context.relevance import keyword_hits, merge_keywords, relevance, unique
@@ -116,14 +117,16 @@ class FileProbe:
         return asdict(self)
 
     def summary(self, brief: bool = False) -> str:
-        """A few lines for a person, or (``brief``) for a model's first prompt."""
-        rows = [f"{self.name}: {self.type}, {self.size_bytes} bytes, {self.lines} lines, ~{self.est_tokens} tokens, {self.encoding}"]
+        """A few lines for a person, or (``brief``) for a model's first prompt. The text's
+        own strings (its name, keys, columns, headings, first lines) are ``quoted``."""
+        rows = [f"{quoted(self.name)}: {self.type}, {self.size_bytes} bytes, {self.lines} lines, ~{self.est_tokens} tokens, "
+                f"{self.encoding}"]
         for key, value in self.structure.items():
-            rows.append(f"  {key}: {_short(value)}")
+            rows.append(f"  {key}: {_short(key, value)}")
         # A model's brief of a text records() reads shows its fields, not its first lines: a
         # small model answered with a value it saw there instead of the one its code found.
         if self.first_lines and not (brief and self.shape in _records.FIELDED_SHAPES):
-            rows.append("  first lines: " + " | ".join(line[:80] for line in self.first_lines[:3]))
+            rows.append("  first lines: " + " | ".join(quoted(line) for line in self.first_lines[:3]))
         if not brief:
             rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
         return "\n".join(rows)
@@ -166,15 +169,17 @@ class FolderProbe:
         return asdict(self)
 
     def summary(self, brief: bool = False) -> str:
-        rows = [f"{self.name}: {self.files} documents, {self.size_bytes} bytes, ~{self.est_tokens} tokens"]
+        """A few lines for a person, or (``brief``) for a model's first prompt; a document's
+        name is ``quoted``."""
+        rows = [f"{quoted(self.name)}: {self.files} documents, {self.size_bytes} bytes, ~{self.est_tokens} tokens"]
         rows.append("  types: " + ", ".join(f"{t} {n}" for t, n in sorted(self.by_type.items(), key=lambda x: -x[1])[:8]))
-        rows.append("  largest: " + ", ".join(f"{n} ({s} B)" for n, s in self.largest[:5]))
+        rows.append("  largest: " + ", ".join(f"{quoted(n)} ({s} B)" for n, s in self.largest[:5]))
         if self.ranking:
             more = f" (and {len(self.ranking) - 10} more)" if len(self.ranking) > 10 else ""
-            rows.append("  most relevant first: " + ", ".join(self.ranking[:10]) + more)
+            rows.append("  most relevant first: " + ", ".join(map(quoted, self.ranking[:10])) + more)
         skipped = self.skipped
         if skipped and not brief:
-            shown = ", ".join(f"{n} ({r})" for n, r in list(skipped.items())[:10])
+            shown = ", ".join(f"{quoted(n)} ({r})" for n, r in list(skipped.items())[:10])
             rows.append(f"  skipped, listed but not searched by default: {shown}" + (" ..." if len(skipped) > 10 else ""))
         if not brief:
             rows.append(f"  decision: {self.decision.action} ({self.decision.reason})")
@@ -184,9 +189,27 @@ class FolderProbe:
         return self.summary()
 
 
-def _short(value: Any) -> str:
+#: Characters of one row of a probe's structure (a list's items stop there).
+_ROW_CHARS = 200
+
+
+def _short(key: str, value: Any) -> str:
+    """One value of a probe's structure for its summary: a list (the text's keys, columns,
+    headings) as its items ``quoted``, up to ``_ROW_CHARS``; the text's delimiter ``quoted``;
+    the probe's own words and numbers as they are."""
+    if isinstance(value, list):
+        items: list[str] = []
+        for item in value:
+            shown = quoted(item)
+            if items and sum(len(i) + 2 for i in items) + len(shown) > _ROW_CHARS:
+                items.append("...")
+                break
+            items.append(shown)
+        return "[" + ", ".join(items) + "]"
+    if key == "delimiter":
+        return quoted(value)
     text = json.dumps(value, default=str) if not isinstance(value, str) else value
-    return text if len(text) <= 200 else text[:197] + "..."
+    return text if len(text) <= _ROW_CHARS else text[:_ROW_CHARS - 3] + "..."
 
 
 def detect_type(name: str, head: str) -> str:

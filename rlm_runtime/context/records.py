@@ -57,8 +57,6 @@ from rlm_runtime.errors import ContextError
 #: another record, among thousands), is read from a record: its most common values say nothing.
 _OWN_VALUE_RECORDS = 20
 _THIN = 100
-#: The most characters of a value a note says (``find('x')[0]['f'] is '...'``).
-_GIVES_CHARS = 120
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
@@ -128,7 +126,8 @@ class Record(dict[str, Any]):
         for name in self:
             if _norm(name) == wanted:
                 return dict.__getitem__(self, name)
-        raise KeyError(f"{key!r}: this record has no such field; its fields are {', '.join(self) or '(none)'}")
+        raise KeyError(f"{key!r}: this record has no such field; its fields are "
+                       f"{', '.join(map(_about.quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
 
     def get(self, key: Any, default: Any = None) -> Any:
         try:
@@ -149,9 +148,23 @@ def _same(value: Any, wanted: Any) -> bool:
     return bool(value == wanted)
 
 
-def _show(r: Record) -> str:
-    """A record as a list of records prints it: ``line 12: {...}``."""
-    return f"line {r.line}{f' of {r.doc}' if r.doc else ''}: {dict.__repr__(r)}"
+def _show(r: Record, limit: int = 0) -> str:
+    """A record as a list of records prints it: ``line 12: {...}``, its document's name
+    ``quoted``. With ``limit``, as a note shows it (``about()``): every name and value
+    ``quoted`` and the fields past ``limit`` characters left out (``...``)."""
+    where = f"line {r.line}{f' of {_about.quoted(r.doc)}' if r.doc else ''}"
+    if not limit:
+        return f"{where}: {dict.__repr__(r)}"
+    parts: list[str] = []
+    size = 0
+    for k, v in r.items():
+        part = f"{_about.quoted(k)}: {_about.shown_value(v)}"
+        size += len(part) + 2
+        if parts and size > limit:
+            parts.append("...")
+            break
+        parts.append(part)
+    return f"{where}: {{{', '.join(parts)}}}"
 
 
 class About(str):
@@ -228,7 +241,8 @@ class Records(list[Record]):
     def about(self, question: str) -> About:
         """Which words of ``question`` are these records' field names and which are values
         they hold (which field, how many records, the records when few): ``about.py``."""
-        return About(_about.describe(str(question), self, self.fields, value_index_of(self), _show))
+        return About(_about.describe(str(question), self, self.fields, value_index_of(self),
+                                     lambda r: _show(r, _about.RECORD_CHARS)))
 
     def where(self, field: str, value: Any) -> Records:
         """The records whose ``field`` equals ``value``, ignoring case."""
@@ -237,10 +251,10 @@ class Records(list[Record]):
         if not kept:
             values = self.tally(field)
             if not values:
-                note = f"no record has a field {field!r}; the fields are {', '.join(map(_about.shown_name, self.fields[:30]))}"
+                note = f"no record has a field {field!r}; the fields are {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
             else:
-                top = ", ".join(f"{_about.shown_name(v)} ({n})" for v, n in list(values.items())[:12])
-                note = f"no record has {_about.shown_name(field)} = {value!r}; its values are {top}" + self._held_in(value)
+                top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
+                note = f"no record has {_about.quoted(field)} = {value!r}; its values are {top}" + self._held_in(value)
         return _kept_if_empty(self._derived(kept, note))
 
     def _held_in(self, value: Any) -> str:
@@ -253,7 +267,7 @@ class Records(list[Record]):
                 break
         if not holders:
             return ""
-        where = ", ".join(f"the {_about.shown_name(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
+        where = ", ".join(f"the {_about.quoted(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
         return f"; {value!r} is {where}: find({value!r}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
@@ -294,7 +308,7 @@ class Records(list[Record]):
             # No record is named so: say which field holds the value (a release date found
             # by find() is the release of these records, not a record of its own).
             held = Counter(k for r in mentioning[:_HELD_IN_MOST] for k, v in list(r.items())[1:] if _same(v, value))
-            where = " or ".join(f"the {_about.shown_name(k)}" for k, _ in held.most_common(3))
+            where = " or ".join(f"the {_about.quoted(k)}" for k, _ in held.most_common(3))
             # Said as what the value is, not what it is not: a small model read "no record is
             # named 'salt'" as "salt is not in the text".
             return self._derived(mentioning, f"{value!r} is {where} of each of these {len(mentioning)} records")
@@ -306,25 +320,26 @@ class Records(list[Record]):
             # A field's name given as a value ("find('department')" for "which department is
             # most common"): say so, with what the field holds.
             field = next(f for f in self.fields if _norm(f) == _norm(value))
+            field_code = _about.quoted(field)
             counts = list(self.tally(field).items())
             holding = sum(n for _, n in counts)
             if holding >= _OWN_VALUE_RECORDS and (len(counts) * 10 >= holding * 9 or counts[0][1] * _THIN <= holding):
                 # Values spread thin (a serial number; a link among thousands): the most common
                 # ones are noise, and a small model answered the first of them for one record's.
-                first = _about.shown_name(next(iter(self.fields)))
+                first = _about.quoted(next(iter(self.fields)))
                 return _kept_if_empty(self._derived(
                     [], f"{value!r} is a field of the records, not a value: {holding} records hold {len(counts)} different "
                         f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
-                        f"(recs.tally({field!r}) counts them). Read it from the record: recs.find(name)[0][{field!r}], "
+                        f"(recs.tally({field_code}) counts them). Read it from the record: recs.find(name)[0][{field_code}], "
                         f"name being the record's {first} (or another value it holds).", note_only=True))
-            top = ", ".join(f"{v!r}: {n}" for v, n in counts[:8])
-            tied = [v for v, n in counts if n == counts[0][1]] if counts else []
-            most = (f" The most common {field} is {tied[0]!r} ({counts[0][1]} records)." if len(tied) == 1 else
-                    f" The most common {field} values are {', '.join(map(repr, tied[:8]))} ({counts[0][1]} records each)."
+            top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)}: {n}" for v, n in counts[:8])
+            tied = [_about.quoted(v, _about.VALUE_CHARS) for v, n in counts if n == counts[0][1]] if counts else []
+            most = (f" The most common {field_code} is {tied[0]} ({counts[0][1]} records)." if len(tied) == 1 else
+                    f" The most common {field_code} values are {', '.join(tied[:8])} ({counts[0][1]} records each)."
                     if tied else "")
             return _kept_if_empty(self._derived(
                 [], f"{value!r} is a field of the records, not a value. Its values, most common first "
-                    f"(recs.tally({field!r})): {{{top}}}.{most} recs.where({field!r}, value) keeps the "
+                    f"(recs.tally({field_code})): {{{top}}}.{most} recs.where({field_code}, value) keeps the "
                     f"records of one value.", note_only=True))
         note = f"no record has {value!r} as a whole field value" + (
             "" if partial else self._named_in(value) if isinstance(value, str) else "; grep for part of it")
@@ -339,16 +354,18 @@ class Records(list[Record]):
         if not values:
             return "; grep for part of it"
         first = next(iter(self.fields), "")
-        said = "; ".join(f"{v!r} ({_about.where_held(v, index, first)}): find({v!r})" for v in values[:_about.MOST_VALUES])
+        said = "; ".join(f"{shown} ({_about.where_held(v, index, first)}): find({shown})"
+                         for v in values[:_about.MOST_VALUES] for shown in [_about.quoted(v, _about.VALUE_CHARS)])
         # The value that names a record, to read the named fields from.
         lead = next((v for v in values if index[v.casefold()].get(first)), None)
         fields = [f for f in named if f != first][:3]
         record = named_of(self).get(lead.casefold()) if lead is not None else None
         # With what each read gives: a small model told only the code ran its own phrase
         # again, three turns running, and never read the record.
-        reads = ", ".join(f"find({lead!r})[0][{f!r}]{_gives(record, f)}" for f in fields) if lead is not None else ""
-        return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(repr, fields))}: {reads}"
-                                       if reads else "")
+        reads = ", ".join(f"find({_about.quoted(lead, _about.VALUE_CHARS)})[0][{_about.quoted(f)}]{_gives(record, f)}"
+                          for f in fields) if lead is not None else ""
+        return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(_about.quoted, fields))}: "
+                                       f"{reads}" if reads else "")
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
@@ -371,7 +388,7 @@ class Records(list[Record]):
         shape = SHAPE_TEXT.get(self.shape, self.shape)
         # A slice says what it was cut from: small models count the records they see printed.
         size = f"{len(self)} records" if self._of is None or self._of == len(self) else f"{len(self)} of {self._of} records"
-        head = f"{size} ({shape}); fields: {', '.join(self.fields[:30])}"
+        head = f"{size} ({shape}); fields: {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
         if self._note:
             head += f"\nnote: {self._note}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
@@ -394,14 +411,14 @@ EMPTY_KEPT = 3
 
 def _gives(record: Record | None, field: str) -> str:
     """" is 'x'" for a record's scalar value of ``field`` as the code reads it (a JSON number
-    stays a number; text cut to ``_GIVES_CHARS``), or ""."""
+    stays a number; text ``quoted``, a longer one said to begin so), or ""."""
     value = record.get(field) if record is not None else None
     if isinstance(value, (bool, int, float)):
         return f" is {value!r}"
     value = _about.scalar(value)
     if not value:
         return ""
-    return f" is {value!r}" if len(value) <= _GIVES_CHARS else f" begins {value[:_GIVES_CHARS]!r}"
+    return f" {'is' if len(value) <= _about.VALUE_CHARS else 'begins'} {_about.quoted(value, _about.VALUE_CHARS)}"
 
 
 def value_index_of(records: Records) -> dict[str, Counter[str]]:
@@ -453,8 +470,11 @@ def _kept_if_empty(found: Records) -> Records:
     return found
 
 
-#: Characters of a field name the shape's description shows.
+#: Characters of a field name the shape's description shows, and of the whole description.
 _NAME_SHOWN = 40
+_DESCRIBED_CHARS = 200
+#: Field names a note or a printed list says, at most.
+_FIELDS_SAID = 30
 #: ``where``'s note names the fields of at most this many records holding the value elsewhere.
 _HELD_IN_MOST = 1000
 #: Values ``fresh`` hands out as they are (immutable); lists and JSON objects are copied whole.
@@ -480,9 +500,16 @@ class Shape:
 
     def describe(self) -> str:
         """The shape and its first 20 fields for a prompt; a field name is the text's own words
-        (a sentence form, a header), so each is cut to ``_NAME_SHOWN`` characters."""
+        (a sentence form, a header), so each is ``quoted`` and cut to ``_NAME_SHOWN``
+        characters, and the names stop before the line passes ``_DESCRIBED_CHARS``."""
         text = SHAPE_TEXT[self.kind]
-        names = [f if len(f) <= _NAME_SHOWN else f[:_NAME_SHOWN] + "..." for f in map(str, self.fields[:20])]
+        names: list[str] = []
+        room = _DESCRIBED_CHARS - len(text) - len("; fields: ") - len(", ...")
+        for name in (_about.quoted(f, _NAME_SHOWN) for f in self.fields[:20]):
+            if names and sum(len(n) + 2 for n in names) + len(name) > room:
+                names.append("...")
+                break
+            names.append(name)
         return f"{text}; fields: {', '.join(names)}" if names else text
 
 

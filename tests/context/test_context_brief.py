@@ -82,7 +82,7 @@ def test_question_keywords_rank_but_never_skip(staff: Path) -> None:
     corpus = open_context(staff)
     (brief,) = describe([corpus], question=QUESTION, inline_max_chars=0)
     assert brief.relevant_documents[0] == "a_notes.txt"
-    assert "most relevant first: a_notes.txt" in brief.summary
+    assert "most relevant first: 'a_notes.txt'" in brief.summary
     assert brief.skipped_documents == () and corpus.skipped == {}
     assert [m.doc for m in corpus.grep("Quinn")] == ["a_notes.txt", "b_quinn.txt"]  # the second hop is searched
     assert "Casey" in brief.keywords
@@ -146,7 +146,7 @@ def test_unprobeable_context_is_described_not_raised() -> None:
     """It describes a context whose probe fails as 'could not be probed', and goes on with the others."""
     broken = LazyHandle(lambda: 3, name="broken")  # type: ignore[arg-type, return-value]
     briefs = describe([broken, TextHandle("ok")], question="q", inline_max_chars=100)
-    assert briefs[0].summary.startswith("broken: could not be probed (") and "not str" in briefs[0].summary
+    assert briefs[0].summary.startswith("'broken': could not be probed (") and "not str" in briefs[0].summary
     assert briefs[0].decision == "excerpt" and briefs[0].inline is None
     assert briefs[1].inline == "ok"
 

@@ -61,7 +61,7 @@ def test_each_definition_is_a_record_with_its_parts() -> None:
     return annotation, doc line, the names it calls, its text and its first line."""
     recs = parse_text(KILN)
     assert recs.shape == "code"
-    assert sniff(KILN.split("\n")).describe().startswith("source code, one record a definition; fields: name, kind")
+    assert sniff(KILN.split("\n")).describe().startswith("source code, one record a definition; fields: 'name', 'kind'")
     assert [r["name"] for r in recs] == ["Kiln", "__init__", "fire", "ramp", "check_cone"]
     fire = recs.find("fire")[0]
     assert (fire["kind"], fire["in"], fire.line) == ("def", "Kiln", 11)

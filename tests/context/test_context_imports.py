@@ -32,11 +32,11 @@ ALLOWED = {
     "protocol": {"grep", "tokens"},
     "relevance": {"buffer"},
     "settings": {"protocol"},
-    "probe": {"grep", "buffer", "protocol", "records", "relevance", "settings", "tokens"},
+    "probe": {"about", "grep", "buffer", "protocol", "records", "relevance", "settings", "tokens"},
     "handles": {"grep", "tokens", "buffer", "probe", "protocol", "records", "settings"},
-    "corpus": {"beneath", "grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
+    "corpus": {"about", "beneath", "grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
     "sources": {"corpus", "handles", "probe", "protocol", "settings"},
-    "brief": {"corpus", "probe", "protocol", "relevance", "settings"},
+    "brief": {"about", "corpus", "probe", "protocol", "relevance", "settings"},
 }
 
 # Stub the parent packages so that importing a submodule does not run rlm_runtime/__init__.py

@@ -42,9 +42,9 @@ def test_a_brief_of_a_text_with_fields_names_them_without_its_first_lines(write_
     probe = probe_path(write_file("crates.log", rows))
     assert isinstance(probe, FileProbe) and probe.shape
     brief = probe.summary(brief=True)
-    assert "crate, harbour, seal" in brief and "first lines" not in brief and "Port A" not in brief
-    assert "first lines: crate=C0" in probe.summary()
-    assert "first lines: # Title" in probe_path(write_file("guide.md", MARKDOWN)).summary(brief=True)  # type: ignore[union-attr]
+    assert "'crate', 'harbour', 'seal'" in brief and "first lines" not in brief and "Port A" not in brief
+    assert "first lines: 'crate=C0" in probe.summary()
+    assert "first lines: '# Title'" in probe_path(write_file("guide.md", MARKDOWN)).summary(brief=True)  # type: ignore[union-attr]
 
 
 def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path]) -> None:
@@ -61,14 +61,14 @@ def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path])
         ("arr.json", '[{"id": 1, "title": "a"}, {"id": 2}]', {"json_top": "array", "length": 2, "item_keys": ["id", "title"]}),
         ("num.json", "42", {"json_top": "int"}),
         ("rows.jsonl", '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n{"id": 3, "text": "c"}\n',
-         {"record_keys": ["id", "text"], "records": 3, "shape": "JSON lines (one object a line); fields: id, text"}),
+         {"record_keys": ["id", "text"], "records": 3, "shape": "JSON lines (one object a line); fields: 'id', 'text'"}),
         ("t.csv", "name,age,city\nann,31,Paris\nbob,42,Oslo\n",
          {"columns": ["name", "age", "city"], "n_columns": 3, "rows": 2, "delimiter": ",",
-          "shape": "a table with a header row; fields: name, age, city"}),
+          "shape": "a table with a header row; fields: 'name', 'age', 'city'"}),
         ("t.tsv", "a\tb\n1\t2\n", {"columns": ["a", "b"], "n_columns": 2, "rows": 1, "delimiter": "\t",
-                                   "shape": "a table with a header row; fields: a, b"}),
+                                   "shape": "a table with a header row; fields: 'a', 'b'"}),
         ("semi.csv", "a;b;c\n1;2;3\n4;5;6\n", {"columns": ["a", "b", "c"], "n_columns": 3, "rows": 2, "delimiter": ";",
-                                                "shape": "a table with a header row; fields: a, b, c"}),
+                                                "shape": "a table with a header row; fields: 'a', 'b', 'c'"}),
     ],
 )
 def test_probe_structure_of_data_files(write_file: Callable[..., Path], name: str, content: str, expected: dict) -> None:

@@ -78,7 +78,7 @@ def test_shape_names_and_fields_come_from_the_head() -> None:
     table = sniff(SHAPES["table-comma"].splitlines())
     assert (table.kind, table.fields, table.delimiter) == ("table", ("ticket", "state", "owner", "blocks"), ",")
     assert sniff(SHAPES["blocks"].splitlines()).fields == ("ticket", "state", "owner", "blocks")
-    assert "fields: ticket, state, owner, blocks" in sniff(SHAPES["markdown"].splitlines()).describe()
+    assert "fields: 'ticket', 'state', 'owner', 'blocks'" in sniff(SHAPES["markdown"].splitlines()).describe()
     prose = "It rained in the morning, and later, towards noon, it cleared.\nThe wind stayed low.\n" * 5
     assert sniff(prose.splitlines()).kind == "paragraphs"
     assert sniff([]).kind == "paragraphs"
@@ -108,7 +108,7 @@ def test_field_lookup_forgives_case_spaces_and_underscores() -> None:
     r = recs[0]
     assert r["home port"] == r["Home_Port"] == r["HOME PORT"] == "Kiel"
     assert "crew_size" in r and r.get("crew size") == "4" and r.get("captain") is None
-    with pytest.raises(KeyError, match="home port, crew size"):
+    with pytest.raises(KeyError, match="'home port', 'crew size'"):
         r["captain"]
 
 
@@ -129,7 +129,7 @@ def test_empty_results_say_why() -> None:
     """It explains an empty filter (the values there are) and an empty lookup, and refuses [0] of nothing with the reason."""
     recs = parse_text(SHAPES["table-tab"])
     none = recs.where("state", "pending")
-    assert "0 records" in repr(none) and "Open (2), closed (1), wontfix (1)" in repr(none)
+    assert "0 records" in repr(none) and "'Open' (2), 'closed' (1), 'wontfix' (1)" in repr(none)
     assert "no record has a field 'colour'" in repr(recs.where("colour", "red"))
     with pytest.raises(IndexError, match="no record has 'T-9'"):
         recs.find("T-9")[0]
@@ -139,7 +139,7 @@ def test_printing_a_long_list_shows_a_count_fields_and_a_few() -> None:
     """It prints how many records, their fields and the first five, not thousands of rows."""
     text = "day,temp,sky\n" + "".join(f"d{i},{i % 30},{'clear' if i % 3 else 'rain'}\n" for i in range(5000))
     shown = repr(parse_text(text))
-    assert shown.startswith("5000 records (a table with a header row); fields: day, temp, sky")
+    assert shown.startswith("5000 records (a table with a header row); fields: 'day', 'temp', 'sky'")
     assert shown.count("\n") == 6 and "4995 more" in shown
 
 
@@ -221,7 +221,7 @@ def test_the_sandbox_binds_records(sandbox: Sandbox) -> None:
     assert _run(sandbox, "records('a=1 | b=2')[0]") == "{'a': '1', 'b': '2'}\n"
     assert _run(sandbox, "[(r.line, r['owner']) for r in records(grep('^Owner: mara'))]") == "[(3, 'mara lind'), (18, 'mara lind')]\n"
     assert _run(sandbox, "print(records())").startswith("4 records (records of key: value lines)")
-    assert "'mara lind' is the owner of 2 records: recs.count('owner', 'mara lind') == 2" in _run(
+    assert "'mara lind' is the 'owner' of 2 records: recs.count('owner', 'mara lind') == 2" in _run(
         sandbox, "print(records().about('Which tickets does mara lind own?'))")
 
 
@@ -278,8 +278,8 @@ def test_an_empty_filter_names_the_field_that_holds_the_value() -> None:
     """It says which field holds a value a filter looked for under another name, and keeps that through a slice."""
     recs = parse_text(SHAPES["fields"])
     missed = recs.where("blocks", "mara lind")
-    assert "'mara lind' is the owner of 2 records: find('mara lind') gives them" in repr(missed)
-    assert "is the owner of 2 records" in repr(recs.find("blocks=mara lind")[:3])
+    assert "'mara lind' is the 'owner' of 2 records: find('mara lind') gives them" in repr(missed)
+    assert "is the 'owner' of 2 records" in repr(recs.find("blocks=mara lind")[:3])
     assert "is the" not in repr(recs.where("state", "pending"))  # held nowhere: no pointer
 
 
@@ -315,7 +315,7 @@ def test_a_value_no_record_is_named_says_which_field_holds_it() -> None:
     recs = parse_text(SHAPES["jsonl"])
     found = recs.find("mara lind")
     assert len(found) == 2
-    assert "note: 'mara lind' is the owner of each of these" in repr(found)
+    assert "note: 'mara lind' is the 'owner' of each of these" in repr(found)
     assert "note:" not in repr(recs.find("T-3"))  # T-3 names a record: no note
 
 
@@ -328,7 +328,7 @@ def test_finding_a_field_name_shows_the_fields_values() -> None:
     assert "recs.tally('owner')" in repr(found)
     assert not repr(found).startswith("0 records")  # a small model read "0 records" as "nothing found"
     assert "'mara lind': 2" in repr(found)
-    assert "The most common owner is 'mara lind' (2 records)." in repr(found)
+    assert "The most common 'owner' is 'mara lind' (2 records)." in repr(found)
     assert "is a field" not in repr(recs.find("nobody"))
 
 
@@ -336,7 +336,7 @@ def test_a_field_name_with_tied_values_names_them_all() -> None:
     """It names every value tied for the most common, not the first of them."""
     recs = parse_text("".join(f'{{"id": "r{i}", "color": "{c}"}}\n' for i, c in enumerate(["red", "blue", "red", "blue", "green"])))
     note = repr(recs.find("color"))
-    assert "The most common color values are 'red', 'blue' (2 records each)." in note
+    assert "The most common 'color' values are 'red', 'blue' (2 records each)." in note
 
 
 def test_a_field_name_reads_the_first_record() -> None:
@@ -381,7 +381,7 @@ def test_counting_a_field_name_says_what_the_field_holds() -> None:
         recs.count("owner")
     assert recs.count("mara lind") == 2  # a value is still counted
     assert recs.count("nobody") == 0  # and a value no record holds is 0
-    with pytest.raises(ContextError, match=r"'blocks' is a field's name, not a value; no record has state = 'blocks'; its values are"):
+    with pytest.raises(ContextError, match=r"'blocks' is a field's name, not a value; no record has 'state' = 'blocks'; its values are"):
         recs.count("state", "blocks")
     assert recs.count("state", "gone") == 0
 
@@ -395,9 +395,9 @@ def test_finding_a_field_of_each_records_own_values_says_to_read_it_from_the_rec
     note = repr(parse_text(rows).find("firing"))
     assert "'firing' is a field of the records, not a value: 40 records hold 39 different values of it, the most " \
            "common in only 2 records (recs.tally('firing') counts them)" in note
-    assert "recs.find(name)[0]['firing'], name being the record's kiln" in note
+    assert "recs.find(name)[0]['firing'], name being the record's 'kiln'" in note
     assert "most common first" not in note and "7012" not in note
-    assert "The most common glaze values are 'ash', 'celadon' (20 records each)." in repr(parse_text(rows).find("glaze"))
+    assert "The most common 'glaze' values are 'ash', 'celadon' (20 records each)." in repr(parse_text(rows).find("glaze"))
     # A link among thousands (each kiln's twin, six kilns at most sharing one) is spread as thin.
     twins = "".join(f'{{"kiln": "k{i}", "twin": "k{i % 400}", "glaze": "{("ash", "celadon")[i % 2]}"}}\n' for i in range(2400))
     note = repr(parse_text(twins).find("twin"))

@@ -48,13 +48,13 @@ def test_a_printed_link_is_followed_with_the_code_that_reads_it(tmp_path: Path) 
     answer, client, events = ask(tmp_path, [code(FIRST_HOP), code(FOLLOW), code("FINAL('sand')")])
     assert answer == "sand"
     shown = client.prompts[1][-1]["content"]
-    assert "south-9" in shown and "'south-9', the companion of 'north-3', is the bed of a record of its own" in shown
+    assert "south-9" in shown and "'south-9', the 'companion' of 'north-3', is the 'bed' of a record of its own" in shown
     assert "print(records().find('south-9')[0]['soil'])" in shown
-    assert shown.rstrip().endswith("that record's soil.")  # after the general instruction: the last thing read
+    assert shown.rstrip().endswith("that record's 'soil'.")  # after the general instruction: the last thing read
     assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "cell")] * 2
     taken = client.prompts[2][-1]["content"]
     assert "of its own" not in taken  # the hop was taken: its output is the answer, said once
-    assert taken.rstrip().endswith("'sand' is the soil of 'south-9', the companion of 'north-3': the answer the question "
+    assert taken.rstrip().endswith("'sand' is the 'soil' of 'south-9', the 'companion' of 'north-3': the answer the question "
                                    "asks. Reply with FINAL('sand').")
 
 
@@ -67,7 +67,7 @@ def test_a_taken_hop_is_said_to_be_the_answer_once_and_on_the_last_turn(tmp_path
     assert answer == "peat"  # the model's own answer still stands
     assert sum("the answer the question asks" in p[-1]["content"] for p in client.prompts) == 1
     forced = client.prompts[-1][-1]["content"]
-    assert forced.startswith("You have no turns left. Your code printed 'sand': the soil of 'south-9', the companion "
+    assert forced.startswith("You have no turns left. Your code printed 'sand': the 'soil' of 'south-9', the 'companion' "
                              "of 'north-3', which the question asks.")
     _, client, _ = ask(tmp_path, [code(FIRST_HOP + "\n" + FOLLOW), code("print(2)"), code("print(3)"), code("print(4)"),
                                   "FINAL('peat')"])
@@ -83,15 +83,15 @@ def test_an_answer_one_hop_short_is_questioned_once(tmp_path: Path) -> None:
     assert answer == "sand"
     note = client.prompts[1][-1]["content"]
     assert note.startswith("Next, run print(records().find('south-9')[0]['soil'])")
-    assert "your answer 'south-9' is the companion of 'north-3', one step short" in note
+    assert "your answer 'south-9' is the 'companion' of 'north-3', one step short" in note
     assert "print(records().find('south-9')[0]['soil'])" in note
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("follow_link", "questioned")]
 
     answer, client, _ = ask(tmp_path, [code("recs = records()\nFINAL('The soil is peat.')"), code("FINAL('south-9')"),
                                        code("FINAL('bean')")])
     assert answer == "bean"  # questioned once as north-3's own soil, once as the companion; a third answer is taken
-    assert "is the soil of 'north-3' itself" in client.prompts[1][-1]["content"]
-    assert "is the companion of 'north-3'" in client.prompts[2][-1]["content"]
+    assert "is the 'soil' of 'north-3' itself" in client.prompts[1][-1]["content"]
+    assert "is the 'companion' of 'north-3'" in client.prompts[2][-1]["content"]
 
     answer, _, events = ask(tmp_path, [code("recs = records()\nFINAL('sand')")])
     assert answer == "sand" and of_type(events, "answer_check") == []
@@ -106,7 +106,7 @@ def test_an_answer_given_again_one_hop_short_is_told_the_value_the_hop_reads(tmp
         answer, client, events = ask(tmp_path, replies)
         assert answer == "sand"
         note = client.prompts[len(replies) - 1][-1]["content"]
-        assert "Your answer 'south-9' is still the companion of 'north-3', one step short." in note
+        assert "Your answer 'south-9' is still the 'companion' of 'north-3', one step short." in note
         assert "print(records().find('south-9')[0]['soil']) prints 'sand'" in note
         assert note.rstrip().endswith("Reply with FINAL('sand').")
         assert [e["outcome"] for e in of_type(events, "answer_check")] == ["questioned", "questioned"]
@@ -127,11 +127,11 @@ def test_an_answer_off_the_chain_is_given_the_first_hop_then_the_value(tmp_path:
         assert answer == "sand"
         note = client.prompts[1][-1]["content"]
         assert note.rstrip().endswith(
-            f"Next, run print(records().find('north-3')[0]['companion']) : your answer {first!r} is not the soil of the "
-            "companion of 'north-3', which the question asks. That code prints the companion of 'north-3', the bed of a "
-            "record of its own; that record's soil is the answer.")
+            f"Next, run print(records().find('north-3')[0]['companion']) : your answer {first!r} is not the 'soil' of the "
+            "'companion' of 'north-3', which the question asks. That code prints the 'companion' of 'north-3', the 'bed' of a "
+            "record of its own; that record's 'soil' is the answer.")
         told = client.prompts[2][-1]["content"]
-        assert "Your answer 'loam' is still not the soil of the companion of 'north-3'. " \
+        assert "Your answer 'loam' is still not the 'soil' of the 'companion' of 'north-3'. " \
                "print(records().find('south-9')[0]['soil']) prints 'sand'" in told
         assert told.rstrip().endswith("Reply with FINAL('sand').")
         assert [e["outcome"] for e in of_type(events, "answer_check")] == ["questioned", "questioned"]
@@ -151,8 +151,8 @@ def test_code_run_again_short_of_the_first_hop_is_given_its_code_once(tmp_path: 
     note = client.prompts[2][-1]["content"]
     assert note.rstrip().endswith(
         "Next, run print(records().find('north-3')[0]['companion']) : this code ran before and printed the same. The "
-        "question asks for the soil of the companion of 'north-3'; that code prints the companion of 'north-3', the bed "
-        "of a record of its own, whose soil is the answer.")
+        "question asks for the 'soil' of the 'companion' of 'north-3'; that code prints the 'companion' of 'north-3', the 'bed' "
+        "of a record of its own, whose 'soil' is the answer.")
     assert "ran before" not in client.prompts[1][-1]["content"] and "ran before" not in client.prompts[3][-1]["content"]
     assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("follow_link", "repeat")]
     _, client, _ = ask(tmp_path, [code("recs = records()\nprint(recs.find('north-3'))"), code(again), code(again),
@@ -166,7 +166,7 @@ def test_a_target_buried_in_a_listing_is_still_pointed_at(tmp_path: Path) -> Non
     listing = "recs = records()\nprint(recs.find('north-3')[0]['companion'])\nfor r in recs:\n    print(r)"
     _, client, events = ask(tmp_path, [code(listing), code("FINAL('sand')")])
     assert [e["name"] for e in of_type(events, "assist")] == ["follow_link"]
-    assert client.prompts[1][-1]["content"].rstrip().endswith("that record's soil.")
+    assert client.prompts[1][-1]["content"].rstrip().endswith("that record's 'soil'.")
 
 
 def test_it_says_nothing_when_there_is_no_hop_left(tmp_path: Path) -> None:

@@ -47,8 +47,8 @@ def test_another_bells_tone_is_questioned_with_the_code_that_reads_it(tmp_path: 
     answer, client, events = ask(tmp_path, [code(READ + "print(recs.tally('tone'))\nFINAL('b')"), code("FINAL('g sharp')")])
     assert answer == "g sharp"
     note = client.prompts[1][-1]["content"]
-    assert note.rstrip().endswith("Next, run print(records().find('hv-207')[0]['tone']) : your answer 'b' is not the tone "
-                                  "of 'hv-207', the record the question names. The question asks for the tone of 'hv-207'.")
+    assert note.rstrip().endswith("Next, run print(records().find('hv-207')[0]['tone']) : your answer 'b' is not the 'tone' "
+                                  "of 'hv-207', the record the question names. The question asks for the 'tone' of 'hv-207'.")
     assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("read_field", "questioned")]
 
 
@@ -58,7 +58,7 @@ def test_the_named_bells_other_field_or_its_name_is_questioned(tmp_path: Path) -
     for given in ("The bell hv-207 weighs 1487 kg.", "hv-207", "Founder Aske"):
         answer, client, _ = ask(tmp_path, [code(READ + f"FINAL({given!r})"), code("FINAL('g sharp')")])
         assert answer == "g sharp"
-        assert f"your answer {given!r} is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
+        assert f"your answer {given!r} is not the 'tone' of 'hv-207'" in client.prompts[1][-1]["content"]
 
 
 def test_an_answer_holding_no_value_of_the_records_is_questioned(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_an_answer_holding_no_value_of_the_records_is_questioned(tmp_path: Path)
     for given in ("unknown", "The book does not list a tone for hv-207."):
         answer, client, _ = ask(tmp_path, [code(READ + f"FINAL({given!r})"), code("FINAL('g sharp')")])
         assert answer == "g sharp"
-        assert f"your answer {given!r} is not the tone of 'hv-207'" in client.prompts[1][-1]["content"]
+        assert f"your answer {given!r} is not the 'tone' of 'hv-207'" in client.prompts[1][-1]["content"]
 
 
 def test_code_run_again_is_given_the_read_or_the_value_it_printed(tmp_path: Path) -> None:
@@ -78,11 +78,11 @@ def test_code_run_again_is_given_the_read_or_the_value_it_printed(tmp_path: Path
     assert answer == "g sharp"
     assert client.prompts[2][-1]["content"].rstrip().endswith(
         "Next, run print(records().find('hv-207')[0]['tone']) : this code ran before and printed the same. The question "
-        "asks for the tone of 'hv-207', the record it names; that code reads it.")
+        "asks for the 'tone' of 'hv-207', the record it names; that code reads it.")
     assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("read_field", "repeat")]
     shown = READ + "print(recs.find('hv-207'))"
     _, client, events = ask(tmp_path, [code(shown), code(shown), code("FINAL('g sharp')")])
-    said = "Your code printed 'g sharp': the tone of 'hv-207', the record the question names."
+    said = "Your code printed 'g sharp': the 'tone' of 'hv-207', the record the question names."
     assert client.prompts[1][-1]["content"].rstrip().endswith(said)  # its line shows it: said at once
     assert said not in client.prompts[2][-1]["content"]  # once a run
     # the repeat does not cut the output that carried it: a note said once a run stays read
@@ -95,14 +95,14 @@ def test_a_questioned_answer_stays_in_the_conversation_when_its_code_comes_again
     cut the question put to it: the model still has the note the next one refers to."""
     stateful = READ + "try:\n    n += 1\nexcept NameError:\n    n = 0\nif n == 0:\n    FINAL('nope')\nelse:\n    print(len(recs))"
     _, client, _ = ask(tmp_path, [code(stateful), code(stateful), code("FINAL('b')"), code("FINAL('g sharp')")])
-    assert all(any("your answer 'nope' is not the tone" in m["content"] for m in p) for p in client.prompts[1:])
+    assert all(any("your answer 'nope' is not the 'tone'" in m["content"] for m in p) for p in client.prompts[1:])
 
 
 def test_a_short_output_of_the_value_asked_is_said_to_be_it(tmp_path: Path) -> None:
     """A short output holding hv-207's tone is said to be it; a long output that holds the
     tone only on a line without hv-207 (the tones' tally) is not."""
     _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207')[0]['tone'])"), code("FINAL('g sharp')")])
-    assert client.prompts[1][-1]["content"].rstrip().endswith("Your code printed 'g sharp': the tone of 'hv-207', the "
+    assert client.prompts[1][-1]["content"].rstrip().endswith("Your code printed 'g sharp': the 'tone' of 'hv-207', the "
                                                               "record the question names.")
     _, client, _ = ask(tmp_path, [code(READ + "print(recs.tally('tone'))\nprint('x' * 400)"),
                                   code("FINAL('g sharp')")])
@@ -114,7 +114,7 @@ def test_the_last_turn_hears_a_value_an_output_showed_in_its_record(tmp_path: Pa
     hv-207's line; an output that never showed it adds nothing."""
     _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207'))"), code("print(1)"), code("print(2)"),
                                   code("print(3)"), "FINAL('b')"])
-    assert "Your code printed 'g sharp': the tone of 'hv-207'" in client.prompts[-1][-1]["content"]
+    assert "Your code printed 'g sharp': the 'tone' of 'hv-207'" in client.prompts[-1][-1]["content"]
     _, client, _ = ask(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
                                   "FINAL('b')"])
     assert "Your code printed" not in client.prompts[-1][-1]["content"]
@@ -127,7 +127,7 @@ def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:
         answer, client, events = ask(tmp_path, [code(READ + "FINAL('b')"), code(second), code("FINAL('g sharp')")])
         assert answer == "g sharp"
         note = client.prompts[2][-1]["content"]
-        assert "is still not the tone of 'hv-207'. print(records().find('hv-207')[0]['tone']) prints 'g sharp'" in note
+        assert "is still not the 'tone' of 'hv-207'. print(records().find('hv-207')[0]['tone']) prints 'g sharp'" in note
         assert note.rstrip().endswith("Reply with FINAL('g sharp').")
         assert [e["outcome"] for e in of_type(events, "answer_check")] == ["questioned", "questioned"]
     answer, _, _ = ask(tmp_path, [code(READ + "FINAL('b')"), code("FINAL('b')"), code("FINAL('e')")])

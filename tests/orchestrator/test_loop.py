@@ -570,7 +570,7 @@ def test_an_empty_records_lookup_the_code_only_tested_is_reported() -> None:
                      code("for w in range(5):\n    records().find(f'nothing {w}')"), code("FINAL('x')")], table)
     shown = client.prompts[1][-1]["content"]
     assert "none" in shown and "a records lookup in this code found nothing" in shown
-    assert "'k7' (the kiln of 1 record, the backup of 1 record): find('k7')" in shown
+    assert "'k7' (the 'kiln' of 1 record, the 'backup' of 1 record): find('k7')" in shown
     assert "find('k7')[0]['backup']" in shown
     printed = client.prompts[2][-1]["content"]
     assert printed.count("no record has 'backup of k7'") == 1 and "a records lookup in this code" not in printed
@@ -620,7 +620,7 @@ def test_a_text_with_fields_is_started_with_records() -> None:
     functions = system[system.index("Functions you can call"):]
     assert functions.index("- records()") < functions.index("- grep(")
     assert "first turn (the text has fields)" in system and "begin with records()" in first
-    assert "fields: shelf, label, state" in system
+    assert "fields: 'shelf', 'label', 'state'" in system
     assert "is a link: follow it with" in system and "Count with count()" in system
     # The rules are those of a text with fields only: no "grep for distinctive words".
     assert "The text has fields (its shape above lists them): work on records()" in system

@@ -114,7 +114,7 @@ def test_a_folder_swapped_for_a_symlink_is_not_read_on_the_host(notes: Path) -> 
     assert doc.name == "sub/doc.txt"
     reason = doc.check()
     assert reason is not None and reason.startswith("unreadable: ") and SYMLINK in reason, reason
-    with pytest.raises(ContextError, match=f"cannot open document sub/doc.txt: {SYMLINK}"):
+    with pytest.raises(ContextError, match=f"cannot open document 'sub/doc.txt': {SYMLINK}"):
         corpus.doc("sub/doc.txt").get_full()
     text = corpus.get_full()
     assert SECRET not in text and "tides" in text
