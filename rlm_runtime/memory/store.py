@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime import hostwrites, private
+from rlm_runtime import hostwrites, private, timestamps
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
@@ -683,8 +683,10 @@ class MemoryStore:
                 with self.db.write() as conn:
                     conn.execute("INSERT OR IGNORE INTO upkeep (id, last_run) VALUES (1, ?)", (now,))
                 return None
-            # A clock behind the last run (set back) is not due: never twice in a day.
-            due = every > 0 and row is not None and now - float(row[0]) >= every
+            # A clock behind the last run (set back) is not due: never twice in a day. A last run
+            # that is no time (a store file from elsewhere: 1e300 would never be due) is unknown: due.
+            last = timestamps.valid(row[0]) if row is not None else None
+            due = every > 0 and row is not None and (last is None or now - last >= every)
             if not (force or due):
                 return None
             aged = lifecycle.decay_and_promote(self.db, cfg, now)

@@ -1,0 +1,168 @@
+"""Red team (issue 39, finding 9): crafted memory stores and registries ended in "internal error".
+
+SQLite checks no range, and a type only where the file's own schema asks: a memory store or a
+registry file written elsewhere (or edited with ``sqlite3``) can hold 1e300, an infinity or
+2**63-1 where a time or a counter goes. ``rlm memory list`` and ``show`` turned a time of
++-1e300 into a date (``OverflowError``: "rlm: internal error"), recall divided by zero on a
+recall count of -1, an infinite strength decayed to NaN made every prune fail, and a stored
+expiry of -1e300 deleted its chunk. Each crafted file is built here with ``sqlite3`` and
+driven through the real ``rlm`` entry point: the command exits as documented with a clear
+line (a time that is no time is shown as ``invalid time`` and counted as unknown), never a
+traceback, and the store still takes an add and lists afterwards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlm_runtime.cli import main
+from rlm_runtime.memory import default_store_path
+
+#: Times no clock gives: far past and future, the infinities (SQLite reads 9e999 as inf), int64's ends.
+HOSTILE_TIMES = ["1e300", "-1e300", "9e999", "-9e999", "9223372036854775807", "-9223372036854775808"]
+
+
+def rlm(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
+    """Run ``rlm ARGV``; its exit status, stdout and stderr, checked for tracebacks."""
+    if stdin is not None:
+        saved, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        code = main(list(argv))
+    finally:
+        if stdin is not None:
+            sys.stdin = saved
+    out, err = capsys.readouterr()
+    assert "internal error" not in out + err and "Traceback" not in out + err, (argv, out, err)
+    return code, out, err
+
+
+def tamper(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+def strict_json(text: str) -> Any:
+    """``text`` read as standard JSON (Python's reader takes Infinity and NaN; this one refuses them)."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def store(capsys: pytest.CaptureFixture[str]) -> Path:
+    """The default store holding one note (chunk 1)."""
+    assert rlm(capsys, "memory", "add", "-", stdin="The quokka sleeps in the zeppelin hangar.")[0] == 0
+    return default_store_path()
+
+
+def still_usable(capsys: pytest.CaptureFixture[str]) -> str:
+    """A later add and list work; the list's output."""
+    assert rlm(capsys, "memory", "add", "-", stdin="Kangaroos box in the evening.")[0] == 0
+    code, out, _ = rlm(capsys, "memory", "list")
+    assert code == 0 and "Kangaroos" in out
+    return out
+
+
+@pytest.mark.parametrize("value", HOSTILE_TIMES)
+def test_times_that_are_no_time_show_as_invalid(store: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """It lists, shows, recalls and prunes (dry run) a chunk whose every time is no time, saying 'invalid time'."""
+    tamper(store, f"UPDATE chunks SET created = {value}, modified = {value}, accessed = {value}",
+           f"UPDATE chunk_stats SET last_recall = {value}, strength_at = {value}, expires_at = {value}")
+    code, out, _ = rlm(capsys, "memory", "list")
+    assert code == 0 and out.startswith("1  invalid time  notes:1-1") and "expires invalid time" in out
+    code, out, _ = rlm(capsys, "memory", "show", "1")
+    assert code == 0 and "created invalid time; recalled 0 times (last invalid time)" in out and "expires invalid time" in out
+    code, out, _ = rlm(capsys, "memory", "recall")
+    assert code == 0 and "recency 0.00" in out  # an unknown time is not recent
+    assert rlm(capsys, "memory", "recall", "quokka")[0] == 0
+    assert rlm(capsys, "memory", "prune", "--dry-run")[0] == 0
+    assert "quokka" in still_usable(capsys)
+
+
+@pytest.mark.parametrize("value", HOSTILE_TIMES)
+def test_a_time_in_the_trash_that_is_no_time(store: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """It lists the trash when a chunk was forgotten at a time that is no time, and purges it."""
+    assert rlm(capsys, "memory", "forget", "1")[0] == 0
+    tamper(store, f"UPDATE chunks SET deleted_at = {value}")
+    code, out, _ = rlm(capsys, "memory", "list", "--deleted")
+    assert code == 0 and "forgotten invalid time" in out
+    assert rlm(capsys, "memory", "purge", "--dry-run")[0] == 0
+    assert rlm(capsys, "memory", "purge")[0] == 0
+    assert "quokka" not in still_usable(capsys)
+
+
+@pytest.mark.parametrize("value", ["-1e300", "-9e999", "-9223372036854775808"])
+def test_an_expiry_that_is_no_time_deletes_nothing(store: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """It keeps a chunk whose expiry is no time (unknown, not long past) through a prune; a real past expiry still goes."""
+    assert rlm(capsys, "memory", "add", "-", stdin="A second note that expired yesterday.")[0] == 0
+    tamper(store, f"UPDATE chunk_stats SET expires_at = {value} WHERE chunk_id = 1",
+           "UPDATE chunk_stats SET expires_at = strftime('%s', 'now') - 86400 WHERE chunk_id = 2")
+    code, out, _ = rlm(capsys, "memory", "prune")
+    assert code == 0 and "1 chunk removed (expired: 2)" in out
+    code, out, _ = rlm(capsys, "memory", "list")
+    assert "quokka" in out and "expired yesterday" not in out
+
+
+def test_a_negative_recall_count_ranks(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It recalls and searches a chunk whose recall count is -1 (the rate's denominator was 0: ZeroDivisionError)."""
+    tamper(store, "UPDATE chunk_stats SET recall_count = -1")
+    for argv in (("recall",), ("recall", "quokka"), ("search", "quokka")):
+        code, out, _ = rlm(capsys, "memory", *argv)
+        assert code == 0 and "quokka" in out
+    still_usable(capsys)
+
+
+@pytest.mark.parametrize("strength", ["9e999", "-9e999"])
+def test_an_infinite_strength_decays_without_nan(store: Path, capsys: pytest.CaptureFixture[str], strength: str) -> None:
+    """It prunes a store whose strength is infinite and set in 1970 (inf * 0.5**20000 was NaN: NULL in a NOT NULL column)."""
+    tamper(store, f"UPDATE chunk_stats SET strength = {strength}, strength_at = 0")
+    code, out, err = rlm(capsys, "memory", "prune")
+    assert code == 0 and "decay: 1 strength decayed" in out, err
+    still_usable(capsys)
+
+
+def test_an_upkeep_time_in_the_far_future_is_due(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It runs the daily upkeep again when its last run is a time that is no time (1e300 was never due)."""
+    tamper(store, "UPDATE upkeep SET last_run = 1e300")
+    still_usable(capsys)
+    conn = sqlite3.connect(store)
+    last_run = conn.execute("SELECT last_run FROM upkeep").fetchone()[0]
+    conn.close()
+    assert last_run < 1e11
+
+
+def test_json_output_stays_json(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It prints --json of a chunk whose times are infinite as standard JSON (null), not Infinity."""
+    tamper(store, "UPDATE chunks SET created = 9e999", "UPDATE chunk_stats SET expires_at = -9e999, strength = 9e999")
+    for argv in (("list", "--json"), ("show", "1", "--json")):
+        code, out, _ = rlm(capsys, "memory", *argv)
+        assert code == 0 and "Infinity" not in out
+        strict_json(out)
+
+
+def test_an_export_stays_json(store: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """It exports infinite times, strengths and scores as standard JSON lines (null); importing that export refuses its line."""
+    tamper(store, "UPDATE chunks SET accessed = 9e999", "UPDATE chunk_stats SET strength = -9e999",
+           "INSERT INTO recall_traces (id, at, op) VALUES (1, 1700000000, 'search')",
+           "INSERT INTO trace_chunks (trace_id, rank, chunk_id, score) VALUES (1, 0, 1, 9e999)")
+    export = tmp_path / "export.jsonl"
+    assert rlm(capsys, "memory", "export", str(export))[0] == 0  # the trace's Inf from SQLite's JSON was a JSONDecodeError
+    records = [strict_json(line) for line in export.read_text().splitlines()]
+    chunk = next(r for r in records if r["type"] == "chunk")
+    assert chunk["accessed"] is None and chunk["stats"]["strength"] is None
+    assert next(r for r in records if r["type"] == "trace")["chunks"] == [[0, 1, None]]
+    code, _, err = rlm(capsys, "memory", "import", str(export), "--store", str(tmp_path / "other.db"))
+    assert code == 2 and "the chunk record's 'stats' is not an object of the chunk's statistics" in err
+    still_usable(capsys)
