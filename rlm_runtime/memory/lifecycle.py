@@ -41,6 +41,7 @@ from rlm_runtime.memory import links
 from rlm_runtime.memory.chunks import delete_chunks
 from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.records import Hit, LifecycleReport, ScoreParts
+from rlm_runtime.memory.value_check import capped_increment
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.db import Database
@@ -131,7 +132,7 @@ def reinforce(conn: sqlite3.Connection, ids: Sequence[int], cfg: RecallConfig, n
         return 0
     cur = conn.execute(
         f"""UPDATE chunk_stats SET strength = min(:cap, {_strength_sql(cfg)} + :boost), strength_at = :now,
-                recall_count = recall_count + 1, last_recall = :now
+                recall_count = {capped_increment("recall_count")}, last_recall = :now
             WHERE chunk_id IN ({','.join(f':i{n}' for n in range(len(ids)))})""",
         {"cap": cfg.max_strength, "boost": cfg.reinforce_boost, "now": now, **{f"i{n}": i for n, i in enumerate(ids)}})
     return int(cur.rowcount)

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from rlm_runtime.cli import main
+from rlm_runtime.embeddings import installed
 from rlm_runtime.memory import default_store_path
 
 #: Times no clock gives: far past and future, the infinities (SQLite reads 9e999 as inf), int64's ends.
@@ -166,3 +167,111 @@ def test_an_export_stays_json(store: Path, capsys: pytest.CaptureFixture[str], t
     code, _, err = rlm(capsys, "memory", "import", str(export), "--store", str(tmp_path / "other.db"))
     assert code == 2 and "the chunk record's 'stats' is not an object of the chunk's statistics" in err
     still_usable(capsys)
+
+
+# ---------------------------------------------------------------------------------- counters
+
+needs_model = pytest.mark.skipif(not installed(), reason="the embed extra is not installed (no vectors, no version)")
+
+
+def column(path: Path, sql: str) -> Any:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+@needs_model
+@pytest.mark.parametrize("value", ["9223372036854775807", "-1", "9.3e18"])
+def test_a_vector_version_out_of_range_is_reset(store: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """It searches a store whose vector_meta.version is out of range, then resets it at the next add with a warning; no open refuses it after."""
+    tamper(store, f"UPDATE vector_meta SET version = {value}, epoch = {value}")  # 9.3e18: the REAL an overflow wrote
+    code, out, _ = rlm(capsys, "memory", "search", "quokka", "--mode", "vector")
+    assert code == 0 and "quokka" in out
+    code, _, err = rlm(capsys, "memory", "add", "-", stdin="Owls hunt at night.")
+    assert code == 0 and "rlm: warning: the memory store" in err and "out of the range 0 to 2**62: reset to 0" in err
+    assert f"vector_meta.version ({float(value) if '.' in value else int(value)!r})" in err
+    assert column(store, "SELECT version FROM vector_meta") == 1 and column(store, "SELECT epoch FROM vector_meta") == 0
+    code, _, err = rlm(capsys, "memory", "add", "-", stdin="Bats hunt at dusk.")
+    assert code == 0 and "warning" not in err
+    code, out, _ = rlm(capsys, "memory", "search", "hunt", "--mode", "vector")
+    assert code == 0 and "Owls" in out and "Bats" in out
+    still_usable(capsys)
+
+
+@needs_model
+def test_a_vector_version_never_overflows(tmp_path: Path) -> None:
+    """It adds to a store whose version is at the last value before the wrap: the counter goes back to 0, an open after takes it."""
+    from rlm_runtime.memory import MemoryStore
+    from rlm_runtime.memory.value_check import COUNT_LIMIT
+
+    path = tmp_path / "memory.db"
+    with MemoryStore(path) as st:
+        st.add_text("The quokka sleeps.")
+    tamper(path, f"UPDATE vector_meta SET version = {COUNT_LIMIT - 1}")
+    with MemoryStore(path) as st:
+        st.add_text("The owl hunts.")
+    assert column(path, "SELECT version FROM vector_meta") == 0
+    with MemoryStore(path, readonly=True) as st:
+        assert st.search("owl", mode="vector", record=False)
+
+
+def test_counts_at_int64s_end_never_overflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It counts more recalls of a chunk and of its links at 2**63-1 (capped, not a REAL the next open refuses)."""
+    from rlm_runtime.memory import MemoryStore
+
+    path = tmp_path / "memory.db"
+    with MemoryStore(path, embedder=None) as st:
+        st.add_text("The quokka sleeps in the hangar.", source="a")
+        st.add_text("The quokka wakes at noon.", source="b")
+        st.search("quokka")  # links the two co_recalled
+    tamper(path, "UPDATE chunk_stats SET recall_count = 9223372036854775807", "UPDATE links SET count = 9223372036854775807")
+    with MemoryStore(path, embedder=None) as st:
+        assert len(st.search("quokka")) == 2 and st.recall("quokka")
+    assert column(path, "SELECT typeof(recall_count) || typeof(count) FROM chunk_stats, links") == "integerinteger"
+    code, out, _ = rlm(capsys, "memory", "show", "1", "--links", "--store", str(path))
+    assert code == 0 and f"recalled {1 << 62:,} times" in out and "co_recalled" in out
+
+
+def test_a_position_at_int64s_end_takes_another_note(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It appends a note to a source whose last chunk's position is 2**63-1 (2**63 overflowed SQLite: 'internal error')."""
+    tamper(store, "UPDATE chunks SET seq = 9223372036854775807")
+    still_usable(capsys)
+
+
+def test_token_counts_that_overflow_a_sum(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It prints stats of a store whose token counts add up past 2**63 (SQLite's sum() raised 'integer overflow')."""
+    assert rlm(capsys, "memory", "add", "-", stdin="A second note, with its own tokens.")[0] == 0
+    tamper(store, "UPDATE chunks SET tokens = 9223372036854775807")
+    code, out, _ = rlm(capsys, "memory", "stats")
+    assert code == 0 and "18,446,744,073,709,551,616 tokens" in out
+    still_usable(capsys)
+
+
+def test_links_of_opposite_infinite_strength(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It recalls from a chunk whose two links to another are +inf and -inf strong (their sum, NaN, read as None: TypeError)."""
+    assert rlm(capsys, "memory", "add", "-", stdin="Kangaroos box in the evening.")[0] == 0
+    tamper(store, "DELETE FROM links", "INSERT INTO links VALUES (1, 2, 'supports', 9e999, 1, 0, 0)",
+           "INSERT INTO links VALUES (1, 2, 'contradicts', -9e999, 1, 0, 0)")
+    code, out, _ = rlm(capsys, "memory", "recall", "--from", "1")
+    assert code == 0 and "Kangaroos" in out
+    assert rlm(capsys, "memory", "show", "1", "--links")[0] == 0
+
+
+@pytest.mark.parametrize(("statement", "named"), [
+    ("UPDATE sqlite_sequence SET seq = 'many' WHERE name = 'chunks'", "sqlite_sequence.seq of 'chunks': not an integer"),
+    ("UPDATE sqlite_sequence SET seq = 1e300 WHERE name = 'chunks'", "sqlite_sequence.seq of 'chunks': not an integer"),
+    ("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'chunks'", "sqlite_sequence.seq of 'chunks': a value out of"),
+    ("UPDATE chunks SET id = 9223372036854775807", "chunks.id, row 9223372036854775807: a value out of the column's range"),
+    ("UPDATE chunks SET meta = ''", "chunks.meta, row 1: a value of another type"),
+])
+def test_ids_no_row_can_follow_are_refused_at_open(store: Path, capsys: pytest.CaptureFixture[str], statement: str,
+                                                   named: str) -> None:
+    """It refuses, naming the column, a store whose ids or AUTOINCREMENT sequence leave no room (or are not numbers), and leaves it unchanged."""
+    tamper(store, "PRAGMA foreign_keys = OFF", statement)
+    before = store.read_bytes()
+    for argv in (("list",), ("add", "-")):
+        code, _, err = rlm(capsys, "memory", *argv, stdin="Owls hunt at night." if argv == ("add", "-") else None)
+        assert code == 2 and "is not a memory store this version wrote: " + named in err and err.count("\n") == 1
+    assert store.read_bytes() == before
