@@ -1,14 +1,19 @@
 """Red team (issue 39, finding 9): crafted memory stores and registries ended in "internal error".
 
-SQLite checks no range, and a type only where the file's own schema asks: a memory store or a
+SQLite checks neither the type nor the range of a value it reads: a memory store or a
 registry file written elsewhere (or edited with ``sqlite3``) can hold 1e300, an infinity or
 2**63-1 where a time or a counter goes. ``rlm memory list`` and ``show`` turned a time of
 +-1e300 into a date (``OverflowError``: "rlm: internal error"), recall divided by zero on a
 recall count of -1, an infinite strength decayed to NaN made every prune fail, and a stored
-expiry of -1e300 deleted its chunk. Each crafted file is built here with ``sqlite3`` and
-driven through the real ``rlm`` entry point: the command exits as documented with a clear
-line (a time that is no time is shown as ``invalid time`` and counted as unknown), never a
-traceback, and the store still takes an add and lists afterwards.
+expiry of -1e300 deleted its chunk; a ``vector_meta.version`` of 2**63-1 opened, the next
+``rlm memory add`` overflowed it to a REAL and every later open refused the store. The registry
+checked no value it read: text, a blob or NULL where a time or a count goes, a negative size,
+metadata that is not JSON ended ``rlm context list|show|stats`` the same way. Each crafted
+file is built here with ``sqlite3`` and driven through the real ``rlm`` entry point: the
+command exits as documented with a clear line (a time that is no time is shown as ``invalid
+time`` and counted as unknown; a damaged registry row is left out of lists with a warning
+naming it and refused by id, exit 2), never a traceback, and the store or registry still
+takes an add and lists afterwards.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from typing import Any
 import pytest
 
 from rlm_runtime.cli import main
+from rlm_runtime.config import paths_from_env
 from rlm_runtime.embeddings import installed
 from rlm_runtime.memory import default_store_path
+from rlm_runtime.registry import Registry
 
 #: Times no clock gives: far past and future, the infinities (SQLite reads 9e999 as inf), int64's ends.
 HOSTILE_TIMES = ["1e300", "-1e300", "9e999", "-9e999", "9223372036854775807", "-9223372036854775808"]
@@ -275,3 +282,126 @@ def test_ids_no_row_can_follow_are_refused_at_open(store: Path, capsys: pytest.C
         code, _, err = rlm(capsys, "memory", *argv, stdin="Owls hunt at night." if argv == ("add", "-") else None)
         assert code == 2 and "is not a memory store this version wrote: " + named in err and err.count("\n") == 1
     assert store.read_bytes() == before
+
+
+# ---------------------------------------------------------------------------------- the registry
+
+
+def null_in(path: Path, table: str, column: str, where: str) -> None:
+    """NULL in a NOT NULL column: the constraint lifted for one update, then put back."""
+    conn = sqlite3.connect(path)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    lifted = sql.replace(f"{column} REAL NOT NULL", f"{column} REAL").replace(f"{column} INTEGER NOT NULL", f"{column} INTEGER")
+    assert lifted != sql
+    for schema, update in ((lifted, f"UPDATE {table} SET {column} = NULL WHERE {where}"), (sql, None)):
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?", (schema, table))
+        conn.commit()
+        conn.close()
+        conn = sqlite3.connect(path)
+        if update:
+            conn.execute(update)
+            conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def registry(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The registry of $RLM_HOME: ctx:a (a file with a tag, a run and a lead) and ctx:b."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("alpha needle\n")
+    (tmp_path / "b.txt").write_text("beta\n")
+    assert rlm(capsys, "context", "add", "a.txt", "--id", "a", "--tag", "t1")[0] == 0
+    assert rlm(capsys, "context", "add", "b.txt", "--id", "b")[0] == 0
+    with Registry.open() as reg:
+        reg.record_run("run-1", {"a": {"peeks": 2, "loads": 1}})
+        reg.record_leads({"a": ["grep('needle')"]})
+    return paths_from_env().registry
+
+
+#: A damage done to ctx:a's rows, and how a message names it.
+DAMAGES = {
+    "text as a time": ("UPDATE contexts SET created = 'yesterday' WHERE id = 'a'", "contexts.created: not a time"),
+    "a blob as a time": ("UPDATE contexts SET refreshed = x'00' WHERE id = 'a'", "contexts.refreshed: not a time"),
+    "a time of 1e300": ("UPDATE contexts SET created = 1e300 WHERE id = 'a'", "contexts.created: not a time"),
+    "an infinite time": ("UPDATE contexts SET refreshed = -9e999 WHERE id = 'a'", "contexts.refreshed: not a time"),
+    "NULL as a time": (("contexts", "created"), "contexts.created: not a time"),
+    "a blob as a name": ("UPDATE contexts SET name = x'00ff' WHERE id = 'a'", "contexts.name: not a name"),
+    "a kind of no context": ("UPDATE contexts SET kind = 'web' WHERE id = 'a'", "contexts.kind: not a kind"),
+    "a blob as a path": ("UPDATE contexts SET source = x'2f746d70' WHERE id = 'a'", "contexts.source: not a path"),
+    "metadata that is not JSON": ("UPDATE contexts SET meta = '{not json' WHERE id = 'a'", "contexts.meta: not JSON"),
+    "metadata as a blob": ("UPDATE contexts SET meta = x'7b7d' WHERE id = 'a'", "contexts.meta: not JSON text"),
+    "metadata that is a list": ("UPDATE contexts SET meta = '[1, 2]' WHERE id = 'a'", "contexts.meta: not a JSON object"),
+    "a negative size": ("UPDATE contexts SET meta = json_set(meta, '$.size_bytes', -5) WHERE id = 'a'",
+                        "contexts.meta: size_bytes is -5"),
+    "a huge float size": ("UPDATE contexts SET meta = json_set(meta, '$.size_bytes', 1e300) WHERE id = 'a'",
+                          "contexts.meta: size_bytes is 1e+300"),
+    "text as lines": ("UPDATE contexts SET meta = json_set(meta, '$.lines', 'many') WHERE id = 'a'",
+                      "contexts.meta: lines is 'many'"),
+    "an object as a shape": ("UPDATE contexts SET meta = json_set(meta, '$.shape', json('{}')) WHERE id = 'a'",
+                             "contexts.meta: shape is a JSON dict"),
+    "text as a count": ("UPDATE context_usage SET peeks = 'many' WHERE id = 'a'", "context_usage.peeks: not a count"),
+    "a negative count": ("UPDATE context_usage SET greps = -3 WHERE id = 'a'", "context_usage.greps: not a count"),
+    "a float count": ("UPDATE context_usage SET loads = 2.5 WHERE id = 'a'", "context_usage.loads: not a count"),
+    "NULL as a count": (("context_usage", "chunks"), "context_usage.chunks: not a count"),
+    "a blob as a last access": ("UPDATE context_usage SET last_access = x'01' WHERE id = 'a'", "context_usage.last_access: not a time"),
+    "a last access of -1e300": ("UPDATE context_usage SET last_access = -1e300 WHERE id = 'a'",
+                                "context_usage.last_access: not a time"),
+    "a blob as a tag": ("UPDATE context_tags SET tag = x'00' WHERE id = 'a'", "context_tags.tag: not a tag"),
+    "a blob as a run id": ("UPDATE context_runs SET run_id = x'00' WHERE id = 'a'", "context_runs.run_id: not a run id"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_context_is_left_out_and_refused_by_id(registry: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """It lists every other context with a one-line warning naming the damaged one, refuses it by id (exit 2), and rm removes it."""
+    statement, named = DAMAGES[damage]
+    if isinstance(statement, tuple):
+        null_in(registry, *statement, "id = 'a'")
+    else:
+        tamper(registry, "PRAGMA ignore_check_constraints = ON", statement)
+    said = f"ctx:a is damaged in registry.db ({named}): rlm context rm a removes it\n"
+    for argv in (("list",), ("stats",)):
+        code, out, err = rlm(capsys, "context", *argv)
+        assert code == 0 and ("b.txt" in out or "ctx:b:" in out)
+        assert "a.txt" not in out and "ctx:a" not in out and err == f"rlm: warning: left out of the list: {said}"
+    code, out, _ = rlm(capsys, "context", "list", "--json")
+    assert code == 0 and [c["id"] for c in strict_json(out)["contexts"]] == ["b"]
+    for argv in (("context", "show", "a"), ("context", "stats", "a"), ("context", "refresh", "a"), ("peek", "ctx:a")):
+        code, out, err = rlm(capsys, *argv)
+        assert (code, out, err) == (2, "", f"rlm: error: {said}"), argv
+    code, out, _ = rlm(capsys, "context", "show", "ctx:a", "--json")
+    assert code == 2 and strict_json(out) == {"error": said.strip(), "error_type": "DamagedContext"}
+    assert rlm(capsys, "context", "show", "b")[0] == 0
+    assert rlm(capsys, "context", "rm", "a")[1] == "removed ctx:a (damaged)\n"
+    assert rlm(capsys, "context", "add", "a.txt", "--id", "a")[0] == 0
+    code, out, err = rlm(capsys, "context", "list")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["a", "b"] and err == ""
+
+
+def test_a_row_whose_id_is_no_id_is_left_out(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It lists the other contexts of a registry holding a row whose id breaks the id rule, naming that id in its warning."""
+    tamper(registry, "UPDATE contexts SET id = 'Not An Id' WHERE id = 'a'")
+    code, out, err = rlm(capsys, "context", "list")
+    assert code == 0 and out.startswith("b  file") and err == (
+        "rlm: warning: left out of the list: a context of id 'Not An Id' is damaged in registry.db (contexts.id: not an id)\n")
+    assert rlm(capsys, "context", "add", "a.txt", "--id", "c")[0] == 0
+
+
+def test_a_text_context_whose_text_is_a_blob(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It refuses to read a text context whose text is a blob (its bytes were printed as b'...'), and removes it."""
+    assert rlm(capsys, "context", "add", "-", "--kind", "text", "--id", "tx", stdin="some words\n")[0] == 0
+    tamper(registry, "UPDATE context_texts SET text = x'00ff' WHERE id = 'tx'")
+    code, out, err = rlm(capsys, "peek", "ctx:tx")
+    assert code == 2 and out == "" and "ctx:tx is damaged in registry.db (context_texts.text: not a text)" in err
+    assert rlm(capsys, "context", "rm", "tx")[0] == 0
+
+
+def test_usage_counts_at_int64s_end_never_overflow(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It counts one more peek and lead of a context whose counts are 2**63-1: capped, not a REAL the next read calls damaged."""
+    tamper(registry, "UPDATE context_usage SET peeks = 9223372036854775807", "UPDATE context_leads SET questions = 9223372036854775807")
+    assert rlm(capsys, "peek", "ctx:a")[0] == 0
+    with Registry.open() as reg:
+        reg.record_leads({"a": ["grep('needle')"]})
+    code, out, err = rlm(capsys, "context", "show", "a")
+    assert code == 0 and f"peeks {(1 << 62) + 1}," in out and err == ""
