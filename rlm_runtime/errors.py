@@ -43,6 +43,18 @@ class UnknownContext(RegistryError):
         self.suggestion = suggestion
 
 
+class DamagedContext(RegistryError):
+    """A registered context's rows in ``registry.db`` hold a value this version never writes
+    (text where a time goes, a negative size, metadata that is not the probe's): a list leaves
+    it out with a warning, a lookup by its id is refused, ``rlm context rm ID`` removes it.
+    ``context_id`` names it, ``problem`` the value (``"contexts.created: not a time"``)."""
+
+    def __init__(self, message: str, *, context_id: str, problem: str) -> None:
+        super().__init__(message)
+        self.context_id = context_id
+        self.problem = problem
+
+
 class RecoverableError(RLMError):
     """Something the model did wrong; the session goes on."""
 

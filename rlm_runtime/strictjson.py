@@ -5,7 +5,10 @@ accepts what later breaks the program: ``NaN``, ``Infinity`` and ``1e999`` (they
 sums and comparisons), integers of thousands of digits (parsing them is quadratic), nesting
 deep enough to exhaust the recursion limit in a later ``json.dumps`` or hash, and strings
 holding an unpaired surrogate (they fail when written again). ``loads`` refuses all of them
-with a ``ValueError`` whose message says which; every check is linear in the text.
+with a ``ValueError`` whose message says which; every check is linear in the text. ``dumps``
+is the writer's side: a value read from a file someone else wrote (a store's time of 9e999,
+which SQLite reads as an infinity) is written as null, never as ``Infinity``, which no
+strict reader takes.
 """
 
 from __future__ import annotations
@@ -39,6 +42,25 @@ def loads(text: str, *, max_depth: int, max_int_digits: int, strings: bool = Tru
     except RecursionError:
         raise ValueError(f"nested too deeply (more than {max_depth} levels)") from None
     _check(value, max_depth, strings)
+    return value
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """``json.dumps(value, **kwargs)`` as standard JSON: a float that is not finite is null."""
+    try:
+        return json.dumps(value, allow_nan=False, **kwargs)
+    except ValueError:  # an infinity somewhere: the rare case pays for the walk
+        return json.dumps(_finite(value), allow_nan=False, **kwargs)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite made None (lists and dicts copied)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
     return value
 
 
@@ -92,4 +114,4 @@ def _encodable(text: str) -> None:
         raise ValueError(f"a string holds an unpaired surrogate (\\u{ord(text[e.start]):04x})") from None
 
 
-__all__ = ["loads", "nests_deeper"]
+__all__ = ["dumps", "loads", "nests_deeper"]

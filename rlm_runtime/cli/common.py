@@ -20,7 +20,6 @@ control characters are shown escaped, never obeyed. JSON output needs no such st
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime import strictjson
 from rlm_runtime.errors import (
     ConfigError,
     ContextError,
@@ -106,8 +106,9 @@ def say(text: object, *, err: bool = False) -> None:
 
 
 def print_json(args: argparse.Namespace, value: object) -> None:
-    """Print the command's one JSON object (json.dumps escapes every control character)."""
-    write(json.dumps(value, default=str), sys.stdout)
+    """Print the command's one JSON object (json.dumps escapes every control character; a
+    number that is not finite, read from a store or registry file, is null: ``strictjson.dumps``)."""
+    write(strictjson.dumps(value, default=str), sys.stdout)
     args.json_printed = True  # the error handler must not add a second object
 
 

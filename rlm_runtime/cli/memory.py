@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlm_runtime import private
+from rlm_runtime import private, timestamps
 from rlm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -319,7 +319,8 @@ def _size(n: float) -> str:
 
 
 def _when(t: float | None) -> str:
-    return "never" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    """A stored time as a date: a store file from elsewhere may hold any number (``timestamps``)."""
+    return timestamps.when(t)
 
 
 def _ids(ids: Sequence[int]) -> str:

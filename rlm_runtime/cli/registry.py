@@ -11,17 +11,20 @@ they are printed through ``say`` (escaped) after ``one_line``, or in the one JSO
 
 Exit codes (those of ``rlm``, see ``cli.common``): 0 done; 2 bad usage: an unknown id (with
 the nearest one suggested), an id taken or not of the form ``[a-z0-9][a-z0-9_.-]{0,63}``, a
-missing path, a kind that does not fit, a text too large, a ``registry.db`` that is not one.
+missing path, a kind that does not fit, a text too large, a ``registry.db`` that is not one, a
+context whose row there is damaged (``list`` and ``stats`` leave it out with a warning; ``rm``
+removes it).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlm_runtime import timestamps
 from rlm_runtime.cli.common import EXIT_OK, UsageError, add_actions, add_command, print_json, say, unreadable
+from rlm_runtime.errors import DamagedContext
 from rlm_runtime.termsafe import one_line
 
 if TYPE_CHECKING:
@@ -42,7 +45,8 @@ def add_commands(commands: Any) -> None:
                     "Each keeps its probe's metadata and how runs used it.",
         examples=("rlm context add notes/ --id notes --tag work", 'rlm ask "What did we decide?" -c ctx:notes',
                   "rlm context list --tag work"),
-        notes="exit codes: 0 done; 2 bad usage (an unknown or taken id, a missing path, a registry.db that is not one)")
+        notes="exit codes: 0 done; 2 bad usage (an unknown or taken id, a missing path, a registry.db that is not one,\n"
+              "a context damaged in it: rlm context rm ID removes it)")
     actions = add_actions(group)
 
     ad = add_command(actions, "add", parents=[as_json], help="register a file, a folder, a text or a memory store",
@@ -170,12 +174,15 @@ def _show(args: argparse.Namespace) -> int:
 
 def _rm(args: argparse.Namespace) -> int:
     with _open() as registry:
-        entry = registry.get(args.id)
-        registry.remove(entry.id)
+        try:
+            name = one_line(registry.get(args.id).name)
+        except DamagedContext:
+            name = "damaged"  # removing it is the way out
+        key = registry.remove(args.id)
     if args.json:
-        print_json(args, {"removed": entry.id})
+        print_json(args, {"removed": key})
     else:
-        say(f"removed {entry.ref} ({one_line(entry.name)})")
+        say(f"removed ctx:{key} ({name})")
     return EXIT_OK
 
 
@@ -231,4 +238,4 @@ def _usage(usage: Usage) -> str:
 
 
 def _when(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    return timestamps.when(t)

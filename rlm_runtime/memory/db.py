@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rlm_runtime import timestamps
 from rlm_runtime.memory.errors import NotAMemoryStore, StoreError
 
 #: The FTS5 tokenizer of the chunk index (porter stemming over unicode61, accents folded).
@@ -53,10 +54,14 @@ def now() -> float:
 
 
 def decay(strength: float, since: float, at: float, half_life_s: float) -> float:
-    """``strength`` set at time ``since``, decayed to time ``at`` with this half-life."""
-    if half_life_s <= 0 or at <= since:
-        return float(strength)
-    return float(strength) * math.pow(0.5, (at - since) / half_life_s)
+    """``strength`` set at time ``since``, decayed to time ``at`` with this half-life. A
+    strength that is not finite, or a ``since`` that is no time (``timestamps.valid``: a store
+    file from elsewhere), stays as it is: an infinite strength decayed to 0 * inf made NaN,
+    which SQLite stores as NULL in a NOT NULL column, and every prune failed on it."""
+    value = float(strength)
+    if half_life_s <= 0 or not math.isfinite(value) or timestamps.valid(since) is None or at <= since:
+        return value
+    return value * math.pow(0.5, (at - since) / half_life_s)
 
 
 def fts5_features(conn: sqlite3.Connection) -> dict[str, bool]:

@@ -36,10 +36,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rlm_runtime import timestamps
 from rlm_runtime.memory import links
 from rlm_runtime.memory.chunks import delete_chunks
 from rlm_runtime.memory.db import LIVE
 from rlm_runtime.memory.records import Hit, LifecycleReport, ScoreParts
+from rlm_runtime.memory.value_check import capped_increment
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.db import Database
@@ -58,18 +60,28 @@ def _strength_sql(cfg: RecallConfig) -> str:
 def score_parts(cfg: RecallConfig, now: float, *, text: float, link_sum: float, created: float, last_recall: float | None,
                 recall_count: int) -> ScoreParts:
     """The four terms of one candidate (see the module docstring)."""
-    return ScoreParts(text=text, link=links.squash(link_sum), recency=recency(cfg, now, max(created, last_recall or created)),
+    times = [t for t in (timestamps.valid(created), timestamps.valid(last_recall)) if t is not None]
+    return ScoreParts(text=text, link=links.squash(link_sum), recency=recency(cfg, now, max(times, default=None)),
                       reinforcement=reinforcement(cfg, now, created, recall_count))
 
 
-def recency(cfg: RecallConfig, now: float, touched: float) -> float:
-    """``exp(-age / tau)`` of the time since ``touched``."""
-    return math.exp(-max(now - touched, 0.0) / (cfg.recency_tau_hours * HOUR))
+def recency(cfg: RecallConfig, now: float, touched: float | None) -> float:
+    """``exp(-age / tau)`` of the time since ``touched``; 0 when that is no time (None, or a
+    value of a store file from elsewhere that is no time: ``timestamps.valid``)."""
+    at = timestamps.valid(touched)
+    if at is None:
+        return 0.0
+    return math.exp(-max(now - at, 0.0) / (cfg.recency_tau_hours * HOUR))
 
 
 def reinforcement(cfg: RecallConfig, now: float, created: float, recall_count: int) -> float:
-    """The recall rate (recalls a day since ``created``, over at least the minimum window) in [0, 1)."""
-    rate = recall_count / (max(now - created, cfg.min_rate_window_hours * HOUR) / DAY)
+    """The recall rate (recalls a day since ``created``, over at least the minimum window) in
+    [0, 1); 0 when ``created`` is no time or the count is not positive (a store file from
+    elsewhere: a count of -1 made the rate's denominator 0)."""
+    since = timestamps.valid(created)
+    if since is None or recall_count <= 0:
+        return 0.0
+    rate = recall_count / (max(now - since, cfg.min_rate_window_hours * HOUR) / DAY)
     return rate / (rate + cfg.rate_half_per_day)
 
 
@@ -120,7 +132,7 @@ def reinforce(conn: sqlite3.Connection, ids: Sequence[int], cfg: RecallConfig, n
         return 0
     cur = conn.execute(
         f"""UPDATE chunk_stats SET strength = min(:cap, {_strength_sql(cfg)} + :boost), strength_at = :now,
-                recall_count = recall_count + 1, last_recall = :now
+                recall_count = {capped_increment("recall_count")}, last_recall = :now
             WHERE chunk_id IN ({','.join(f':i{n}' for n in range(len(ids)))})""",
         {"cap": cfg.max_strength, "boost": cfg.reinforce_boost, "now": now, **{f"i{n}": i for n, i in enumerate(ids)}})
     return int(cur.rowcount)
@@ -166,7 +178,9 @@ def decay_and_promote(db: Database, cfg: RecallConfig, now: float, *, dry_run: b
 def prune_candidates(conn: sqlite3.Connection, cfg: RecallConfig, now: float) -> dict[int, str]:
     """Chunk id -> why ``prune`` would remove it (see the module docstring)."""
     reasons: dict[int, str] = {}
-    for (chunk_id,) in conn.execute("SELECT chunk_id FROM chunk_stats WHERE expires_at IS NOT NULL AND expires_at <= ? AND pinned = 0", (now,)):
+    # An expiry that is no time (``timestamps``: -1e300 from a store file elsewhere) is unknown: never past.
+    for (chunk_id,) in conn.execute("SELECT chunk_id FROM chunk_stats WHERE expires_at BETWEEN ? AND ? AND pinned = 0",
+                                    (timestamps.EARLIEST, now)):
         reasons[int(chunk_id)] = "expired"
     rows = conn.execute(
         f"""SELECT s.chunk_id, {_strength_sql(cfg)} AS st FROM sources src JOIN chunks c ON c.source_id = src.id
@@ -209,8 +223,8 @@ def prune_candidates_among(conn: sqlite3.Connection, cfg: RecallConfig, now: flo
     rows = conn.execute(
         f"""SELECT s.chunk_id FROM chunk_stats s JOIN chunks c ON c.id = s.chunk_id JOIN sources src ON src.id = c.source_id
             WHERE s.chunk_id IN ({marks}) AND s.pinned = 0 AND (
-                (s.expires_at IS NOT NULL AND s.expires_at <= ?)
+                (s.expires_at BETWEEN ? AND ?)
                 OR (src.kind = 'memory' AND s.tier = 'working'
                     AND rlm_decay(s.strength, s.strength_at, ?, ?) < ?))""",
-        (*ids, now, now, cfg.half_life_s, cfg.strength_floor)).fetchall()
+        (*ids, timestamps.EARLIEST, now, now, cfg.half_life_s, cfg.strength_floor)).fetchall()
     return [int(r[0]) for r in rows]

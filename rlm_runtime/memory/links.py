@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from rlm_runtime.memory.records import Link
 from rlm_runtime.memory.terms import key_terms
+from rlm_runtime.memory.value_check import capped_increment
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.settings import LinkConfig
@@ -52,7 +53,8 @@ def upsert(conn: sqlite3.Connection, a: int, b: int, type: str, strength: float,
         new = f"min({float(cap)!r}, {new})"
     conn.execute(
         f"""INSERT INTO links (src, dst, type, strength, count, created, updated) VALUES (?, ?, ?, ?, 1, ?, ?)
-            ON CONFLICT (src, type, dst) DO UPDATE SET strength = {new}, count = links.count + 1, updated = excluded.updated""",
+            ON CONFLICT (src, type, dst) DO UPDATE SET strength = {new}, count = {capped_increment("links.count")},
+                updated = excluded.updated""",
         (src, dst, type, strength, now, now))
 
 
@@ -187,9 +189,9 @@ def upsert_many(conn: sqlite3.Connection, pairs: Sequence[tuple[int, int] | tupl
     else ``strength`` (the stronger of old and new stays)."""
     rows = [(*_ends(p[0], p[1], type), type, p[2] if len(p) > 2 else strength, now, now) for p in pairs if p[0] != p[1]]
     conn.executemany(
-        """INSERT INTO links (src, dst, type, strength, count, created, updated) VALUES (?, ?, ?, ?, 1, ?, ?)
-           ON CONFLICT (src, type, dst) DO UPDATE SET strength = max(links.strength, excluded.strength), count = links.count + 1,
-           updated = excluded.updated""", rows)
+        f"""INSERT INTO links (src, dst, type, strength, count, created, updated) VALUES (?, ?, ?, ?, 1, ?, ?)
+           ON CONFLICT (src, type, dst) DO UPDATE SET strength = max(links.strength, excluded.strength),
+           count = {capped_increment("links.count")}, updated = excluded.updated""", rows)
 
 
 def co_recall(conn: sqlite3.Connection, ids: Sequence[int], cfg: LinkConfig, now: float) -> None:
@@ -216,7 +218,8 @@ def neighbours(conn: sqlite3.Connection, seeds: Sequence[int], limit: int, *, ty
             WHERE other NOT IN ({marks}) AND other NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL)
             GROUP BY other ORDER BY s DESC LIMIT ?""",
         (*seeds, *type_args, *(() if outgoing else (*seeds, *type_args)), *seeds, limit)).fetchall()
-    return {int(other): float(s) for other, s in rows}
+    # A sum of +inf and -inf strengths (a store file from elsewhere) is NaN, which SQLite reads as NULL.
+    return {int(other): float(s) if s is not None else 0.0 for other, s in rows}
 
 
 def squash(strength: float) -> float:

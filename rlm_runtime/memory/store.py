@@ -23,12 +23,13 @@ import dataclasses
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime import hostwrites, private
+from rlm_runtime import hostwrites, private, timestamps
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
@@ -55,6 +56,7 @@ from rlm_runtime.memory.records import (
 )
 from rlm_runtime.memory.search import Filters
 from rlm_runtime.memory.settings import SEARCH_MODES, MemorySettings
+from rlm_runtime.memory.value_check import COUNT_LIMIT, bad_counters, reset_counters
 from rlm_runtime.memory.writer import SourceWriter
 
 if TYPE_CHECKING:
@@ -155,11 +157,24 @@ class MemoryStore:
         self._df_version: tuple[int, int] | None = None
         if not readonly:
             try:
+                self._reset_counters()
                 self.apply_related_cap()
                 if self.settings.maintain_every_s > 0:
                     self.maintain()
             except StoreError:
                 pass  # another writer holds the store: the upkeep runs on a later open
+
+    def _reset_counters(self) -> None:
+        """A writable open sets a change counter out of range to 0 and says so (``value_check``)."""
+        with self._sql_errors():
+            with self.db.snapshot() as conn:
+                if not bad_counters(conn):
+                    return
+            with self.db.write() as conn:
+                reset = reset_counters(conn)
+        if reset:
+            warnings.warn(f"the memory store {self.path}: {', '.join(reset)} out of the range 0 to 2**62: reset to 0",
+                          stacklevel=3)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -241,7 +256,9 @@ class MemoryStore:
         sid = _chunks.source_id(conn, "memory", source, now)
         assert sid is not None
         tail = conn.execute("SELECT id, seq FROM chunks WHERE source_id = ? ORDER BY seq DESC, id DESC LIMIT 1", (sid,)).fetchone()
-        return SourceWriter(sid, self.settings.links, next_seq=int(tail[1]) + 1 if tail else 0, prev_id=int(tail[0]) if tail else None,
+        # A position from elsewhere near 2**63 is not followed past COUNT_LIMIT (ties read in id order).
+        next_seq = min(int(tail[1]) + 1, COUNT_LIMIT) if tail else 0
+        return SourceWriter(sid, self.settings.links, next_seq=next_seq, prev_id=int(tail[0]) if tail else None,
                             vectors=self._writing_vectors(), **kw)
 
     def add_text(self, text: str, *, source: str = "notes", kind: str | None = None, tags: Sequence[str] = (),
@@ -683,8 +700,10 @@ class MemoryStore:
                 with self.db.write() as conn:
                     conn.execute("INSERT OR IGNORE INTO upkeep (id, last_run) VALUES (1, ?)", (now,))
                 return None
-            # A clock behind the last run (set back) is not due: never twice in a day.
-            due = every > 0 and row is not None and now - float(row[0]) >= every
+            # A clock behind the last run (set back) is not due: never twice in a day. A last run
+            # that is no time (a store file from elsewhere: 1e300 would never be due) is unknown: due.
+            last = timestamps.valid(row[0]) if row is not None else None
+            due = every > 0 and row is not None and (last is None or now - last >= every)
             if not (force or due):
                 return None
             aged = lifecycle.decay_and_promote(self.db, cfg, now)
@@ -712,7 +731,8 @@ class MemoryStore:
     def stats(self) -> StoreStats:
         """Chunks, sources, tokens, links by type, tiers, pinned chunks, traces, size on disk."""
         with self._sql_errors(), self.db.snapshot() as conn:
-            chunks, tokens = conn.execute("SELECT count(*), coalesce(sum(tokens), 0) FROM chunks WHERE deleted_at IS NULL").fetchone()
+            # total(), not sum(): SQLite's sum() of integers raises on an overflow (tokens from elsewhere).
+            chunks, tokens = conn.execute("SELECT count(*), total(tokens) FROM chunks WHERE deleted_at IS NULL").fetchone()
             deleted = conn.execute("SELECT count(*) FROM chunks WHERE deleted_at IS NOT NULL").fetchone()[0]
             sources = conn.execute("SELECT count(*) FROM sources").fetchone()[0]
             by_type = dict(conn.execute("SELECT type, count(*) FROM links GROUP BY type ORDER BY type").fetchall())

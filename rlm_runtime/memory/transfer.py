@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
+from rlm_runtime import strictjson
 from rlm_runtime.memory import import_check, links
 from rlm_runtime.memory.chunks import NewChunk, insert_chunk, set_text_keys
 from rlm_runtime.memory.errors import StoreError
@@ -74,8 +75,10 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                              ORDER BY src, type, dst"""):
         yield {"type": "link", "src": r[0], "dst": r[1], "link_type": r[2], "strength": r[3], "count": r[4], "created": r[5], "updated": r[6]}
     for r in conn.execute(
+            # SQLite's JSON writes an infinite score (a store file from elsewhere) as Inf, which
+            # no JSON reader takes: it is written as null (9e999 is SQLite's infinity).
             """SELECT t.id, t.at, t.op, t.query, t.run_id,
-                      (SELECT json_group_array(json_array(rank, chunk_id, score))
+                      (SELECT json_group_array(json_array(rank, chunk_id, CASE WHEN abs(score) < 9e999 THEN score END))
                        FROM (SELECT rank, chunk_id, score FROM trace_chunks WHERE trace_id = t.id
                              AND chunk_id NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL) ORDER BY rank))
                FROM recall_traces t ORDER BY t.id"""):
@@ -87,7 +90,7 @@ def export_jsonl(db: Database, target: Target, now: float) -> int:
     n = 0
     with db.snapshot() as conn, _open(target, "w") as fh:
         for rec in records(conn, now):
-            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            fh.write(strictjson.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
             n += 1
     return n
 

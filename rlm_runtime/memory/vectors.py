@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlm_runtime.memory.errors import StoreError
-from rlm_runtime.memory.value_check import read_meta
+from rlm_runtime.memory.value_check import COUNT_LIMIT, read_meta, wrapped_increment
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -100,7 +100,13 @@ def meta(conn: sqlite3.Connection) -> Meta | None:
     if not has_table(conn):
         return None
     row = conn.execute("SELECT model, dim, version, epoch FROM vector_meta WHERE id = 1").fetchone()
-    return None if row is None else Meta(str(row[0]), int(row[1]), int(row[2]), int(row[3]))
+    return None if row is None else Meta(str(row[0]), int(row[1]), _counter(row[2]), _counter(row[3]))
+
+
+def _counter(value: object) -> int:
+    """A change counter as read: -1 (no value a write makes) for one out of range, which a
+    read-only open leaves as it found it (a REAL an older version's overflow wrote, say)."""
+    return value if isinstance(value, int) and 0 <= value < COUNT_LIMIT else -1
 
 
 def counts(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -158,7 +164,8 @@ class Vectors:
         packed = pack(self.embedder.embed([t for _, t in rows]))
         conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, bits) VALUES (?, ?)",
                          [(cid, blob) for (cid, _), blob in zip(rows, packed, strict=True)])
-        conn.execute(f"UPDATE vector_meta SET {'version = version' if appended else 'epoch = epoch'} + 1 WHERE id = 1")
+        counter = "version" if appended else "epoch"
+        conn.execute(f"UPDATE vector_meta SET {counter} = {wrapped_increment(counter)} WHERE id = 1")
         return len(rows)
 
     def write_new(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str | None]]) -> int:
@@ -179,9 +186,9 @@ class Vectors:
     def reset(self, conn: sqlite3.Connection) -> None:
         """Drop every vector and claim the store for this model (a reindex after a change of model)."""
         conn.execute("DELETE FROM chunk_vectors")
-        conn.execute("""INSERT INTO vector_meta (id, model, dim, bytes) VALUES (1, ?, ?, ?)
+        conn.execute(f"""INSERT INTO vector_meta (id, model, dim, bytes) VALUES (1, ?, ?, ?)
                         ON CONFLICT (id) DO UPDATE SET model = excluded.model, dim = excluded.dim, bytes = excluded.bytes,
-                                                       epoch = epoch + 1""",
+                                                       epoch = {wrapped_increment("epoch")}""",
                      (self.embedder.name, self.embedder.dim, self.bytes_per_vector))
 
     def search(self, conn: sqlite3.Connection, query: str, k: int, *, allowed: Callable[[Sequence[int]], list[int]],

@@ -8,12 +8,15 @@ The metadata is a small JSON object, the same keys for every kind where they app
 ``folder``, ``memory``), ``decision`` and ``reason`` (the probe's verdict with default
 thresholds: load, excerpt or skip), ``mtime`` (seconds) and ``mtime_ns``; a folder adds
 ``files`` and ``skipped``, a store ``chunks``. Nothing of a folder's document list is kept:
-the registry stays small whatever the folder holds.
+the registry stays small whatever the folder holds. ``META_FIELDS`` says what each key's
+value is; ``meta_problem`` checks metadata read back from a registry file.
 """
 
 from __future__ import annotations
 
+import math
 import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,36 @@ from rlm_runtime.errors import ContextError, RegistryError
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: Largest text a ``text`` context may hold (UTF-8 bytes).
 MAX_TEXT_BYTES = 8 << 20
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: Each key of the metadata, and what its value is.
+META_FIELDS: dict[str, Callable[[object], bool]] = {
+    "size_bytes": _count, "lines": lambda v: v is None or _count(v), "tokens": _count, "files": _count, "skipped": _count,
+    "chunks": _count, "shape": lambda v: isinstance(v, str), "type": lambda v: isinstance(v, str),
+    "decision": lambda v: isinstance(v, str), "reason": lambda v: isinstance(v, str), "mtime": _number,
+    "mtime_ns": lambda v: isinstance(v, int) and not isinstance(v, bool),
+}
+
+
+def meta_problem(meta: Mapping[str, object]) -> str | None:
+    """The first key of ``meta`` whose value is not what ``META_FIELDS`` says (``"size_bytes
+    is -5"``), or None; keys it does not know are not looked at."""
+    for key, ok in META_FIELDS.items():
+        if key in meta and not ok(meta[key]):
+            return f"{key} is {_shown(meta[key])}"
+    return None
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:40] if isinstance(value, (str, int, float, type(None))) else f"a JSON {type(value).__name__}"
 
 
 def kind_of(real: Path, asked: str | None) -> str:
@@ -112,7 +145,8 @@ def _describe_store(real: Path, size: int) -> dict[str, Any]:
         raise ContextError(f"not a usable memory store: {e}") from e
     finally:
         store.close()
-    return {"size_bytes": size, "lines": None, "tokens": stats.tokens, "shape": "", "type": "memory",
+    # A store file from elsewhere may count tokens below 0: the registry keeps counts only (META_FIELDS).
+    return {"size_bytes": size, "lines": None, "tokens": max(0, stats.tokens), "shape": "", "type": "memory",
             "decision": "search", "reason": "a memory store is searched with search_chunks", "chunks": stats.chunks}
 
 

@@ -11,6 +11,10 @@ Every call that takes a path takes ``roots`` (``roots.py``): None for a trusted 
 person on the command line), a list of folders for one that may read only under them (a
 server's ``--root``). ``resolve`` checks again at each use.
 
+Every value read back from the file is checked (``value_check.py``): a context with one this
+version never writes is damaged (``DamagedContext``): ``list`` and ``stats`` leave it out with
+a warning naming its id, ``get`` and ``resolve`` refuse it, ``remove`` removes it.
+
 Threads and processes: a ``Registry`` is one connection under a lock (``db.py``); any
 number of processes may open the same file (WAL, busy timeout, short write transactions).
 """
@@ -22,14 +26,15 @@ import difflib
 import json
 import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env, user_path
-from rlm_runtime.errors import ContextError, RegistryError, UnknownContext
-from rlm_runtime.registry import ids, metadata
+from rlm_runtime.errors import ContextError, DamagedContext, RegistryError, UnknownContext
+from rlm_runtime.registry import ids, metadata, value_check
 from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.db import Database
 from rlm_runtime.registry.roots import Roots, within
@@ -42,10 +47,13 @@ OPS = ("peeks", "greps", "chunks", "loads", "searches")
 SUGGEST_FROM = 2_000
 #: A count added at once, at most (a hostile caller cannot overflow a column).
 MAX_COUNT = 1 << 31
+#: A stored count grows no further (SQLite's integers end at 2**63-1; an overflow is a REAL,
+#: which the next read calls damaged): at most this plus ``MAX_COUNT``.
+COUNT_LIMIT = 1 << 62
 #: Answer leads kept a context (the most used, then the latest), and shown in a brief.
 LEADS_KEPT = 20
 LEADS_SHOWN = 3
-_MAX_RUN_ID = 128
+_MAX_RUN_ID = value_check.MAX_RUN_ID
 
 
 @dataclass(frozen=True)
@@ -192,8 +200,9 @@ class Registry:
             conn.execute("INSERT INTO context_usage (id) VALUES (?)", (id,))
         return self.get(id)
 
-    def remove(self, id: str) -> None:
-        """Forget the context ``id`` (its text, tags and usage with it; files are untouched).
+    def remove(self, id: str) -> str:
+        """Forget the context ``id`` (its text, tags and usage with it; files are untouched),
+        a damaged one too; return its id.
 
         Raises:
             UnknownContext: no context has this id.
@@ -201,6 +210,7 @@ class Registry:
         key = self._known(id)
         with self.db.write() as conn:
             conn.execute("DELETE FROM contexts WHERE id = ?", (key,))
+        return key
 
     def refresh(self, id: str, roots: Roots = None) -> Entry:
         """Probe the context ``id`` again if its file changed (size or modification time; a
@@ -248,6 +258,7 @@ class Registry:
 
         Raises:
             UnknownContext: no context has this id (the nearest id is suggested).
+            DamagedContext: its rows hold a value this version never writes.
         """
         key = self._known(id)
         with self.db.read() as conn:
@@ -258,7 +269,8 @@ class Registry:
             return self._entry(conn, row)
 
     def list(self, kind: str | None = None, tag: str | None = None) -> builtins.list[Entry]:
-        """Every registered context (of ``kind``, with ``tag``), by id."""
+        """Every registered context (of ``kind``, with ``tag``), by id; a damaged one is left
+        out with a warning naming it."""
         if kind is not None:
             ids.check_kind(kind)
         sql = "SELECT id, name, kind, source, meta, created, refreshed FROM contexts"
@@ -271,9 +283,14 @@ class Registry:
             args.append(tag)
         if where:
             sql += " WHERE " + " AND ".join(where)
+        entries = []
         with self.db.read() as conn:
-            rows = conn.execute(sql + " ORDER BY id", args).fetchall()
-            return [self._entry(conn, row) for row in rows]
+            for row in conn.execute(sql + " ORDER BY id", args).fetchall():
+                try:
+                    entries.append(self._entry(conn, row))
+                except DamagedContext as e:
+                    warnings.warn(f"left out of the list: {e}", stacklevel=2)
+        return entries
 
     def resolve(self, ref_or_id: str, roots: Roots = None) -> Resolved:
         """The context ``ref_or_id`` (``ctx:ID`` or ``ID``) checked for use now: its real path
@@ -282,6 +299,7 @@ class Registry:
 
         Raises:
             UnknownContext: no context has this id.
+            DamagedContext: its rows hold a value this version never writes.
             ContextError: its file or folder is gone, or is no longer of its kind.
             ContextOutsideRoots: its path resolves outside ``roots``.
         """
@@ -291,6 +309,9 @@ class Registry:
                 row = conn.execute("SELECT text FROM context_texts WHERE id = ?", (entry.id,)).fetchone()
             if row is None:
                 raise RegistryError(f"ctx:{entry.id} has lost its text: remove it and add it again")
+            problem = value_check.text_problem(row[0])
+            if problem is not None:
+                raise self._damaged(entry.id, problem)
             return Resolved(entry, text=str(row[0]))
         assert entry.source is not None
         try:
@@ -335,7 +356,7 @@ class Registry:
             for key, per_id in counts.items():
                 if not ids.valid_id(key) or not conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
                     continue
-                sets = ", ".join(f"{op} = {op} + ?" for op in per_id)  # op is one of OPS
+                sets = ", ".join(f"{op} = min({op}, {COUNT_LIMIT}) + ?" for op in per_id)  # op is one of OPS
                 conn.execute(f"UPDATE context_usage SET {sets + ', ' if sets else ''}last_access = ? WHERE id = ?",
                              (*per_id.values(), now, key))
                 if run_id is not None:
@@ -354,7 +375,8 @@ class Registry:
                 if not kept or not ids.valid_id(key) or not conn.execute("SELECT 1 FROM contexts WHERE id = ?", (key,)).fetchone():
                     continue
                 conn.executemany("INSERT INTO context_leads (id, probe, questions, last_at) VALUES (?, ?, 1, ?) "
-                                 "ON CONFLICT(id, probe) DO UPDATE SET questions = questions + 1, last_at = excluded.last_at",
+                                 f"ON CONFLICT(id, probe) DO UPDATE SET questions = min(questions, {COUNT_LIMIT}) + 1, "
+                                 "last_at = excluded.last_at",
                                  [(key, p, now) for p in kept[:_leads.PROBES_A_QUESTION]])
                 conn.execute("DELETE FROM context_leads WHERE id = ? AND probe NOT IN (SELECT probe FROM context_leads "
                              "WHERE id = ? ORDER BY questions DESC, last_at DESC, probe LIMIT ?)", (key, key, LEADS_KEPT))
@@ -375,16 +397,16 @@ class Registry:
         return [(str(p), int(n)) for p, n in rows if _leads.shown(p)]
 
     def stats(self, id: str | None = None) -> dict[str, Usage]:
-        """The usage of the context ``id``, or of every context (by id).
+        """The usage of the context ``id``, or of every context (by id; a damaged one is left
+        out with a warning, as ``list`` does).
 
         Raises:
             UnknownContext: no context has this id.
+            DamagedContext: its rows hold a value this version never writes.
         """
         if id is not None:
             return {(entry := self.get(id)).id: entry.usage}
-        with self.db.read() as conn:
-            keys = [str(r[0]) for r in conn.execute("SELECT id FROM contexts ORDER BY id")]
-            return {key: self._usage(conn, key) for key in keys}
+        return {entry.id: entry.usage for entry in self.list()}
 
     # ------------------------------------------------------------------ internals
 
@@ -410,24 +432,43 @@ class Registry:
         return UnknownContext(f"no registered context {ids.shown(ids.REF_PREFIX + key)}{rule}{hint}", context_id=key,
                               suggestion=suggestion)
 
+    def _damaged(self, key: object, problem: str) -> DamagedContext:
+        """The error of a context whose rows hold ``problem`` (no path: a server's client reads it)."""
+        if isinstance(key, str) and ids.valid_id(key):
+            return DamagedContext(f"ctx:{key} is damaged in registry.db ({problem}): rlm context rm {key} removes it",
+                                  context_id=key, problem=problem)
+        return DamagedContext(f"a context of id {ids.shown(key)} is damaged in registry.db ({problem})",
+                              context_id=str(key), problem=problem)
+
     def _entry(self, conn: Any, row: tuple[Any, ...]) -> Entry:
+        """The entry of a ``contexts`` row, every value read back checked (``value_check``).
+
+        Raises:
+            DamagedContext: a value this version never writes.
+        """
+        meta, problem = value_check.meta_of(row[4])
+        problem = value_check.context_problem(row) or problem
+        if problem is not None:
+            raise self._damaged(row[0], problem)
         key = str(row[0])
-        tags = tuple(str(r[0]) for r in conn.execute("SELECT tag FROM context_tags WHERE id = ? ORDER BY tag", (key,)))
-        try:
-            meta = json.loads(row[4])
-        except (ValueError, RecursionError):
-            meta = {}
-        return Entry(id=key, name=str(row[1]), kind=str(row[2]), source=None if row[3] is None else str(row[3]), tags=tags,
-                     meta=meta if isinstance(meta, dict) else {}, created=float(row[5]), refreshed=float(row[6]),
-                     usage=self._usage(conn, key))
+        tags = [r[0] for r in conn.execute("SELECT tag FROM context_tags WHERE id = ? ORDER BY tag", (key,))]
+        problem = next((p for p in map(value_check.tag_problem, tags) if p is not None), None)
+        if problem is not None:
+            raise self._damaged(key, problem)
+        return Entry(id=key, name=row[1], kind=row[2], source=row[3], tags=tuple(tags), meta=meta, created=float(row[5]),
+                     refreshed=float(row[6]), usage=self._usage(conn, key))
 
     def _usage(self, conn: Any, key: str) -> Usage:
         row = conn.execute("SELECT peeks, greps, chunks, loads, searches, last_access FROM context_usage WHERE id = ?",
                            (key,)).fetchone()
-        runs = tuple(str(r[0]) for r in conn.execute(
-            "SELECT run_id FROM context_runs WHERE id = ? ORDER BY at DESC, run_id LIMIT ?", (key, RECENT_RUNS)))
+        runs = [r[0] for r in conn.execute(
+            "SELECT run_id FROM context_runs WHERE id = ? ORDER BY at DESC, run_id LIMIT ?", (key, RECENT_RUNS))]
+        problem = next((p for p in map(value_check.run_problem, runs) if p is not None), None)
+        problem = (value_check.usage_problem(row) if row is not None else None) or problem
+        if problem is not None:
+            raise self._damaged(key, problem)
         if row is None:
-            return Usage(runs=runs)
-        peeks, greps, chunks, loads, searches = (int(v) for v in row[:5])
+            return Usage(runs=tuple(runs))
+        peeks, greps, chunks, loads, searches = row[:5]
         return Usage(peeks=peeks, greps=greps, chunks=chunks, loads=loads, searches=searches,
-                     last_access=None if row[5] is None else float(row[5]), runs=runs)
+                     last_access=None if row[5] is None else float(row[5]), runs=tuple(runs))
