@@ -13,6 +13,8 @@ from pathlib import Path
 
 from model import Field, Format, Record
 
+from readers._answers import answerable
+
 _DIR = Path("/usr/share/unicode")
 
 
@@ -76,11 +78,11 @@ FORMATS = [
                    Field("bidi", "the bidirectional class", count=True), Field("decomposition", "the decomposition"),
                    Field("combining", "the canonical combining class", count=True),
                    Field("mirrored", "the mirrored flag"), Field("numeric", "the numeric value")),
-           files=lambda: _files("UnicodeData.txt"), parse=parse_data,
+           files=lambda: _files("UnicodeData.txt"), parse=answerable(parse_data),
            link=Field("lower", "the lowercase mapping"), link_key="code"),
     Format(name="unicode-names", split="heldout", source="Debian: unicode-data", text="the Unicode names list",
            thing="character", things="characters",
            fields=(Field("code", "the code point"), Field("alias", "the first alias"),
                    Field("first", "the first code point"), Field("last", "the last code point")),
-           files=lambda: _files("NamesList.txt"), parse=parse_names, holder="block", held="characters"),
+           files=lambda: _files("NamesList.txt"), parse=answerable(parse_names), holder="block", held="characters"),
 ]
