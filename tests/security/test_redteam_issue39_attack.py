@@ -349,6 +349,28 @@ def test_a_registration_records_what_was_checked(house: dict[str, Any], monkeypa
     assert str(house["home"]) not in out, out
 
 
+@pytest.mark.xfail(strict=True, reason="LIMIT: only the home, the traces folder and the token are sealed by identity: a "
+                   "hard link under a root of a trajectory or of an index (index/path-*.db, a private file's text) is "
+                   "served (a path, a walk; the index as a registered memory store). Making such a link takes the "
+                   "user's own rights (fs.protected_hardlinks), yet docs/serve.md says nothing in $RLM_HOME is served")
+def test_hard_links_of_home_files_other_than_the_token_are_not_served(house: dict[str, Any]) -> None:
+    """A hard link of a trajectory and of a local run's index, put under the root (by a backup
+    tool's ``cp -al``, say): a peek, a walk, and an ask over the index as a memory store."""
+    index = _local_index_of(house)
+    os.link(house["home"] / "traces" / "run-20261206-000000-abcdef.jsonl", house["user"] / "old-run.jsonl")
+    os.link(index, house["user"] / "cache.db")
+    code = "```python\nFINAL(str(search_chunks('vault combination', k=5)))\n```"
+    service = _service(house, (code,))
+    try:
+        outs = [_attempt(lambda: service.peek("old-run.jsonl")),
+                _attempt(lambda: service.grep(str(house["user"]), "private file said")),
+                _attempt(lambda: service.ask("what is the combination?",
+                                             [f"ctx:{service.context_add('cache.db', name='cache')['id']}"]))]
+    finally:
+        service.close()
+    assert all(_leaks(out, house) == [] for out in outs), outs
+
+
 def test_a_symlinked_home_is_sealed_by_what_it_names(tmp_path: Path) -> None:
     """$RLM_HOME is a symlink to a folder under the root: the token and a trajectory are
     refused by the target's path and left out of a walk, a search and an ask."""
