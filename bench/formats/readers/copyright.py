@@ -70,15 +70,16 @@ def parse(text: str) -> list[Record]:
     for start, end, fields in _paragraphs(text):
         if "format" in fields:
             name = fields.get("upstream-name", [""])[0]
-            holder = Record(name, {}, start, end)
-            records.append(holder)
+            holder = Record(name, {}, start, end) if name else None  # no name: its paragraphs stand alone
+            if holder is not None:
+                records.append(holder)
         elif "files" in fields:
             if holder is not None:
                 holder.end = end
             name = " ".join(" ".join(fields["files"]).split())
             copyright_ = next((v for v in fields.get("copyright", []) if v), "")
             records.append(Record(name, {"license": fields.get("license", [""])[0], "copyright": copyright_},
-                                  start, end, parent=holder.name if holder is not None and holder.name else None))
+                                  start, end, parent=holder.name if holder is not None else None))
         elif holder is not None and fields:
             holder.end = end
     return records

@@ -6,10 +6,10 @@ Sphinx markup: section titles underlined (``=====``), ``.. module:: shutil`` and
 ``.. function:: copyfile(src, dst, *, follow_symlinks=True)`` (also ``class``, ``method``,
 ``attribute``, ``data``, ``exception``, ``decorator``, ...) whose body is indented under
 them: prose with roles (``:func:`copy```), ``.. versionadded:: 3.8`` and, under a class,
-its own indented ``.. method::`` directives.
+its own indented ``.. method::`` directives (a function's body may hold some too).
 
 * ``python-docs-rst``: object directives (API entries), named by their name as written
-  (``Path.cwd``); a class holds the entries indented in its body.
+  (``Path.cwd``); an entry holds the entries indented in its body.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def parse(text: str) -> list[Record]:
         if d:
             signature = d.group(3).strip()
             name, paren, rest = signature.partition("(")
-            parent = next((r for _, r in reversed(open_) if r.fields["kind"] in ("class", "exception")), None)
+            parent = open_[-1][1] if open_ else None
             rec = Record(name.strip(), {"kind": d.group(2), "module": module,
                                         "signature": paren + rest if paren else ""},
                          start, pos, parent=parent.name if parent is not None else None)
@@ -76,5 +76,5 @@ FORMATS = [
            text="the Python library reference sources", thing="API entry", things="API entries",
            fields=(Field("signature", "the signature"), Field("module", "the current module", count=True),
                    Field("added", "the versionadded version", count=True)),
-           files=_files, parse=parse, holder="class", held="entries"),
+           files=_files, parse=parse, holder="API entry", held="nested API entries"),
 ]
