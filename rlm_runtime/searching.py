@@ -124,10 +124,11 @@ class ChunkSearch:
                 _sweep(self.index_dir)
             kept = self.index_dir / f"{key}.db"
             if key.startswith("file-") and kept.exists():
-                os.utime(kept)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
-                store = self._kept(kept, stop)
-                self._indexes[k] = store
-                return store
+                found = self._kept(kept, text)
+                if found is not None:
+                    os.utime(kept)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+                    self._indexes[k] = found
+                    return found
             if paths:
                 path = kept
                 if path.exists():
@@ -137,6 +138,7 @@ class ChunkSearch:
                 # removed at close, or renamed into place once whole (``_keep``).
                 path = self.index_dir / f"text-{key.split('-', 2)[-1][:32]}-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
                 self._own_files.append(path)
+            began = time.time_ns()
             store = MemoryStore(path, embedder=self.embedder)
             try:
                 if paths:
@@ -151,36 +153,63 @@ class ChunkSearch:
                 store.close()
                 raise
             if key.startswith("file-"):
-                store = self._keep(store, path, kept, stop)
+                store = self._keep(store, path, kept, text, began)
             self._indexes[k] = store
             return store
 
-    def _kept(self, path: Path, stop: Callable[[], None] | None) -> MemoryStore:
-        """A kept index of a file's text, opened (its vectors filled in if it lacks them)."""
-        from rlm_runtime.memory.store import MemoryStore
+    def _kept(self, path: Path, text: Callable[[], str] | None) -> MemoryStore | None:
+        """A kept index of a file's text, opened read-only; None when it is not there (removed
+        meanwhile: an empty store where the text has words), not this version's, or damaged:
+        the caller builds it again."""
+        from rlm_runtime.memory.store import MemoryStore, StoreError
 
-        store = MemoryStore(path, embedder=self.embedder)
         try:
-            stats = store.stats()
-            if store.vectors is not None and stats.vectors < stats.chunks:
-                store.reindex(stop=stop)
-        except BaseException:
+            store = MemoryStore(path, embedder=self.embedder, readonly=True)
+        except StoreError:
+            return None
+        try:
+            if store.stats().chunks == 0 and text is not None and text().strip():
+                store.close()
+                return None
+        except (StoreError, OSError):
             store.close()
-            raise
+            return None
         return store
 
-    def _keep(self, store: MemoryStore, built: Path, kept: Path, stop: Callable[[], None] | None) -> MemoryStore:
-        """Put the whole index ``built`` in its kept place ``kept`` (closed first: its
-        write-ahead log merged), remove the older versions of the same source, and open it there."""
-        store.close()
+    def _keep(self, store: MemoryStore, built: Path, kept: Path, text: Callable[[], str] | None,
+              began: int) -> MemoryStore:
+        """Put the whole index ``built`` in its kept place ``kept``, remove the older versions
+        of the same source, and open it there, read-only.
+
+        A kept index has no write-ahead log (journal mode DELETE, set before it is closed):
+        renamed over a version another process still reads, it leaves that process its own
+        file, and no -wal or -shm beside the name belongs to another file."""
+        try:
+            with store._sql_errors():
+                store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                store.db.conn.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            store.close()
+        # Opened before it is renamed: this search reads the file it built whatever another
+        # process does to the kept name meanwhile.
+        found = self._kept(built, text)
+        if found is None:
+            raise HostCallError("a search index could not be opened after it was built: search again")
+        # Its time is when its build began (the text read then): a version of the same source
+        # built from a later read is newer and stays; older ones go.
+        os.utime(built, ns=(began, began))
         os.replace(built, kept)
         _remove_db(built)  # a -wal or -shm left beside the old name
         self._own_files.remove(built)
         source = kept.name[: -len(".db")].rsplit("-", 1)[0] + "-"
         for old in self.index_dir.glob(f"{source}*.db"):
-            if old != kept:
+            try:
+                older = old.stat().st_mtime_ns < began
+            except OSError:
+                continue
+            if old != kept and older:
                 _remove_db(old)
-        return self._kept(kept, stop)
+        return found
 
     # ------------------------------------------------------------------ the tools
 

@@ -48,7 +48,7 @@ def events_of(text: str) -> list[tuple[str, Any]]:
 
 def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
     """It serves each endpoint of the API over a registered file and the memory store."""
-    with serve([ANSWER], [root]) as api:
+    with serve([ANSWER], [root], session_options={"memory": True}) as api:
         entry = api.register(root / "notes.txt", "notes")
         assert entry["id"] == "notes" and entry["kind"] == "file"
         assert api.post("/api/context/register", json={"path": str(root), "name": "docs", "tags": ["t1"]}).status_code == 200
@@ -322,3 +322,17 @@ def test_a_stop_signal_ends_the_server_and_its_workers(root: Path, sig: int) -> 
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_no_memory_keeps_clients_off_the_memory_store(root: Path) -> None:
+    """It refuses a note (403) and leaves the memory store out of searches under --no-memory."""
+    from rlm_runtime.memory.store import MemoryStore, default_store_path
+
+    with MemoryStore(default_store_path()) as store:
+        store.add_text("a remembered launch of the owner's", source="notes")
+    with serve([ANSWER], [root]) as api:
+        refused = api.post("/api/memory/remember", json={"text": "a client's note"})
+        assert refused.status_code == 403 and "--no-memory" in refused.json()["error"]
+        assert api.get("/api/memory/search", params={"query": "remembered launch"}).json()["hits"] == []
+        hits = api.get("/api/context/search/all", params={"query": "launch", "context": "notes.txt"}).json()["hits"]
+        assert hits and all(h["id"].startswith("c") for h in hits)

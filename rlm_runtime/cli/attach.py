@@ -70,6 +70,11 @@ def ask_through_server(args: argparse.Namespace, contexts: list[str]) -> int:
     return EXIT_OK
 
 
+#: How long, and how many bytes, ``/api/hello``'s answer may take (a proof is ~80 bytes).
+_HELLO_S = 10.0
+_HELLO_BYTES = 4096
+
+
 def _prove(server: Any) -> None:
     """Refuse to go on unless the process at the record's URL proves it holds the record's
     key (``running.py``): a record left by a server that died names a port another program
@@ -78,11 +83,22 @@ def _prove(server: Any) -> None:
 
     from rlm_runtime.serve import running
 
+    import json
+    import time
+
     challenge = running.challenge()
+    deadline = time.monotonic() + _HELLO_S
+    body = b""
     try:
-        with httpx.Client(base_url=server.url, timeout=10) as http:
-            response = http.get("/api/hello", params={"challenge": challenge})
-            answer = response.json() if response.status_code == 200 and len(response.content) < 4096 else None
+        with httpx.Client(base_url=server.url, timeout=_HELLO_S) as http, \
+                http.stream("GET", "/api/hello", params={"challenge": challenge}) as response:
+            # Bounded in bytes and in time as a whole: what answers may not be the server.
+            for piece in response.iter_bytes():
+                body += piece
+                if len(body) > _HELLO_BYTES or time.monotonic() > deadline:
+                    break
+            ok = response.status_code == 200 and len(body) <= _HELLO_BYTES and time.monotonic() <= deadline
+        answer = json.loads(body) if ok else None
     except (httpx.HTTPError, ValueError) as e:
         raise UsageError(f"--server: the server at {server.url} did not answer: {one_line(str(e))}") from e
     if not running.proven(server, challenge, answer):

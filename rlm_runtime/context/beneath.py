@@ -78,9 +78,12 @@ class Root:
 Base = Root | int
 
 #: Paths sealed in this process (``seal``): their identities are looked up again at most every
-#: ``SEAL_CHECK_S``, so a home made after it was sealed, or a token file replaced, is still
-#: what is left out, and a walk of 10,000 folders costs no more stats.
+#: ``SEAL_CHECK_S`` (at every call while one of them does not exist yet), so a home made after
+#: it was sealed, or a token file replaced, is still what is left out, and a walk of 10,000
+#: folders costs no more stats. An identity once seen stays sealed: a home renamed or moved
+#: (into a served folder) is still the same folder.
 _sealed_paths: set[str] = set()
+_sealed_seen: set[tuple[int, int]] = set()
 _sealed_lock = threading.Lock()
 _sealed_cache: tuple[float, frozenset[tuple[int, int]]] | None = None
 SEAL_CHECK_S = 1.0
@@ -107,15 +110,18 @@ def sealed() -> frozenset[tuple[int, int]]:
             return cached[1]
         paths = tuple(_sealed_paths)
     found = set()
+    missing = False
     for path in paths:
         try:
             st = os.stat(path)
         except (OSError, ValueError):
+            missing = True
             continue
         found.add((st.st_dev, st.st_ino))
-    seals = frozenset(found)
     with _sealed_lock:
-        if _sealed_paths.issuperset(paths) and len(_sealed_paths) == len(paths):
+        _sealed_seen.update(found)
+        seals = frozenset(_sealed_seen)
+        if not missing and len(_sealed_paths) == len(paths):
             _sealed_cache = (now, seals)
     return seals
 

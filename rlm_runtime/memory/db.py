@@ -22,6 +22,7 @@ length, trigger depth, and ATTACH (none); and no single statement runs longer th
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -106,6 +107,16 @@ def _harden(conn: sqlite3.Connection, statement_timeout_s: float) -> None:
     conn.set_progress_handler(clock.over, _PROGRESS_STEPS)
 
 
+def descriptor_path(fd: int) -> Path:
+    """A path naming the file open as ``fd`` (``/proc/self/fd/N``; ``/dev/fd/N`` on macOS),
+    for ``connect`` to open that very file read-only, whatever its name leads to since."""
+    return Path(f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else f"/dev/fd/{fd}")
+
+
+def is_descriptor(path: Path) -> bool:
+    return str(path).startswith(("/proc/self/fd/", "/dev/fd/"))
+
+
 def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0, durable: bool = False,
             statement_timeout_s: float = MAX_STATEMENT_S) -> sqlite3.Connection:
     """A connection to the store at ``path`` with the store's pragmas, after checking FTS5
@@ -117,7 +128,15 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
         StoreError: the file cannot be opened, is not a database, or this SQLite lacks FTS5.
     """
     try:
-        if readonly:
+        if is_descriptor(path):
+            # A file its caller opened and checked (``descriptor_path``): read as it is, with
+            # nothing written beside it (no -wal or -shm) and no lock taken, so what a
+            # writer has not checkpointed yet is not seen.
+            if not readonly:
+                raise StoreError("a memory store given by its descriptor opens read-only")
+            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=busy_timeout_s)
+        elif readonly:
             if not path.exists():
                 raise StoreError(f"no memory store at {path}")
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,

@@ -33,6 +33,7 @@ from rlm_runtime import hostwrites, private, timestamps
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
+from rlm_runtime.memory import db as db_module
 from rlm_runtime.memory import curation, learned, lifecycle, links, search, transfer
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
@@ -130,6 +131,17 @@ class MemoryStore:
                  readonly: bool = False, clock: Callable[[], float] = time.time,
                  embedder: EmbedderFactory | None = default_embedder) -> None:
         self.path = Path(path) if path is not None else default_store_path()
+        #: A store given by its descriptor (``db.descriptor_path``: read-only, as it was
+        #: checked) holds a descriptor of its own for as long as it is open.
+        self._pinned: int | None = None
+        if db_module.is_descriptor(self.path):
+            if not readonly:
+                raise StoreError("a memory store given by its descriptor opens read-only")
+            try:
+                self._pinned = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError as e:
+                raise StoreError(f"cannot open the memory store: {e.strerror or e}") from e
+            self.path = db_module.descriptor_path(self._pinned)
         self.settings = settings or MemorySettings()
         self.clock = clock
         self._embedder_factory = embedder
@@ -137,7 +149,13 @@ class MemoryStore:
         self._vectors_made = embedder is None
         if not readonly:
             _private_file(self.path)
-        self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s, durable=self.settings.durable)
+        try:
+            self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s,
+                               durable=self.settings.durable)
+        except BaseException:
+            if self._pinned is not None:
+                os.close(self._pinned)
+            raise
         try:
             if readonly:
                 waiting = pending(self.db.conn)
@@ -148,10 +166,10 @@ class MemoryStore:
             else:
                 migrate(self.db.conn)
         except sqlite3.Error as e:
-            self.db.close()
+            self.close()
             raise StoreError(f"cannot prepare the memory store {self.path}: {e}") from e
         except BaseException:
-            self.db.close()
+            self.close()
             raise
         self._df_cache: dict[int, dict[str, int]] = {}
         self._df_version: tuple[int, int] | None = None
@@ -181,6 +199,9 @@ class MemoryStore:
     def close(self) -> None:
         """Close the connection (the store stays on disk)."""
         self.db.close()
+        pinned, self._pinned = self._pinned, None
+        if pinned is not None:
+            os.close(pinned)
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -133,18 +133,30 @@ def _from_probe(probe: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe_store(real: Path, size: int) -> dict[str, Any]:
-    from rlm_runtime.memory import MemoryStore, StoreError
+    import os
+    import stat
 
+    from rlm_runtime.memory import MemoryStore, StoreError
+    from rlm_runtime.memory.db import descriptor_path
+
+    # Read through a descriptor of the file as found (no link followed): the probe writes
+    # nothing beside a store it only looks at (no -wal, no -shm in a folder not the runtime's).
     try:
-        store = MemoryStore(real, readonly=True)
-    except StoreError as e:
-        raise ContextError(f"not a usable memory store: {e}") from e
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise ContextError(f"not a usable memory store: {e.strerror or e}") from e
     try:
-        stats = store.stats()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ContextError("not a usable memory store: not a regular file")
+        store = MemoryStore(descriptor_path(fd), readonly=True)
+        try:
+            stats = store.stats()
+        finally:
+            store.close()
     except StoreError as e:
         raise ContextError(f"not a usable memory store: {e}") from e
     finally:
-        store.close()
+        os.close(fd)
     # A store file from elsewhere may count tokens below 0: the registry keeps counts only (META_FIELDS).
     return {"size_bytes": size, "lines": None, "tokens": max(0, stats.tokens), "shape": "", "type": "memory",
             "decision": "search", "reason": "a memory store is searched with search_chunks", "chunks": stats.chunks}

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env, user_path
-from rlm_runtime.errors import ContextError, DamagedContext, RegistryError, UnknownContext
+from rlm_runtime.errors import ContextError, DamagedContext, RegistryError, SourceRefused, UnknownContext
 from rlm_runtime.registry import ids, metadata, value_check
 from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.db import Database
@@ -108,6 +108,15 @@ class Resolved:
     text: str | None = None
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of what ``path`` names now (not followed: a link put there is not it), or None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 class Registry:
     """The registry of named contexts in one SQLite file. Use ``Registry.open``.
 
@@ -149,7 +158,8 @@ class Registry:
     # ------------------------------------------------------------------ registering
 
     def add(self, source: str | os.PathLike[str], *, id: str | None = None, name: str | None = None,
-            kind: str | None = None, tags: Iterable[str] = (), roots: Roots = None) -> Entry:
+            kind: str | None = None, tags: Iterable[str] = (), roots: Roots = None,
+            checked: Path | None = None) -> Entry:
         """Register ``source`` and return its entry.
 
         Args:
@@ -160,6 +170,9 @@ class Registry:
             kind: ``file``, ``folder``, ``text`` or ``memory`` (default: what the path is).
             tags: labels to list it by.
             roots: the folders the path must resolve under (None: anywhere; see ``roots.py``).
+            checked: the real path a caller checked (a server, beneath its roots): the path
+                must resolve there, and be the same file or folder before and after it is
+                probed, or nothing is registered (``SourceRefused``, naming no other place).
 
         Raises:
             RegistryError: a bad id, name, tag or kind, an id taken, a text too large.
@@ -181,9 +194,14 @@ class Registry:
             if not isinstance(source, (str, os.PathLike)):
                 raise RegistryError("a context source is a path (or, with kind text, a str)")
             real = within(user_path(source), roots)
+            before = _identity(real) if checked is not None else None
+            if checked is not None and (real != checked or before is None):
+                raise SourceRefused(f"{ids.shown(str(checked))} changed after it was checked: not registered")
             kind = metadata.kind_of(real, kind)
             name = ids.check_name(name if name is not None else (real.name or str(real)))
             meta = metadata.describe_path(real, kind)
+            if checked is not None and (Path(os.path.realpath(real)) != checked or _identity(real) != before):
+                raise SourceRefused(f"{ids.shown(str(checked))} changed while it was read: not registered")
         now = time.time()
         with self.db.write() as conn:
             if id is None:

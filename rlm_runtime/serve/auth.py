@@ -94,8 +94,9 @@ def _write_temp(path: Path, token: str) -> Path:
 
 
 def _read(path: Path) -> str:
-    # O_NOFOLLOW: a link planted at the token's place is refused, not followed.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # O_NOFOLLOW: a link planted at the token's place is refused, not followed; O_NONBLOCK: a
+    # FIFO planted there does not hold the server (it is then refused as no regular file).
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):

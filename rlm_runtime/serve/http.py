@@ -1,6 +1,6 @@
 """``rlm serve --http``: the REST API (and MCP at ``/mcp``) on uvicorn, started and stopped cleanly.
 
-``run_http`` serves until SIGINT or SIGTERM. The socket is bound first (port 0 picks a free
+``run_http`` serves until SIGINT, SIGTERM or SIGHUP. The socket is bound first (port 0 picks a free
 one), so the app accepts exactly the ``Host`` values of the address it listens on. On a
 stop signal the running questions are cancelled at once (their requests then end within
 the graceful window, ``GRACE_S``), and when the server is down the service is closed:
@@ -10,6 +10,7 @@ same server on a background thread (tests, programs embedding a server).
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 from collections.abc import Callable, Collection
@@ -128,11 +129,13 @@ class HttpServer:
     def run(self, ready: Callable[[str], None] | None = None) -> None:
         """Serve until ``stop`` (or, on the main thread, SIGINT / SIGTERM); the service is closed after."""
         self._ready = ready
+        hangup = _on_hangup(lambda: self._server.handle_exit(signal.SIGTERM, None))
         try:
             self._server.run(sockets=[self._socket])
         except SystemExit as e:  # uvicorn's way of saying the app's startup failed
             raise ConfigError("the HTTP server could not start (its log says why)") from e
         finally:
+            hangup()
             self._socket.close()
             self.finish()
 
@@ -193,6 +196,21 @@ class _Uvicorn(uvicorn.Server):
         finally:
             # Before run() returns: uvicorn re-raises a caught SIGTERM then, which ends the process.
             await anyio.to_thread.run_sync(self._owner.finish)
+
+
+def _on_hangup(stop: Callable[[], None]) -> Callable[[], None]:
+    """Stop on SIGHUP (a closed terminal, a dropped SSH session) as on SIGTERM, where this
+    is the main thread and the platform has the signal; returns what puts the old handler back.
+    uvicorn itself handles SIGINT and SIGTERM only: SIGHUP's default ended the process with
+    its record left behind."""
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is None or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = signal.signal(hup, lambda signum, frame: stop())
+
+    def restore() -> None:
+        signal.signal(hup, old)
+    return restore
 
 
 def _bind(host: str, port: int) -> socket.socket:

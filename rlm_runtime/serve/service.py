@@ -23,7 +23,18 @@ from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context.beneath import seal, sealed
-from rlm_runtime.errors import ConfigError, ContextError, RLMError, SourceRefused, TooLarge, UnknownTrajectory
+from rlm_runtime.errors import (
+    ConfigError,
+    ContextError,
+    DamagedContext,
+    RegistryError,
+    RLMError,
+    SourceRefused,
+    TooLarge,
+    UnknownContext,
+    UnknownTrajectory,
+)
+from rlm_runtime.memory.db import descriptor_path
 from rlm_runtime.registry.ids import shown
 from rlm_runtime.serve.auth import token_path as auth_token_path
 from rlm_runtime.serve.limits import ServeLimits
@@ -79,9 +90,14 @@ class Service:
         seal(self._home)
         seal(self._traces_real)
         seal(auth_token_path(self.paths))
-        # Questions with no memory store of the server's (--no-memory) may still name a
-        # registered one: it is opened read-only, never written (journal mode, recalls).
-        if not self._session_options.get("memory"):
+        seal(paths_from_env({}).home)  # the default home too, when this server was given another
+        if isinstance(trace, (str, Path)) and Path(trace).suffix == ".jsonl":
+            seal(Path(trace).expanduser().resolve())  # a trace file of its own, wherever it is
+        #: Whether clients reach the user's memory store (``--memory``). Without it
+        #: (``--no-memory``) searches leave it out, ``remember`` is refused, and a memory
+        #: store a client names (a registered store file) is opened read-only.
+        self.memory_on = bool(self._session_options.get("memory"))
+        if not self.memory_on:
             self._session_options.setdefault("memory_readonly", True)
         # Idle sessions are closed on time even when no request comes to trigger it.
         self._stop = threading.Event()
@@ -119,7 +135,8 @@ class Service:
                            f"{self.limits.registered_contexts:,}: remove some (rlm context rm ID)")
         # A relative path is taken from each root (as every other operation takes it), never
         # from the server's working folder; the registry checks the roots again.
-        entry = self.registry.add(self._under_roots(path), name=name, tags=tuple(tags), roots=list(self.roots))
+        real = self._under_roots(path)
+        entry = self.registry.add(real, name=name, tags=tuple(tags), roots=list(self.roots), checked=real)
         return dict(entry.to_json())
 
     def stats(self) -> dict[str, Any]:
@@ -207,7 +224,7 @@ class Service:
         opened: list[tuple[Any, str | None]] = []
         # A search of its own (its own store connection: SQLite reads in parallel), so that
         # one client's index being built holds up no other client's search or note.
-        store = MemoryStore(default_store_path(self.paths))
+        store = MemoryStore(default_store_path(self.paths)) if self.memory_on else None
         search = ChunkSearch(self.paths.home / "index", store)
         try:
             for ref in refs:
@@ -223,7 +240,8 @@ class Service:
             hits = search.search(query, k=k)
         finally:
             search.close()
-            store.close()
+            if store is not None:
+                store.close()
             for handle, _ in opened:
                 _close(handle)
         for _, rid in opened:
@@ -235,6 +253,8 @@ class Service:
 
     def remember(self, text: str, tags: Sequence[str] = (), source: str = "notes") -> dict[str, Any]:
         """Store a note in the memory store; the ids of its chunks."""
+        if not self.memory_on:
+            raise SourceRefused("this server keeps no notes: it was started with --no-memory")
         _text(text, "text", cap=self.limits.remember_chars)
         for tag in tags:
             _text(tag, "a tag", cap=64)
@@ -301,6 +321,7 @@ class Service:
 
         opened: list[Any] = []
         published: list[Path] = []
+        held: list[int] = []  # descriptors of memory stores, until the session has opened them
         try:
             for ref in refs:
                 source, rid, resolved = self._source(ref)
@@ -311,7 +332,9 @@ class Service:
                 if entry.source:
                     published.append(Path(entry.source))
                 if entry.kind == "memory" and resolved.path is not None:
-                    opened.append(Opened(resolved.path, entry.id, kind="memory"))
+                    # The store as checked, by descriptor: read-only, nothing written beside it.
+                    held.append(_open_store(resolved.path))
+                    opened.append(Opened(descriptor_path(held[-1]), entry.id, kind="memory"))
                 else:
                     handle = _open_real(resolved.path, entry.name, keep=True) if resolved.path is not None else \
                         _open_text(resolved)
@@ -323,6 +346,9 @@ class Service:
             for item in opened:
                 _close(getattr(item, "handle", item))
             raise
+        finally:
+            for fd in held:
+                os.close(fd)
 
     def _source(self, ref: str) -> tuple[Any, str | None, Any]:
         """What ``ref`` names, checked: ``ctx:ID`` for a registered context (a ``Session``
@@ -334,13 +360,21 @@ class Service:
         rid = _registry_id(ref) if ref.startswith("ctx:") or self._registered(ref) else None
         if rid is None:
             return self._under_roots(ref), None, None
-        resolved = self.registry.resolve(rid)
+        # What a registered path leads to now is never told (gone, a file, a folder, a FIFO
+        # outside the roots): one answer for all, naming nothing but the id.
+        moved = SourceRefused(f"ctx:{rid} is no longer what was registered (gone, or it leads elsewhere now): "
+                              f"rlm context refresh {rid} if it moved on purpose")
+        try:
+            resolved = self.registry.resolve(rid)
+        except (UnknownContext, DamagedContext):
+            raise
+        except (ContextError, RegistryError):
+            raise moved from None
         entry = resolved.entry
         # The registry holds real paths: one that resolves elsewhere now (a folder on its way
         # was swapped for a symlink) is not what was published.
         if resolved.path is not None and entry.source is not None and str(resolved.path) != entry.source:
-            raise SourceRefused(f"ctx:{entry.id} now resolves to another place than the one registered: "
-                                f"rlm context refresh {entry.id} if that is meant")
+            raise moved
         if resolved.path is not None:
             self._not_home(resolved.path, ref)
         return entry.ref, entry.id, resolved
@@ -371,11 +405,15 @@ class Service:
         refused = path == self._home or path.is_relative_to(self._home) or \
             path == self._traces_real or path.is_relative_to(self._traces_real)
         if not refused:
-            try:
-                st = os.stat(path)
-                refused = (st.st_dev, st.st_ino) in sealed()
-            except OSError:
-                pass
+            seals = sealed()
+            for place in (path, *path.parents):  # the place itself, or a folder holding it
+                try:
+                    st = os.stat(place)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) in seals:
+                    refused = True
+                    break
         if refused:
             raise SourceRefused(f"{_quoted(text)} is in the runtime's own folder ($RLM_HOME), which no client may read")
 
@@ -460,6 +498,17 @@ def _text(value: Any, what: str, *, cap: int | None = None) -> str:
 def _quoted(text: str) -> str:
     """A path a client wrote, for a message: whole (paths are capped at 4,096 characters), escaped."""
     return repr(text)
+
+
+def _open_store(path: Path) -> int:
+    """A read-only descriptor of the memory store file at the real path ``path`` as it was
+    checked (one component at a time, no symlink followed)."""
+    from rlm_runtime.context.beneath import Root, open_beneath
+
+    try:
+        return open_beneath(Root.of(path.anchor), path.relative_to(path.anchor))
+    except OSError as e:
+        raise SourceRefused(f"{shown(str(path))} changed after it was checked ({e.strerror or e}): not read") from e
 
 
 def _open_text(resolved: Any) -> Any:

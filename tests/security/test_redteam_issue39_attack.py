@@ -138,9 +138,6 @@ def _local_index_of(house: dict[str, Any]) -> Path:
 # ============================================================== 5. --no-memory
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: under --no-memory (session_options memory=None) Service.search and "
-                   "Service.remember still open $RLM_HOME/brain/memory.db for writing: /api/memory/search, MCP search "
-                   "and an unfiltered search hand out the user's remembered notes, /api/memory/remember writes to it")
 def test_no_memory_keeps_clients_off_the_server_s_memory_store(house: dict[str, Any]) -> None:
     """It plants a remembered note in the server's own memory store, serves with --no-memory,
     and searches for it and writes a note, as a client with the token."""
@@ -162,10 +159,6 @@ def test_no_memory_keeps_clients_off_the_server_s_memory_store(house: dict[str, 
 # ============================================================== 2. ask opens what it checked
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: a ctx: of kind memory is handed to the Session as a path (registry.Opened"
-                   "(resolved.path)), and the Session opens MemoryStore(path) by name after the server's check (connect() "
-                   "resolves it again): swapped for a symlink meanwhile, the model searches any store, e.g. "
-                   "$RLM_HOME/index/path-*.db holding a private file a local run indexed")
 def test_a_memory_store_swapped_after_the_check_is_not_what_the_session_opens(house: dict[str, Any],
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """It registers a memory store under the root (--no-memory: opened read-only), and swaps it
@@ -221,19 +214,12 @@ def _swapped_outside(house: dict[str, Any]) -> dict[str, str]:
     return said
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: registry.resolve puts the real path of what a registered file now "
-                   "resolves to in its error ('ctx:a is no longer a file: /outside/.../pipe is neither a regular file "
-                   "nor a folder'), shown to every client in an unfiltered search's 'skipped' and in peek/grep errors")
 def test_a_registered_file_swapped_for_a_link_names_no_outside_path(house: dict[str, Any]) -> None:
     """No answer names the place outside the roots the link leads to."""
     said = _swapped_outside(house)
     assert not any(OUTSIDE in text for text in said.values()), said
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: a registered file swapped for a symlink is an oracle of what lies outside "
-                   "the roots: 'no such file or folder' (target missing), 'now resolves to another place' (a file "
-                   "exists), 'no longer a file (now a folder)', 'neither a regular file nor a folder' (a FIFO/device); "
-                   "docs/serve.md: whether a file outside the roots exists is not told")
 def test_a_registered_file_swapped_for_a_link_does_not_tell_what_exists_outside(house: dict[str, Any]) -> None:
     """A client cannot tell a missing place from a file, a folder or a FIFO by the answers."""
     said = _swapped_outside(house)
@@ -243,9 +229,6 @@ def test_a_registered_file_swapped_for_a_link_does_not_tell_what_exists_outside(
 # ============================================================== 5. a read-only store
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: a store opened read-only (mode=ro) in WAL mode gets team.db-wal and "
-                   "team.db-shm created beside it in the served folder (by the registration's probe and by ask), and "
-                   "left there: --no-memory's read-only store still writes into the root")
 def test_a_read_only_store_gets_nothing_written_beside_it(house: dict[str, Any]) -> None:
     """It registers a WAL-mode store (as MemoryStore makes it) under the root with --no-memory
     and asks over it: the folder holds what it held."""
@@ -270,9 +253,6 @@ def test_a_read_only_store_gets_nothing_written_beside_it(house: dict[str, Any])
 # ============================================================== 1. the home and what the server writes
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: session_options trace='…/runs.jsonl' (a file, not a folder) is not sealed: "
-                   "Service seals paths.traces instead, so a trace file under a root, holding every client's questions, "
-                   "answers and cell outputs, is served to every client")
 def test_a_trace_file_under_a_root_is_not_served(house: dict[str, Any]) -> None:
     """It gives the server a trace file under the root; one client asks a question, another
     greps the root for it."""
@@ -304,9 +284,6 @@ def test_a_trace_folder_under_a_root_is_sealed_from_its_first_trace(house: dict[
     assert QUESTION not in out
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: seals are kept as paths and looked up again each second (beneath.sealed): "
-                   "a home renamed while the server runs (into a root) is no longer sealed, and its token and traces are "
-                   "served (over MCP stdio no token file is needed, so nothing fails closed)")
 def test_a_home_moved_under_a_registered_folder_stays_sealed(house: dict[str, Any], tmp_path: Path) -> None:
     """It serves a folder beside the home, registers it, and moves the home into it while
     the server runs (a person tidying up, or a backup tool's rename)."""
@@ -324,9 +301,6 @@ def test_a_home_moved_under_a_registered_folder_stays_sealed(house: dict[str, An
     assert _leaks(out, house) == [], out[:300]
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: context_add checks the path (_under_roots) and then hands the registry "
-                   "the path to resolve and probe again by name (registry.add → within → describe_path): swapped for a "
-                   "symlink into the home in between, the token is probed and registered, its entry (source, size) shown")
 def test_a_registration_records_what_was_checked(house: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """It swaps the file a client registers for a symlink to the token right after the server checked it."""
     a = house["user"] / "a.txt"
@@ -450,10 +424,6 @@ def test_links_planted_beside_a_read_only_store_are_not_followed(house: dict[str
 # ============================================================== 7. kept search indexes
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: two searches of a file that grows while they index it: the older "
-                   "version's _keep removes the newer kept index (glob of the source's other versions) after the other "
-                   "search renamed it into place and before it opens it; _kept then creates an empty store under the "
-                   "kept name, and every later search of that version finds nothing (utime keeps it past the sweep)")
 def test_two_searches_of_a_growing_file_leave_a_kept_index_that_finds_it(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """It runs search A (the log as it was) and search B (after a line was appended) so that
@@ -590,8 +560,6 @@ def _prove(url: str) -> Any:
     return prove(running.Running(url, os.getpid(), "scripted", (), running.new_key()))
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: rlm ask --server reads the whole /api/hello answer (httpx .get) before "
-                   "checking it is under 4,096 bytes: an impostor on a stale record's port makes it read without bound")
 def test_an_impostor_s_huge_hello_answer_is_not_read_whole() -> None:
     """The impostor answers /api/hello with a 64 MB body; the client stops reading early."""
     total = 64 << 20
@@ -614,8 +582,6 @@ def test_an_impostor_s_huge_hello_answer_is_not_read_whole() -> None:
     assert sent["bytes"] < total, f"the client read all {sent['bytes']:,} bytes"
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: rlm ask --server's /api/hello has a 10 s timeout per read, not in all: "
-                   "an impostor that sends a byte every second holds it forever")
 def test_an_impostor_s_slow_hello_answer_is_bounded_in_time() -> None:
     """The impostor trickles a chunked answer, a byte a second; the client gives up within its
     10 s timeout (and some slack)."""
@@ -688,8 +654,6 @@ def test_a_replayed_proof_is_refused(tmp_path: Path) -> None:
         server.stop(30)
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE (needs write access to $RLM_HOME/serve): a FIFO at the token path makes "
-                   "TokenFile open it without O_NONBLOCK on the event loop: the whole server freezes, /api/hello too")
 def test_a_fifo_at_the_token_path_freezes_nothing(tmp_path: Path) -> None:
     """It replaces the token file with a FIFO while the server runs; a second later, requests
     are refused or answered, in time."""
@@ -762,9 +726,6 @@ def test_a_symlink_at_the_token_path_refuses_everything(tmp_path: Path) -> None:
 # ============================================================== 3. what a stopped server leaves
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: SIGHUP (a closed terminal, a dropped SSH session) ends rlm serve --http "
-                   "without its stopped= hook: $RLM_HOME/serve/server.json is left behind (docs/serve.md: removed "
-                   "however it stops)")
 def test_sighup_leaves_no_server_record(tmp_path: Path) -> None:
     """It starts ``rlm serve --http`` and hangs up on it."""
     home = tmp_path / "home"

@@ -358,7 +358,7 @@ def test_a_search_indexing_a_big_file_does_not_stall_other_clients(land: dict[st
         real(self, handles)
 
     monkeypatch.setattr(searching.ChunkSearch, "set_contexts", slow_index)
-    with serve([QUICK], [land["root"]], limits=ServeLimits(sessions=2, wait_s=5)) as api:
+    with serve([QUICK], [land["root"]], limits=ServeLimits(sessions=2, wait_s=5), session_options={"memory": True}) as api:
         searcher = threading.Thread(target=lambda: httpx.get(
             f"{api.url}/api/context/search/all", params={"query": "launch", "context": "notes.txt"},
             headers={"Authorization": f"Bearer {TOKEN}"}, timeout=90), daemon=True)

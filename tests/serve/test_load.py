@@ -42,7 +42,7 @@ def responder(messages):
     return "```python\nFINAL('" + tag + "')\n```"
 
 service = Service(ScriptedClient(responder), roots=[sys.argv[1]], limits=ServeLimits(sessions=int(sys.argv[3]), wait_s=20),
-                  session_options={"memory": False})
+                  session_options={"memory": True})
 run_http(service, port=0, token=sys.argv[2], mcp=True, ready=lambda url: print(url, flush=True))
 """
 
