@@ -101,6 +101,7 @@ class Service:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
             raise ContextError("path must be a file or folder under the server's roots")
+        _text(path, "path")  # a lone surrogate: the file system cannot be asked about it
         # A relative path is taken from each root (as every other operation takes it), never
         # from the server's working folder; the registry checks the roots again.
         entry = self.registry.add(self._under_roots(path), name=name, tags=tuple(tags), roots=list(self.roots))
