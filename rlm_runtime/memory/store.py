@@ -56,6 +56,7 @@ from rlm_runtime.memory.records import (
 from rlm_runtime.memory.search import Filters
 from rlm_runtime.memory.settings import SEARCH_MODES, MemorySettings
 from rlm_runtime.memory.writer import SourceWriter
+from rlm_runtime.utf8safe import utf8safe
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.vectors import Vectors
@@ -225,6 +226,9 @@ class MemoryStore:
 
     def _pieces(self, text: str, kind: str | None, stop: _ingest.Stop | None = None) -> list[_chunks.NewChunk]:
         cfg = self.settings.ingest
+        # SQLite takes no lone surrogate (a model's answer may hold one, a folder's text a file
+        # name that is not UTF-8): U+FFFD in its place, as for a file's bytes that are not UTF-8.
+        text = utf8safe(text)
 
         def windows() -> Iterator[str]:
             for i in range(0, len(text), WINDOW_BYTES):
@@ -238,7 +242,7 @@ class MemoryStore:
                 for p in found]
 
     def _writer(self, conn: sqlite3.Connection, source: str, now: float, **kw: Any) -> SourceWriter:
-        sid = _chunks.source_id(conn, "memory", source, now)
+        sid = _chunks.source_id(conn, "memory", utf8safe(source), now)
         assert sid is not None
         tail = conn.execute("SELECT id, seq FROM chunks WHERE source_id = ? ORDER BY seq DESC, id DESC LIMIT 1", (sid,)).fetchone()
         return SourceWriter(sid, self.settings.links, next_seq=int(tail[1]) + 1 if tail else 0, prev_id=int(tail[0]) if tail else None,
