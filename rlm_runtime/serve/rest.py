@@ -2,9 +2,10 @@
 
 Every endpoint is a thin adapter: it checks the shape of the request (422 when wrong), runs
 the service's operation on a worker thread (the event loop stays free for other clients),
-and answers its plain data as JSON. Errors are ``{"error", "status", "type"}``
-(``httperrors.py``). A context in a path is a registered one (``ID`` or ``ctx:ID``); a
-question's JSON body may also name paths under the server's roots.
+and answers its plain data as JSON, lone surrogates replaced (``utf8safe``: a file name that
+is not UTF-8). Errors are ``{"error", "status", "type"}`` (``httperrors.py``). A context in a
+path is a registered one (``ID`` or ``ctx:ID``); a question's JSON body may also name paths
+under the server's roots.
 
 In front of it all: ``auth.Guard`` (the Host check and the bearer token) and ``BodyLimit``
 (a request body over ``MAX_BODY_BYTES`` is refused with 413 before anything reads it). An
@@ -35,6 +36,7 @@ from rlm_runtime.serve.auth import Guard
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
 from rlm_runtime.serve.stream import AskStream
+from rlm_runtime.utf8safe import utf8safe
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -123,7 +125,8 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
             "x-content-type-options": "nosniff"})
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
+        return answer
 
     @app.get("/api/health", summary="The server's version and how many client sessions it keeps")
     async def health() -> dict[str, Any]:
@@ -221,7 +224,7 @@ def build_app(service: Service, *, token: str, mcp_server: Any = None, hosts: Co
             raise outcome["error"]
         if "result" not in outcome:  # the client left: nobody reads this
             return Response(status_code=499)
-        return outcome["result"]
+        return utf8safe(outcome["result"])
 
     @app.post("/api/memory/remember", summary="Store a note in the memory store")
     async def remember(body: RememberBody) -> dict[str, Any]:
