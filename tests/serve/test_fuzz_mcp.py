@@ -28,6 +28,7 @@ import anyio.to_thread
 import pytest
 
 pytest.importorskip("mcp")
+pytest.importorskip("hypothesis")
 
 import _fuzz  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
