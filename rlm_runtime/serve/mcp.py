@@ -170,7 +170,7 @@ async def _ask(service: Service, question: str, contexts: list[str], name: str |
     try:
         key = _client_key(ctx, name)
     except RLMError as e:
-        raise ToolError(utf8safe(str(e))) from e
+        raise ToolError(str(e)) from e
     run = functools.partial(service.ask, question, contexts, client=key, listener=listener, on_session=sessions.append)
     try:
         answer: dict[str, Any] = utf8safe(await anyio.to_thread.run_sync(run, abandon_on_cancel=True))
