@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import embeddings, hostwrites, private
 from rlm_runtime.errors import HostCallError, RLMError, RunFailed
+from rlm_runtime.utf8safe import is_utf8
 
 if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
     from rlm_runtime.memory.records import ChunkView, Hit
@@ -429,7 +430,8 @@ def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
             same = (st.st_dev, st.st_ino) == getattr(handle, "identity", None)
         except OSError:
             same = False
-        if same:
+        # A name that is not UTF-8 cannot be a path in the memory store (it skips the file): its text is indexed.
+        if same and is_utf8(real):
             return _path_key(real), [real], None
     source = _file_source(handle)
     buffer = getattr(handle, "_buf", None)

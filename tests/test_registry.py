@@ -132,6 +132,15 @@ def test_list_filters_by_kind_and_tag(files: Path, registry: Registry) -> None:
     assert [e.id for e in registry.list(kind="file", tag="kb")] == []
 
 
+def test_list_refuses_a_tag_no_entry_could_carry(files: Path, registry: Registry) -> None:
+    """It refuses to list by a tag that breaks the tag rule, a lone surrogate among them (SQLite
+    cannot bind one: an MCP client's contexts_list crashed the call), as it refuses such a tag at add."""
+    registry.add(files / "notes.md", tags=["work"])
+    for tag in ("\ud800", "wo\udfffrk", "has space", ""):
+        with pytest.raises(RegistryError, match="not a valid tag"):
+            registry.list(tag=tag)
+
+
 def test_unknown_ids_suggest_the_nearest(files: Path, registry: Registry) -> None:
     """It raises UnknownContext naming the nearest id (or the id of a name typed instead)."""
     registry.add(files / "notes.md", id="project-notes", name="Project Notes")

@@ -79,12 +79,12 @@ def _prove(server: Any) -> None:
     """Refuse to go on unless the process at the record's URL proves it holds the record's
     key (``running.py``): a record left by a server that died names a port another program
     may listen on now, and the token, the question and the paths must not go to it."""
+    import json
+    import time
+
     import httpx
 
     from rlm_runtime.serve import running
-
-    import json
-    import time
 
     challenge = running.challenge()
     deadline = time.monotonic() + _HELLO_S

@@ -52,6 +52,7 @@ from rlm_runtime.memory.chunks import NewChunk, delete_chunks
 from rlm_runtime.memory.db import Database, now
 from rlm_runtime.memory.records import IngestProgress, IngestReport, Skipped
 from rlm_runtime.memory.writer import SourceWriter
+from rlm_runtime.utf8safe import is_utf8
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.settings import MemorySettings
@@ -160,6 +161,9 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
             return None
 
     def add_file(path: str, st: os.stat_result, beneath: Beneath | None) -> None:
+        if not is_utf8(path):  # the store keeps a file's path as text (SQLite takes no lone surrogate)
+            skip(path, "its name is not UTF-8")
+            return
         if not stat.S_ISREG(st.st_mode):
             skip(path, "not a regular file")
             return
@@ -223,6 +227,9 @@ def collect(paths: Sequence[str | os.PathLike[str]], excludes: Sequence[str],
 
     for given in paths:
         path = os.path.abspath(os.path.expanduser(os.fspath(given)))
+        if not is_utf8(path):
+            skip(path, "its name is not UTF-8")
+            continue
         st = status(path)
         if st is None:
             continue

@@ -33,8 +33,8 @@ from rlm_runtime import hostwrites, private, timestamps
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
-from rlm_runtime.memory import db as db_module
 from rlm_runtime.memory import curation, learned, lifecycle, links, search, transfer
+from rlm_runtime.memory import db as db_module
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
@@ -59,6 +59,7 @@ from rlm_runtime.memory.search import Filters
 from rlm_runtime.memory.settings import SEARCH_MODES, MemorySettings
 from rlm_runtime.memory.value_check import COUNT_LIMIT, bad_counters, reset_counters
 from rlm_runtime.memory.writer import SourceWriter
+from rlm_runtime.utf8safe import utf8safe
 
 if TYPE_CHECKING:
     from rlm_runtime.memory.vectors import Vectors
@@ -261,6 +262,9 @@ class MemoryStore:
 
     def _pieces(self, text: str, kind: str | None, stop: _ingest.Stop | None = None) -> list[_chunks.NewChunk]:
         cfg = self.settings.ingest
+        # SQLite takes no lone surrogate (a model's answer may hold one, a folder's text a file
+        # name that is not UTF-8): U+FFFD in its place, as for a file's bytes that are not UTF-8.
+        text = utf8safe(text)
 
         def windows() -> Iterator[str]:
             for i in range(0, len(text), WINDOW_BYTES):
@@ -274,7 +278,7 @@ class MemoryStore:
                 for p in found]
 
     def _writer(self, conn: sqlite3.Connection, source: str, now: float, **kw: Any) -> SourceWriter:
-        sid = _chunks.source_id(conn, "memory", source, now)
+        sid = _chunks.source_id(conn, "memory", utf8safe(source), now)
         assert sid is not None
         tail = conn.execute("SELECT id, seq FROM chunks WHERE source_id = ? ORDER BY seq DESC, id DESC LIMIT 1", (sid,)).fetchone()
         # A position from elsewhere near 2**63 is not followed past COUNT_LIMIT (ties read in id order).

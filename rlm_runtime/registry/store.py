@@ -291,6 +291,8 @@ class Registry:
         out with a warning naming it."""
         if kind is not None:
             ids.check_kind(kind)
+        if tag is not None:  # a tag no entry could carry (a lone surrogate cannot even be bound to the query)
+            ids.check_tags([tag])
         sql = "SELECT id, name, kind, source, meta, created, refreshed FROM contexts"
         where, args = [], []
         if kind is not None:

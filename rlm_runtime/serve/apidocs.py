@@ -3,7 +3,8 @@
 FastAPI's own page loads Swagger UI from a CDN, which shows a blank page offline; this one is
 rendered on the server, needs no script and nothing from elsewhere, and escapes every text of
 the schema. Each endpoint: its method and path, what it does, its parameters (where, type,
-required, default, description), its JSON body's fields, and a ``curl`` line to copy.
+required, default, description), its JSON body's fields, the statuses of its errors, and a
+``curl`` line to copy.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def _operation(method: str, path: str, op: dict[str, Any], components: dict[str,
             out.append(f"<tr><td><code>{_e(name)}</code></td><td>{_e(_type(field))}</td>"
                        f"<td>{'yes' if name in required else ''}</td><td>{_e(field.get('description') or '')}</td></tr>")
         out.append("</table>")
+    errors = sorted(code for code in op.get("responses") or {} if code[:1] in "45")
+    if errors:
+        out.append(f"<p>errors: {_e(', '.join(errors))}</p>")
     out.append(f"<pre>{_e(_curl(method, path, params, body, base_url))}</pre>")
     return "".join(out)
 

@@ -30,6 +30,7 @@ from rlm_runtime.errors import (
     UnknownTrajectory,
     WorkersBusy,
 )
+from rlm_runtime.utf8safe import utf8safe
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -76,7 +77,7 @@ def error_body(error: BaseException) -> dict[str, Any]:
     suggestion = getattr(error, "suggestion", None)
     if isinstance(suggestion, str):
         body["suggestion"] = suggestion
-    return body
+    return dict(utf8safe(body))  # a message may quote a model's string or a file's name
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:

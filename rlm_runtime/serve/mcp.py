@@ -11,7 +11,8 @@ when idle, and every session closes with the server.
 Every tool runs the service on a worker thread, so that a long question leaves the server
 free to answer other requests. What a tool raises on purpose (an ``RLMError``) reaches the
 client as a tool error with its message; anything else reaches it as a generic error, its
-text and traceback kept in the server's log.
+text and traceback kept in the server's log. Answers and messages reach it with lone
+surrogates replaced (``utf8safe``): the SDK cannot serialize them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pydantic import Field
 
 from rlm_runtime.errors import ContextError, RLMError
 from rlm_runtime.serve.service import Service
+from rlm_runtime.utf8safe import utf8safe
 
 T = TypeVar("T")
 
@@ -58,15 +60,17 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
         except RLMError as e:
-            raise ToolError(str(e)) from e
+            raise ToolError(utf8safe(str(e))) from e
+        return answer
 
     async def read(fn: Callable[..., T], *args: Any) -> T:
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args))
+            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args)))
         except RLMError as e:
-            raise ResourceError(str(e)) from e
+            raise ResourceError(utf8safe(str(e))) from e
+        return answer
 
     @server.tool(description="Answer a question over one or more contexts: a model reads them with code, "
                              "in a sandbox, and returns the answer with how many iterations and tokens it took "
@@ -169,13 +173,14 @@ async def _ask(service: Service, question: str, contexts: list[str], name: str |
         raise ToolError(str(e)) from e
     run = functools.partial(service.ask, question, contexts, client=key, listener=listener, on_session=sessions.append)
     try:
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        answer: dict[str, Any] = utf8safe(await anyio.to_thread.run_sync(run, abandon_on_cancel=True))
     except anyio.get_cancelled_exc_class():
         for session in sessions:
             session.cancel()
         raise
     except RLMError as e:
-        raise ToolError(str(e)) from e
+        raise ToolError(utf8safe(str(e))) from e
+    return answer
 
 
 #: A key for each MCP connection seen, forgotten with the connection (an ``id()`` could be

@@ -2,9 +2,10 @@
 
 Every endpoint is a thin adapter: it checks the shape of the request (422 when wrong), runs
 the service's operation on a worker thread (the event loop stays free for other clients),
-and answers its plain data as JSON. Errors are ``{"error", "status", "type"}``
-(``httperrors.py``). A context in a path is a registered one (``ID`` or ``ctx:ID``); a
-question's JSON body may also name paths under the server's roots.
+and answers its plain data as JSON, lone surrogates replaced (``utf8safe``: a file name that
+is not UTF-8). Errors are ``{"error", "status", "type"}`` (``httperrors.py``); the schema
+documents each operation's (``ERROR_STATUSES``). A context in a path is a registered one
+(``ID`` or ``ctx:ID``); a question's JSON body may also name paths under the server's roots.
 
 In front of it all: ``auth.Guard`` (the Host check and the bearer token) and ``BodyLimit``
 (a request body over ``MAX_BODY_BYTES`` is refused with 413 before anything reads it). An
@@ -35,6 +36,7 @@ from rlm_runtime.serve.auth import Guard
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
 from rlm_runtime.serve.stream import AskStream
+from rlm_runtime.utf8safe import utf8safe
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,6 +76,56 @@ class RegisterBody(BaseModel):
     path: str = Field(description="a file or folder under the server's roots")
     name: str | None = Field(None, description="a display name")
     tags: list[str] = Field(default_factory=list, description="labels")
+
+
+class Problem(BaseModel):
+    """One problem of a malformed request (a 422)."""
+
+    where: str = Field(description="where in the request: body.question, query.k, path.index...")
+    problem: str = Field(description="what is wrong there")
+
+
+class ErrorBody(BaseModel):
+    """What every error answers (``httperrors.py``)."""
+
+    error: str = Field(description="what went wrong, for the person who sent the request")
+    status: int = Field(description="the HTTP status of the answer")
+    type: str = Field(description="the kind of error: ContextError, TooLarge, RequestValidationError...")
+    suggestion: str | None = Field(None, description="what to do instead, when there is something to say")
+    problems: list[Problem] | None = Field(None, description="a malformed request's problems (422)")
+
+
+#: What each error status means; every error is an ``ErrorBody``.
+ERROR_STATUSES = {
+    400: "bad input: a value the schema allows but the server cannot use (an empty question, a pattern that is not "
+         "RE2, a path that is not there)",
+    401: "no token, or a wrong one",
+    403: "a path outside the roots or in $RLM_HOME, or a Host or Origin that is not the server's",
+    404: "an unknown context or trajectory",
+    409: "the session named is answering another question",
+    413: "over a limit of this server: a size asked for, the text an answer would hold, the request body",
+    422: "a malformed request (a field missing, of the wrong type or out of range): problems says where",
+    500: "the server failed on this request (its log has the details)",
+    502: "the model failed",
+    503: "no session place came free in time, or the model is unavailable",
+}
+#: The errors of every request: the Guard's, BodyLimit's, and the unexpected.
+_ANY_REQUEST = (401, 403, 413, 500)
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The schema's responses for these error statuses and those of every request."""
+    return {status: {"model": ErrorBody, "description": ERROR_STATUSES[status]}
+            for status in sorted({*statuses, *_ANY_REQUEST})}
+
+
+#: The errors of an operation reading a context.
+_READING = _errors(400, 404, 422)
+#: One server-sent event of a streamed ask (OpenAPI 3.1: the schema of an event stream is an event's).
+_ASK_EVENT = {"type": "object", "required": ["event", "data"], "properties": {
+    "event": {"enum": ["iteration", "result", "error"]},
+    "data": {"type": "string", "contentMediaType": "application/json",
+             "description": "iteration: {iteration, cells, seconds}; result: what a plain ask answers; error: an ErrorBody"}}}
 
 
 class RememberBody(BaseModel):
@@ -127,9 +179,10 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             "x-content-type-options": "nosniff"})
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
+        return answer
 
-    @app.get("/api/health", summary="The server's version and how many client sessions it keeps")
+    @app.get("/api/health", summary="The server's version and how many client sessions it keeps", responses=_errors())
     async def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "sessions": len(service.sessions)}
 
@@ -144,51 +197,58 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
         return {"proof": running.proof(hello_key, challenge)}
 
     # Fixed paths before /api/context/{context_id}, which would take them for ids.
-    @app.get("/api/context", summary="The registered contexts")
+    @app.get("/api/context", summary="The registered contexts", responses=_errors(400, 422))
     async def contexts_list(kind: str | None = Query(None, max_length=32, description="only this kind: file, folder, text or memory"),
                             tag: str | None = Query(None, max_length=64, description="only contexts with this tag")) -> list[dict[str, Any]]:
         return await call(service.contexts_list, kind, tag)
 
-    @app.get("/api/context/stats", summary="Access statistics of the registry and the server's sessions")
+    @app.get("/api/context/stats", summary="Access statistics of the registry and the server's sessions",
+             responses=_errors())
     async def stats() -> dict[str, Any]:
         return await call(service.stats)
 
-    @app.get("/api/context/search/all", summary="Ranked full-text search across contexts and the memory store")
+    @app.get("/api/context/search/all", summary="Ranked full-text search across contexts and the memory store",
+             responses=_READING)
     async def search(query: str = Query(..., min_length=1, description="words to look for, in plain text"),
                      k: int = Query(10, ge=1, description="how many passages"),
                      context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None) -> dict[str, Any]:
         return await call(service.search, query, k, context)
 
-    @app.post("/api/context/register", summary="Register a file or folder under the server's roots")
+    @app.post("/api/context/register", summary="Register a file or folder under the server's roots",
+              responses=_errors(400, 422))
     async def register(body: RegisterBody) -> dict[str, Any]:
         return await call(service.context_add, body.path, body.name, body.tags)
 
-    @app.get("/api/context/{context_id}", summary="A context's whole text (refused with 413 when longer than max_chars)")
+    @app.get("/api/context/{context_id}", summary="A context's whole text (refused with 413 when longer than max_chars)",
+             responses=_READING)
     async def load(context_id: ContextId, max_chars: int | None = Query(None, ge=1, description="refuse a longer text (413)")) -> dict[str, Any]:
         return await call(service.load, _ref(context_id), max_chars)
 
-    @app.get("/api/context/{context_id}/info", summary="A registered context's entry and access statistics")
+    @app.get("/api/context/{context_id}/info", summary="A registered context's entry and access statistics",
+             responses=_READING)
     async def info(context_id: ContextId) -> dict[str, Any]:
         return await call(service.context_show, _ref(context_id))
 
-    @app.get("/api/context/{context_id}/peek", summary="The first characters of a context")
+    @app.get("/api/context/{context_id}/peek", summary="The first characters of a context", responses=_READING)
     async def peek(context_id: ContextId, chars: int = Query(2000, ge=1, description="how many characters")) -> dict[str, Any]:
         return await call(service.peek, _ref(context_id), chars)
 
-    @app.get("/api/context/{context_id}/grep", summary="Lines matching an RE2 pattern, with their numbers")
+    @app.get("/api/context/{context_id}/grep", summary="Lines matching an RE2 pattern, with their numbers", responses=_READING)
     async def grep(context_id: ContextId, pattern: str = Query(..., min_length=1, description="an RE2 regular expression"),
                    context_lines: int = Query(0, ge=0, description="lines shown around each match"),
                    max_matches: int = Query(100, ge=1, description="stop after this many matching lines"),
                    ignore_case: bool = Query(False, description="match regardless of case")) -> dict[str, Any]:
         return await call(service.grep, _ref(context_id), pattern, context_lines, max_matches, ignore_case)
 
-    @app.get("/api/context/{context_id}/chunk/{index}", summary="One chunk of a context and where it sits")
+    @app.get("/api/context/{context_id}/chunk/{index}", summary="One chunk of a context and where it sits", responses=_READING)
     async def chunk(context_id: ContextId, index: Annotated[int, Path(ge=0)],
                     size: int | None = Query(None, ge=1, description="units a chunk (default 200 lines, 8000 chars, 2000 tokens)"),
                     unit: Literal["lines", "chars", "tokens"] = "lines") -> dict[str, Any]:
         return await call(service.chunk, _ref(context_id), index, size, unit)
 
-    @app.post("/api/ask", summary="Answer a question over contexts (stream: server-sent events)", response_model=None)
+    @app.post("/api/ask", summary="Answer a question over contexts (stream: server-sent events)", response_model=None,
+              responses={200: {"content": {"application/json": {}, "text/event-stream": {"schema": _ASK_EVENT}}},
+                         **_errors(400, 404, 409, 422, 502, 503)})
     async def ask(body: AskBody, request: Request) -> Any:
         client = ("rest", body.session) if body.session is not None else None
         if body.stream:
@@ -235,22 +295,26 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             raise outcome["error"]
         if "result" not in outcome:  # the client left: nobody reads this
             return Response(status_code=499)
-        return outcome["result"]
+        return utf8safe(outcome["result"])
 
-    @app.post("/api/memory/remember", summary="Store a note in the memory store")
+    @app.post("/api/memory/remember", summary="Store a note in the memory store", responses=_errors(400, 422))
     async def remember(body: RememberBody) -> dict[str, Any]:
         return await call(service.remember, body.text, body.tags)
 
-    @app.get("/api/memory/search", summary="Ranked full-text search of the memory store")
+    @app.get("/api/memory/search", summary="Ranked full-text search of the memory store", responses=_errors(400, 422))
     async def memory_search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1)) -> dict[str, Any]:
         return await call(service.search, query, k, [])
 
     # The .html route first: {trace_id} alone would take "run-....html" whole.
-    @app.get("/api/traces/{trace_id}.html", summary="A trajectory as one HTML page", response_class=HTMLResponse)
+    # response_class=Response: its errors are JSON (HTMLResponse would document them as text/html).
+    @app.get("/api/traces/{trace_id}.html", summary="A trajectory as one HTML page", response_class=Response,
+             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **_errors(400, 404, 422)})
     async def trace_page(trace_id: Annotated[str, Path(max_length=64)]) -> Response:
         return _page(await call(service.trajectory, trace_id, "html"))
 
-    @app.get("/api/traces/{trace_id}", summary="A trajectory's events (format=html: its page)")
+    @app.get("/api/traces/{trace_id}", summary="A trajectory's events (format=html: its page)",
+             responses={200: {"content": {"application/json": {}, "text/html": {"schema": {"type": "string"}}}},
+                        **_errors(400, 404, 422)})
     async def trace(trace_id: Annotated[str, Path(max_length=64)],
                     format: Literal["json", "html"] = "json") -> Response:
         text = await call(service.trajectory, trace_id, format)

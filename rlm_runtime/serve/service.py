@@ -129,6 +129,7 @@ class Service:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
             raise ContextError("path must be a file or folder under the server's roots")
+        _text(path, "path")  # a lone surrogate: the file system cannot be asked about it
         held = len(self.registry.list())
         if held >= self.limits.registered_contexts:
             raise TooLarge(f"the registry holds {held:,} contexts, this server's limit for registering more is "

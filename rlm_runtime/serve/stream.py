@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from rlm_runtime.serve.httperrors import Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
+from rlm_runtime.utf8safe import utf8safe
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class AskStream:
         async def run() -> None:
             async with sender:
                 try:
-                    outcome["result"] = await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
+                    outcome["result"] = utf8safe(await anyio.to_thread.run_sync(ask, abandon_on_cancel=True))
                 except Exception as e:  # noqa: BLE001 - every failure is told to the client, below
                     outcome["error"] = e
 

@@ -40,6 +40,27 @@ def test_replaces_invalid_utf8_and_says_so(store: MemoryStore, write: Callable[.
     assert report.files == 1
 
 
+def test_skips_a_file_whose_name_is_not_utf8(store: MemoryStore, write: Callable[..., Path]) -> None:
+    """It skips a file whose name is not UTF-8 (the store keeps paths as text) with a reason, in a
+    folder or named, and stores the rest: the ingest raised UnicodeEncodeError and stored nothing."""
+    good = write("good.txt", "the capybara is the largest rodent\n")
+    bad = os.path.join(os.fsencode(good.parent), b"caf\xe9.txt")
+    with open(bad, "wb") as f:
+        f.write(b"the okapi lives in the forest\n")
+    report = store.ingest([good.parent])
+    assert [(s.path, s.reason) for s in report.skipped] == [(os.fsdecode(bad), "its name is not UTF-8")]
+    assert report.files == 1 and store.search("capybara", record=False) and not store.search("okapi", record=False)
+    assert [s.reason for s in store.ingest(os.fsdecode(bad)).skipped] == ["its name is not UTF-8"]
+
+
+def test_a_text_holding_a_lone_surrogate_is_stored_with_u_fffd(store: MemoryStore) -> None:
+    """It stores a text or a source name holding a lone surrogate (a model's string, a folder's
+    listing of a file name that is not UTF-8) with U+FFFD in its place: SQLite refused it."""
+    [chunk] = store.add_text("the narwhal\udcff tusk", source="caf\udce9")
+    assert store.read(chunk).text == "the narwhal\ufffd tusk"
+    assert store.search("narwhal", record=False)
+
+
 def test_skips_empty_files(store: MemoryStore, write: Callable[..., Path]) -> None:
     """It skips an empty file with a reason."""
     report = store.ingest(write("empty.txt", b""))

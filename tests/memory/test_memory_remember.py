@@ -34,6 +34,13 @@ def test_a_second_run_recalls_the_first_answer(store: MemoryStore) -> None:
     assert hits[0].chunk_id == answer and "Ouagadougou" in store.read(answer).text
 
 
+def test_an_answer_holding_a_lone_surrogate_is_remembered(store: MemoryStore) -> None:
+    """It remembers an answer a model's code built with a lone surrogate (U+FFFD in its place):
+    Session.ask(remember=True) raised UnicodeEncodeError after the run."""
+    [answer, *_] = store.remember("Which glyph?", "the glyph \ud800 here", run_id="run-1", cells=["FINAL('\ud800')"])
+    assert "the glyph \ufffd here" in store.read(answer).text
+
+
 def test_chunks_read_together_are_co_recalled(store: MemoryStore) -> None:
     """It links the chunks one answer read as co_recalled (read together for one answer)."""
     a = store.add_text("the kakapo is nocturnal", source="a")[0]

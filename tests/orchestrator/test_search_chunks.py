@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rlm_runtime import Session
@@ -49,6 +50,21 @@ def test_the_index_is_kept_on_disk_and_reused(tmp_path: Path, _rlm_home: Path) -
         with Session(client, contexts=[path], limits=fast(), trace=False) as s:
             assert s.ask("q").answer.startswith("c0.")
     assert len(list((_rlm_home / "index").glob("*.db"))) == 1
+
+
+def test_a_file_name_that_is_not_utf8_is_searched(tmp_path: Path) -> None:
+    """It searches a file and a folder's file whose names are not UTF-8: search_chunks failed
+    with UnicodeEncodeError (the memory store takes no lone surrogate)."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    bad = os.path.join(os.fsencode(folder), b"caf\xe9.txt")
+    with open(bad, "wb") as f:
+        f.write(b"the okapi lives in the forest\n")
+    for context in (folder, os.fsdecode(bad)):
+        client = ScriptedClient([code("hits = search_chunks('okapi')\nFINAL(hits[0]['snippet'] if hits else 'none')")])
+        with Session(client, contexts=[context], limits=fast(), trace=False) as s:
+            result = s.ask("q")
+        assert "okapi" in (result.answer or ""), (context, result.answer, result.error)
 
 
 def test_bad_arguments_are_refused_with_a_clear_error(tmp_path: Path) -> None:

@@ -30,6 +30,26 @@ def test_the_docs_page_lists_every_endpoint_and_loads_nothing_from_elsewhere(tmp
     assert "<script" not in text
     assert not [u for u in re.findall(r"(?:src|href)=['\"]([^'\"]+)", text) if not u.startswith("/")]
     assert "an RE2 regular expression" in text and "curl -H" in text
+    assert "errors: 400, 401, 403, 404, 409, 413, 422, 500, 502, 503" in text  # POST /api/ask's
+
+
+def test_the_schema_documents_every_error_as_the_json_the_server_sends(tmp_path: Path) -> None:
+    """It documents each operation's error statuses, the 401 of the token included, with the
+    body every error has ({"error", "status", "type"}), not FastAPI's {"detail"} of a 422."""
+    with serve(["```python\nFINAL('x')\n```"], [tmp_path]) as api:
+        schema = httpx.get(f"{api.url}/openapi.json", timeout=30).json()
+    body = schema["components"]["schemas"]["ErrorBody"]
+    assert set(body["required"]) == {"error", "status", "type"} and "HTTPValidationError" not in schema["components"]["schemas"]
+    for path, methods in schema["paths"].items():
+        for method, op in methods.items():
+            responses = op["responses"]
+            assert {"401", "403", "413", "500"} <= set(responses), (method, path)
+            assert ("422" in responses) == bool(op.get("parameters") or op.get("requestBody")), (method, path)
+            for code, response in responses.items():
+                if code != "200":
+                    assert response["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    streamed = schema["paths"]["/api/ask"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert streamed["properties"]["event"]["enum"] == ["iteration", "result", "error"]
 
 
 def test_schema_text_is_escaped() -> None:

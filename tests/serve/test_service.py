@@ -80,3 +80,16 @@ def test_without_roots_only_the_registry_is_read(root: Path) -> None:
             service.context_add(str(root / "sub" / "notes.txt"))
     finally:
         service.close()
+
+
+def test_a_path_that_is_not_text_is_refused_before_the_file_system_is_asked(root: Path) -> None:
+    """It refuses to register a path holding a lone surrogate as bad input (ContextError: 400,
+    a tool error), which os.path.realpath cannot encode (POST /api/context/register answered 500)."""
+    service = _service(root)
+    try:
+        for path in ("\ud800", "sub/\udfffnotes.txt", str(root / "sub" / "\ud800")):
+            with pytest.raises(ContextError, match="lone surrogate"):
+                service.context_add(path)
+        assert service.registry.list() == []
+    finally:
+        service.close()
