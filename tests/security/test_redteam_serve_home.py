@@ -115,8 +115,8 @@ def test_the_home_and_its_files_are_refused_by_every_name(house: dict[str, Any])
     try:
         for name in (str(home), ".rlm", ".rlm/serve/token", str(home / "traces"), "link-to-home",
                      "link-to-home/serve/token", "link-to-token", "token-copy"):
-            for fn in (lambda: service.peek(name), lambda: service.load(name),
-                       lambda: service.context_add(name, name="x")):
+            for fn in (lambda n=name: service.peek(n), lambda n=name: service.load(n),
+                       lambda n=name: service.context_add(n, name="x")):
                 out = _attempt(fn)
                 assert out.startswith(("SourceRefused", "ContextError")), (name, out)
                 assert _leaks(out, house) == []
