@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlm_runtime import embeddings, hostwrites, private
-from rlm_runtime.errors import HostCallError, RLMError, RunFailed
+from rlm_runtime.errors import HostCallError, RLMError, RunFailed, TooLarge
 from rlm_runtime.utf8safe import is_utf8
 
 if TYPE_CHECKING:  # the store is imported on first use: a session that never searches never pays for it
@@ -252,7 +252,7 @@ class ChunkSearch:
                                           run_id=run_id, mode=mode)
                 found += [(f"m{h.chunk_id}", h) for h in hits]
                 self._note_read(h.chunk_id for h in hits)
-        except RunFailed:  # cancelled, or out of time: the run ends, not the call
+        except (RunFailed, TooLarge):  # cancelled, or out of time (a run's or a server's): not the call's error
             raise
         except RLMError as e:
             raise HostCallError(f"search_chunks failed: {self._shown(e)}") from e

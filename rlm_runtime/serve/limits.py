@@ -29,6 +29,8 @@ class ServeLimits:
             the registry's most recently refreshed, and says which it left out).
         registered_contexts: clients register no more contexts once the registry holds
             this many (``rlm context rm`` makes room).
+        search_s: the most seconds one search spends building indexes (a search over
+            big new contexts is refused past it; the files indexed whole are kept).
         sessions: sessions kept at once (each holds a worker); None: the governor's worker count.
         idle_s: a client's session unused this long is closed (its worker freed).
         wait_s: how long a request waits for a worker before the server says it is busy.
@@ -45,6 +47,7 @@ class ServeLimits:
     contexts_per_ask: int = 16
     search_contexts: int = 64
     registered_contexts: int = 500
+    search_s: float = 300.0
     sessions: int | None = None
     idle_s: float = 900.0
     wait_s: float = 30.0

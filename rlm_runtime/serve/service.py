@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -238,7 +239,14 @@ class Service:
                         raise
                     skipped.append({"context": ref, "error": str(e)})
             search.set_contexts([h for h, _ in opened])
-            hits = search.search(query, k=k)
+            deadline = time.monotonic() + self.limits.search_s
+
+            def in_time() -> None:  # called between the files and windows an index is built from
+                if time.monotonic() > deadline:
+                    raise TooLarge(f"this search took over {self.limits.search_s:.0f} s building indexes; what was "
+                                   "indexed is kept, so asking again goes further (or name fewer contexts)")
+
+            hits = search.search(query, k=k, stop=in_time)
         finally:
             search.close()
             if store is not None:

@@ -313,3 +313,21 @@ def test_a_repeated_server_search_reuses_its_index(house: dict[str, Any], what: 
         assert len(now) == 1 and now != kept
     finally:
         service.close()
+
+
+def test_a_search_building_indexes_is_bounded_in_time(house: dict[str, Any]) -> None:
+    """It refuses (413) a search whose index building runs past the server's time, and a
+    search under a normal bound then answers."""
+    big = house["user"] / "big.txt"
+    big.write_text("".join(f"line {n} about topic{n % 13}\n" for n in range(20_000)))
+    for limit, expect_refused in ((0.0, True), (300.0, False)):
+        service = Service(ScriptedClient([DUMP]), roots=[house["user"]], paths=house["paths"],
+                          limits=ServeLimits(sessions=1, search_s=limit), session_options={"memory": None, "trace": False})
+        try:
+            if expect_refused:
+                with pytest.raises(TooLarge, match="building indexes"):
+                    service.search("topic7", contexts=["big.txt"])
+            else:
+                assert service.search("topic7", contexts=["big.txt"])["hits"]
+        finally:
+            service.close()
