@@ -187,7 +187,7 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
         return {"status": "ok", "version": __version__, "sessions": len(service.sessions)}
 
     @app.get("/api/hello", summary="Proof that this is the server its record names (answered without the token)",
-             responses={404: {"description": "this server keeps no record"}})
+             responses=_errors(404, 422))
     async def hello(challenge: str = Query(..., min_length=16, max_length=128, pattern="^[A-Za-z0-9_-]+$",
                                            description="random text of the client's")) -> dict[str, Any]:
         from rlm_runtime.serve import running
@@ -297,7 +297,7 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             return Response(status_code=499)
         return utf8safe(outcome["result"])
 
-    @app.post("/api/memory/remember", summary="Store a note in the memory store", responses=_errors(400, 422))
+    @app.post("/api/memory/remember", summary="Store a note in the memory store", responses=_errors(400, 403, 422))
     async def remember(body: RememberBody) -> dict[str, Any]:
         return await call(service.remember, body.text, body.tags)
 
