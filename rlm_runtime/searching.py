@@ -127,7 +127,10 @@ class ChunkSearch:
             if key.startswith("file-") and kept.exists():
                 found = self._kept(kept, text)
                 if found is not None:
-                    os.utime(kept)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+                    try:
+                        os.utime(kept)  # used now: the sweep keeps it another PATH_INDEX_MAX_AGE_S
+                    except OSError:
+                        pass  # removed meanwhile (a newer version built): this one is open all the same
                     self._indexes[k] = found
                     return found
             if paths:
@@ -145,6 +148,8 @@ class ChunkSearch:
                 if paths:
                     store.ingest(paths, stop=stop)
                 elif text is not None and store.stats().chunks == 0:
+                    if stop is not None:
+                        stop()  # before the text is read: a folder's may be large
                     # All or nothing; every paragraph kept, a repeated one too (dedup is for notes).
                     store.add_text(text(), source=handle.name, kind=None, stop=stop, dedup=False)
                 stats = store.stats()
@@ -435,6 +440,10 @@ def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
             return _path_key(real), [real], None
     source = _file_source(handle)
     buffer = getattr(handle, "_buf", None)
+    if source is not None and source.startswith("folder:"):
+        # A folder's version is what its documents are on disk (name, size, time, inode): no
+        # text is read unless it is indexed.
+        return f"file-{_hashed(source)}-{_folder_version(handle)}", [], _whole(handle)
     if source is not None and source.startswith("file:") and buffer is not None:
         # A mapped file's version is the hash of its bytes: nothing decoded unless it is indexed.
         digest = hashlib.sha256(buffer().view).hexdigest()
@@ -444,6 +453,20 @@ def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
     if source is not None:
         return f"file-{_hashed(source)}-{digest[:32]}", [], lambda: text
     return "text-" + digest[:32], [], lambda: text
+
+
+def _folder_version(corpus: Any) -> str:
+    """A hash of what the corpus's documents are on disk now: each one's name, size,
+    modification time, inode and skip mark (a document gone counts as gone)."""
+    digest = hashlib.sha256()
+    for doc in corpus.documents:
+        try:
+            st = os.lstat(doc.path) if doc.path else None
+            stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" if st is not None else "memory"
+        except OSError:
+            stamp = "gone"
+        digest.update(f"{doc.name}\0{stamp}\0{doc.skip}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
 
 
 def _hashed(text: str) -> str:

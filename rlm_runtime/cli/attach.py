@@ -80,6 +80,7 @@ def _prove(server: Any) -> None:
     key (``running.py``): a record left by a server that died names a port another program
     may listen on now, and the token, the question and the paths must not go to it."""
     import json
+    import threading
     import time
 
     import httpx
@@ -89,18 +90,30 @@ def _prove(server: Any) -> None:
     challenge = running.challenge()
     deadline = time.monotonic() + _HELLO_S
     body = b""
+    ok = False
+    http = httpx.Client(base_url=server.url, timeout=_HELLO_S)
+    # Bounded in bytes and in time as a whole (headers trickled a byte at a time included):
+    # what answers may not be the server. The watchdog closes the client at the deadline.
+    watchdog = threading.Timer(_HELLO_S, http.close)
+    watchdog.daemon = True
+    watchdog.start()
     try:
-        with httpx.Client(base_url=server.url, timeout=_HELLO_S) as http, \
-                http.stream("GET", "/api/hello", params={"challenge": challenge}) as response:
-            # Bounded in bytes and in time as a whole: what answers may not be the server.
+        with http, http.stream("GET", "/api/hello", params={"challenge": challenge}) as response:
             for piece in response.iter_bytes():
                 body += piece
                 if len(body) > _HELLO_BYTES or time.monotonic() > deadline:
                     break
             ok = response.status_code == 200 and len(body) <= _HELLO_BYTES and time.monotonic() <= deadline
+    except Exception as e:  # noqa: BLE001 - a refused, closed or garbled exchange: not proven, nothing sent
+        if time.monotonic() <= deadline:
+            raise UsageError(f"--server: the server at {server.url} did not answer: {one_line(str(e))}") from e
+        ok = False
+    finally:
+        watchdog.cancel()
+    try:
         answer = json.loads(body) if ok else None
-    except (httpx.HTTPError, ValueError) as e:
-        raise UsageError(f"--server: the server at {server.url} did not answer: {one_line(str(e))}") from e
+    except (ValueError, RecursionError):
+        answer = None
     if not running.proven(server, challenge, answer):
         raise UsageError(f"--server: what listens at {server.url} is not the server that wrote $RLM_HOME/serve/server.json "
                          "(it may have stopped): nothing was sent; start rlm serve --http again, or leave out --server")

@@ -85,7 +85,7 @@ Base = Root | int
 _sealed_paths: set[str] = set()
 _sealed_seen: set[tuple[int, int]] = set()
 _sealed_lock = threading.Lock()
-_sealed_cache: tuple[float, frozenset[tuple[int, int]]] | None = None
+_sealed_cache: tuple[float, frozenset[tuple[int, int]], tuple[str, ...]] | None = None
 SEAL_CHECK_S = 1.0
 
 
@@ -94,36 +94,56 @@ def seal(path: str | os.PathLike[str]) -> None:
     folder in this process, from now on (see the module's docstring). Idempotent; a path
     that does not exist yet is sealed once it does."""
     global _sealed_cache
+    # Resolved now (a home that is a link names its folder), and never followed again: a
+    # link put later at a sealed path that did not exist yet seals that link, not its target.
+    real = os.path.realpath(os.fspath(path))
     with _sealed_lock:
-        _sealed_paths.add(os.path.abspath(os.fspath(path)))
+        _sealed_paths.add(real)
         _sealed_cache = None
 
 
 def sealed() -> frozenset[tuple[int, int]]:
-    """(device, inode) of every sealed place that exists now (its path followed: a home
-    that is a link to another disk is the folder it names)."""
+    """(device, inode) of every sealed place that exists now (its path as resolved when it
+    was sealed, not followed again), and of every sealed folder seen before.
+
+    Folders are looked up at most every ``SEAL_CHECK_S``; files (the server's token) at
+    every call: a file's inode is given to the next file made once it is replaced (a rotated
+    token), so only its current one counts, and never a moment late."""
     global _sealed_cache
     now = time.monotonic()
     with _sealed_lock:
         cached = _sealed_cache
-        if cached is not None and now - cached[0] < SEAL_CHECK_S:
-            return cached[1]
         paths = tuple(_sealed_paths)
-    found = set()
-    missing = False
-    for path in paths:
+    if cached is not None and now - cached[0] < SEAL_CHECK_S:
+        folder_ids, files = cached[1], cached[2]
+    else:
+        found: set[tuple[int, int]] = set()
+        file_paths: list[str] = []
+        missing = False
+        for path in paths:
+            try:
+                st = os.lstat(path)
+            except (OSError, ValueError):
+                missing = True
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                found.add((st.st_dev, st.st_ino))
+            else:
+                file_paths.append(path)
+        with _sealed_lock:
+            # A folder stays sealed once seen: moved, it is the same folder.
+            _sealed_seen.update(found)
+            folder_ids, files = frozenset(_sealed_seen), tuple(file_paths)
+            if not missing and len(_sealed_paths) == len(paths):
+                _sealed_cache = (now, folder_ids, files)
+    live = set()
+    for path in files:
         try:
-            st = os.stat(path)
+            st = os.lstat(path)
         except (OSError, ValueError):
-            missing = True
             continue
-        found.add((st.st_dev, st.st_ino))
-    with _sealed_lock:
-        _sealed_seen.update(found)
-        seals = frozenset(_sealed_seen)
-        if not missing and len(_sealed_paths) == len(paths):
-            _sealed_cache = (now, seals)
-    return seals
+        live.add((st.st_dev, st.st_ino))
+    return folder_ids | live if live else folder_ids
 
 
 def _refuse_sealed(fd: int, seals: frozenset[tuple[int, int]], shown: str) -> None:

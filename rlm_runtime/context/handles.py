@@ -283,7 +283,9 @@ class FileHandle(BufferHandle):
         if fd is None:
             assert self.path is not None
             try:
-                fd = os.open(self.path, os.O_RDONLY)
+                # O_NONBLOCK: a FIFO at the path (put there after it was looked at) is refused
+                # below as no regular file, instead of holding the opener until a writer comes.
+                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
             except FileNotFoundError as e:
                 raise ContextError(f"context file not found: {self.path}") from e
             except IsADirectoryError as e:

@@ -108,8 +108,9 @@ def _harden(conn: sqlite3.Connection, statement_timeout_s: float) -> None:
 
 
 def descriptor_path(fd: int) -> Path:
-    """A path naming the file open as ``fd`` (``/proc/self/fd/N``; ``/dev/fd/N`` on macOS),
-    for ``connect`` to open that very file read-only, whatever its name leads to since."""
+    """A path naming the file open as ``fd`` (``/proc/self/fd/N``; ``/dev/fd/N`` on macOS):
+    given to ``MemoryStore`` (read-only), the store reads that very file through the
+    descriptor into a private copy, whatever its name leads to since."""
     return Path(f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else f"/dev/fd/{fd}")
 
 
@@ -129,14 +130,10 @@ def connect(path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0,
     """
     try:
         if is_descriptor(path):
-            # A file its caller opened and checked (``descriptor_path``): read as it is, with
-            # nothing written beside it (no -wal or -shm) and no lock taken, so what a
-            # writer has not checkpointed yet is not seen.
-            if not readonly:
-                raise StoreError("a memory store given by its descriptor opens read-only")
-            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None,
-                                   check_same_thread=False, timeout=busy_timeout_s)
-        elif readonly:
+            # SQLite turns a name into a full path (following /proc/self/fd/N to the name the
+            # file has now) and opens that: never hand it one (MemoryStore copies the file).
+            raise StoreError("a memory store given by its descriptor is read through a copy (MemoryStore)")
+        if readonly:
             if not path.exists():
                 raise StoreError(f"no memory store at {path}")
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,

@@ -133,16 +133,14 @@ class MemoryStore:
                  embedder: EmbedderFactory | None = default_embedder) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         #: A store given by its descriptor (``db.descriptor_path``: read-only, as it was
-        #: checked) holds a descriptor of its own for as long as it is open.
-        self._pinned: int | None = None
+        #: checked) is read through that descriptor into a private copy, opened and removed
+        #: with the store: SQLite itself would open a name again.
+        self._copy: Path | None = None
         if db_module.is_descriptor(self.path):
             if not readonly:
                 raise StoreError("a memory store given by its descriptor opens read-only")
-            try:
-                self._pinned = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            except OSError as e:
-                raise StoreError(f"cannot open the memory store: {e.strerror or e}") from e
-            self.path = db_module.descriptor_path(self._pinned)
+            self._copy = _copied(self.path)
+            self.path = self._copy
         self.settings = settings or MemorySettings()
         self.clock = clock
         self._embedder_factory = embedder
@@ -154,8 +152,7 @@ class MemoryStore:
             self.db = Database(self.path, readonly=readonly, busy_timeout_s=self.settings.busy_timeout_s,
                                durable=self.settings.durable)
         except BaseException:
-            if self._pinned is not None:
-                os.close(self._pinned)
+            _remove_copy(self._copy)
             raise
         try:
             if readonly:
@@ -200,9 +197,8 @@ class MemoryStore:
     def close(self) -> None:
         """Close the connection (the store stays on disk)."""
         self.db.close()
-        pinned, self._pinned = self._pinned, None
-        if pinned is not None:
-            os.close(pinned)
+        copy, self._copy = self._copy, None
+        _remove_copy(copy)
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -863,3 +859,53 @@ class MemoryStore:
         with self._sql_errors(), self.db.write() as conn:
             conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
             conn.execute("PRAGMA optimize")
+
+
+#: The largest store read through a descriptor into a private copy (a server's read-only mount).
+MAX_COPIED_BYTES = 2 << 30
+
+
+def _copied(source: Path) -> Path:
+    """A private copy (0600, in a 0700 temporary folder) of the store open at the descriptor
+    path ``source``, read through the descriptor itself: bounded, never by a name."""
+    import shutil
+    import stat
+    import tempfile
+
+    fd = int(source.name)
+    try:
+        st = os.fstat(fd)
+    except OSError as e:
+        raise StoreError(f"cannot read the memory store: {e.strerror or e}") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError("the memory store is not a regular file")
+    if st.st_size > MAX_COPIED_BYTES:
+        raise StoreError(f"the memory store holds {st.st_size:,} bytes, more than the {MAX_COPIED_BYTES:,} read "
+                         "through a descriptor")
+    folder = Path(tempfile.mkdtemp(prefix="rlm-store-"))
+    copy = folder / "store.db"
+    try:
+        out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            done = 0
+            while done < st.st_size:
+                block = os.pread(fd, min(1 << 20, st.st_size - done), done)
+                if not block:
+                    break
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(out, view):]
+                done += len(block)
+        finally:
+            os.close(out)
+    except OSError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise StoreError(f"cannot read the memory store: {e.strerror or e}") from e
+    return copy
+
+
+def _remove_copy(copy: Path | None) -> None:
+    if copy is not None:
+        import shutil
+
+        shutil.rmtree(copy.parent, ignore_errors=True)

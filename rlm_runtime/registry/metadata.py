@@ -15,6 +15,7 @@ value is; ``meta_problem`` checks metadata read back from a registry file.
 from __future__ import annotations
 
 import math
+import os
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -79,11 +80,19 @@ def kind_of(real: Path, asked: str | None) -> str:
 
 
 def _is_sqlite(path: Path) -> bool:
+    """Whether the regular file at ``path`` starts as an SQLite database does (a FIFO or a
+    link put there since it was looked at is no database, and holds nothing up)."""
     try:
-        with open(path, "rb") as f:
-            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, len(SQLITE_HEADER), 0) == SQLITE_HEADER
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def fingerprint(real: Path) -> tuple[int, int]:

@@ -194,14 +194,25 @@ class Registry:
             if not isinstance(source, (str, os.PathLike)):
                 raise RegistryError("a context source is a path (or, with kind text, a str)")
             real = within(user_path(source), roots)
+            try:
+                str(real).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ContextError(f"{ids.shown(str(real))}: a name that is not UTF-8 cannot be registered") from None
             before = _identity(real) if checked is not None else None
             if checked is not None and (real != checked or before is None):
                 raise SourceRefused(f"{ids.shown(str(checked))} changed after it was checked: not registered")
-            kind = metadata.kind_of(real, kind)
-            name = ids.check_name(name if name is not None else (real.name or str(real)))
-            meta = metadata.describe_path(real, kind)
+            changed = SourceRefused(f"{ids.shown(str(checked))} changed while it was read: not registered")
+            try:
+                kind = metadata.kind_of(real, kind)
+                name = ids.check_name(name if name is not None else (real.name or str(real)))
+                meta = metadata.describe_path(real, kind)
+            except (ContextError, RegistryError):
+                # What a path changed into is not told (an error naming it, or saying it is gone).
+                if checked is not None and (Path(os.path.realpath(real)) != checked or _identity(real) != before):
+                    raise changed from None
+                raise
             if checked is not None and (Path(os.path.realpath(real)) != checked or _identity(real) != before):
-                raise SourceRefused(f"{ids.shown(str(checked))} changed while it was read: not registered")
+                raise changed
         now = time.time()
         with self.db.write() as conn:
             if id is None:

@@ -200,11 +200,14 @@ class _Uvicorn(uvicorn.Server):
 
 def _on_hangup(stop: Callable[[], None]) -> Callable[[], None]:
     """Stop on SIGHUP (a closed terminal, a dropped SSH session) as on SIGTERM, where this
-    is the main thread and the platform has the signal; returns what puts the old handler back.
+    is the main thread, the platform has the signal and nothing set its handler (``nohup``
+    ignores it: then it stays ignored); returns what puts the old handler back.
     uvicorn itself handles SIGINT and SIGTERM only: SIGHUP's default ended the process with
     its record left behind."""
     hup = getattr(signal, "SIGHUP", None)
     if hup is None or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    if signal.getsignal(hup) is not signal.SIG_DFL:  # nohup, or a program's own handler: theirs
         return lambda: None
     old = signal.signal(hup, lambda signum, frame: stop())
 

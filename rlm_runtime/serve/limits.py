@@ -31,6 +31,8 @@ class ServeLimits:
             this many (``rlm context rm`` makes room).
         search_s: the most seconds one search spends building indexes (a search over
             big new contexts is refused past it; the files indexed whole are kept).
+        search_bytes: the most bytes of text one search may cover (its contexts' sizes).
+        searches: searches that run at once (others wait ``wait_s``, then are told busy).
         sessions: sessions kept at once (each holds a worker); None: the governor's worker count.
         idle_s: a client's session unused this long is closed (its worker freed).
         wait_s: how long a request waits for a worker before the server says it is busy.
@@ -48,6 +50,8 @@ class ServeLimits:
     search_contexts: int = 64
     registered_contexts: int = 500
     search_s: float = 300.0
+    search_bytes: int = 256 << 20
+    searches: int = 2
     sessions: int | None = None
     idle_s: float = 900.0
     wait_s: float = 30.0

@@ -62,7 +62,10 @@ def challenge() -> str:
 def proven(running: Running, challenge: str, answer: object) -> bool:
     """Whether ``answer`` (the JSON ``/api/hello`` returned) proves the record's key."""
     got = answer.get("proof") if isinstance(answer, dict) else None
-    return bool(running.key) and isinstance(got, str) and hmac.compare_digest(got, proof(running.key, challenge))
+    # compare_digest takes ASCII str only (anything else raises): a proof is 64 hex digits.
+    if not (running.key and isinstance(got, str) and len(got) == 64 and got.isascii()):
+        return False
+    return hmac.compare_digest(got, proof(running.key, challenge))
 
 
 def record_path(paths: Paths) -> Path:

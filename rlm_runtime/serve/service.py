@@ -34,6 +34,7 @@ from rlm_runtime.errors import (
     TooLarge,
     UnknownContext,
     UnknownTrajectory,
+    WorkersBusy,
 )
 from rlm_runtime.memory.db import descriptor_path
 from rlm_runtime.registry.ids import shown
@@ -84,6 +85,7 @@ class Service:
         self.sessions = SessionPool(self._open_session, size=size, idle_s=self.limits.idle_s, wait_s=self.limits.wait_s)
         self._memory: Any = None
         self._memory_lock = threading.Lock()
+        self._searches = threading.BoundedSemaphore(max(1, self.limits.searches))
         self._home = self.paths.home.expanduser().resolve()
         # No folder walk or open beneath a root enters the runtime's home or the traces, even
         # through a root above them (a second name, a hard link of the token included).
@@ -205,9 +207,6 @@ class Service:
 
     def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None) -> dict[str, Any]:
         """Ranked full-text search over contexts (default: every registered one) and the memory store."""
-        from rlm_runtime.memory.store import MemoryStore, default_store_path
-        from rlm_runtime.searching import ChunkSearch
-
         _text(query, "query", cap=self.limits.question_chars)
         _at_most("k", k, self.limits.search_k, least=1)
         skipped: list[dict[str, str]] = []
@@ -223,21 +222,47 @@ class Service:
             skipped += [{"context": f"ctx:{e.id}", "error": f"left out: a search covers at most "
                          f"{self.limits.search_contexts} contexts; name the ones to search"}
                         for e in entries[self.limits.search_contexts:]]
+        if not self._searches.acquire(timeout=self.limits.wait_s):
+            raise WorkersBusy(f"the server is busy: {self.limits.searches} searches are running; try again shortly",
+                              pool_size=self.limits.searches)
+        try:
+            return self._search(query, k, refs, skipped, explicit=contexts is not None)
+        finally:
+            self._searches.release()
+
+    def _search(self, query: str, k: int, refs: list[str], skipped: list[dict[str, str]], *,
+                explicit: bool) -> dict[str, Any]:
+        from rlm_runtime.memory.store import MemoryStore, default_store_path
+        from rlm_runtime.searching import ChunkSearch
+
         opened: list[tuple[Any, str | None]] = []
         # A search of its own (its own store connection: SQLite reads in parallel), so that
         # one client's index being built holds up no other client's search or note.
         store = MemoryStore(default_store_path(self.paths)) if self.memory_on else None
         search = ChunkSearch(self.paths.home / "index", store)
         try:
+            size = 0
             for ref in refs:
                 try:
-                    opened.append(self._handle(ref))
+                    handle, rid = self._handle(ref)
                 except RLMError as e:
                     # Named by the client: its error is the answer. One of the registry's
                     # (gone, moved, refused): left out, so it breaks no one's search.
-                    if contexts is not None:
+                    if explicit:
                         raise
                     skipped.append({"context": ref, "error": str(e)})
+                    continue
+                size += _size(handle)
+                if size > self.limits.search_bytes:
+                    _close(handle)
+                    over = (f"over the {self.limits.search_bytes:,} bytes of text one search of this server covers: "
+                            "name fewer or smaller contexts")
+                    if explicit:
+                        raise TooLarge(f"these contexts hold {over}")
+                    size -= _size(handle)
+                    skipped.append({"context": ref, "error": f"left out: {over}"})
+                    continue
+                opened.append((handle, rid))
             search.set_contexts([h for h, _ in opened])
             deadline = time.monotonic() + self.limits.search_s
 
@@ -527,6 +552,14 @@ def _open_text(resolved: Any) -> Any:
     return open_resolved(resolved)
 
 
+def _size(handle: Any) -> int:
+    """The bytes of text a handle holds (a folder: its documents' sizes on disk)."""
+    documents = getattr(handle, "documents", None)
+    if documents is not None:
+        return sum(int(getattr(d, "size", 0) or 0) for d in documents)
+    return int(getattr(handle, "n_bytes", 0) or 0)
+
+
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
@@ -555,7 +588,13 @@ def _open_real(path: Path, name: str | None, *, keep: bool = False) -> Any:
             os.close(fd)
     except OSError as e:
         raise SourceRefused(f"{where} changed after it was checked ({e.strerror or e}): not read") from e
-    handle = open_context(path, name=name) if name else open_context(path)
+    try:
+        handle = open_context(path, name=name) if name else open_context(path)
+    except ContextError:
+        # A folder swapped since its check: what it leads to now (gone, elsewhere) is not told.
+        if os.path.realpath(path) != str(path):
+            raise SourceRefused(f"{where} changed after it was checked: not read") from None
+        raise
     now = os.stat(path)
     if os.path.realpath(path) != str(path) or (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
         _close(handle)

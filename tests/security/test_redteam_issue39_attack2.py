@@ -145,11 +145,6 @@ def _unblock(fifo: Path) -> None:
 # ============================================================== 1. a store read through its descriptor
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: SQLite's unix VFS makes a full path of the name it is given, resolving "
-                   "symlinks with readlink (unixFullPathname), and opens that name: /proc/self/fd/N reads as the path "
-                   "the descriptor was opened by, and once that name is unlinked as 'NAME (deleted)', which anyone who "
-                   "can write beside the store can plant as a symlink to any file. descriptor_path opens a name again, "
-                   "never the descriptor")
 def test_a_store_given_by_its_descriptor_is_the_file_of_that_descriptor(tmp_path: Path) -> None:
     """It opens a store, unlinks its name and plants ``team.db (deleted)`` as a symlink to
     another store; then reads the first one through its descriptor."""
@@ -171,11 +166,6 @@ def test_a_store_given_by_its_descriptor_is_the_file_of_that_descriptor(tmp_path
     assert any("ninety days" in s for s in found), (opened, found)
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: the session's memory store is opened by the name SQLite resolves "
-                   "/proc/self/fd/N to (see above): a registered store unlinked after the server opened it (the window "
-                   "runs until the session has opened its store: the other contexts of the question are opened in it) "
-                   "with 'team.db (deleted)' planted as a symlink to a local run's index in the home hands the model a "
-                   "private file outside every root")
 def test_a_registered_store_unlinked_after_the_check_does_not_open_what_its_old_name_leads_to(
         house: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """It registers a store under the root (--no-memory: read-only, by descriptor), and once the
@@ -258,11 +248,6 @@ def test_proc_and_dev_fd_links_under_a_root_lead_nowhere(house: dict[str, Any]) 
 # ============================================================== 2. registrations and resolutions
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: metadata.kind_of, run by every resolve of a registered file or store "
-                   "(each peek, grep, search, ask) and by a registration, stats the path, then opens it by name with a "
-                   "blocking open() (_is_sqlite; the registration's probe opens a file the same way, FileHandle(path)): "
-                   "a FIFO swapped in between holds the request's thread for good, and 40 such wins hold every REST "
-                   "request")
 def test_a_fifo_swapped_in_while_a_registered_file_is_resolved_holds_no_request(house: dict[str, Any],
                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """It registers notes.txt, then swaps it for a FIFO right after the server's stat of it."""
@@ -294,11 +279,6 @@ def test_a_fifo_swapped_in_while_a_registered_file_is_resolved_holds_no_request(
     assert answered, "the peek was still waiting on the FIFO"
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: a probe's error comes out before the check that the path is still what "
-                   "was checked (Registry.add: describe_path then the identity; _open_real: open_context(path) then "
-                   "realpath and identity): a registered folder swapped for a link to a place outside the roots answers "
-                   "'cannot read ...: No such file or directory' or 'context path not found' when nothing is there, and "
-                   "'changed ...' when something is: whether a path outside the roots exists is told")
 @pytest.mark.parametrize("op", ["register", "peek"])
 def test_a_folder_swapped_during_its_probe_does_not_tell_what_exists_outside(house: dict[str, Any], op: str,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,9 +328,6 @@ def test_a_folder_swapped_during_its_probe_does_not_tell_what_exists_outside(hou
     assert said["exists"] == said["missing"], said
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: Registry.add binds the real path to SQLite as it is: a path under the "
-                   "root that resolves (a symlink, a folder on the way) to a name that is not UTF-8 raises "
-                   "UnicodeEncodeError, not an RLMError: a 500")
 def test_registering_a_link_to_a_name_that_is_not_utf8_is_no_500(house: dict[str, Any]) -> None:
     """Under the root, a file whose name is not UTF-8 (an old archive's Latin-1 name) and a
     symlink to it with a plain name; a client registers the symlink over REST."""
@@ -374,11 +351,6 @@ def test_registering_a_link_to_a_name_that_is_not_utf8_is_no_500(house: dict[str
 # ============================================================== 3. seals
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: sealed() stats a sealed path that does not exist yet with the link "
-                   "followed at every call, and _sealed_seen keeps every identity it finds for good: a symlink left a "
-                   "moment at a missing sealed path under a root (the traces folder before the first question, ~/.rlm "
-                   "under --root ~ when RLM_HOME is elsewhere) seals whatever it names, the root itself, until the "
-                   "server (every server and session in the process) stops")
 def test_a_link_left_a_moment_at_a_missing_sealed_path_does_not_seal_the_root(house: dict[str, Any], seals: None) -> None:
     """The server's traces folder is under the root and not made yet. Someone who can write
     under the root puts a symlink to the root there for one request, then removes it."""
@@ -396,11 +368,6 @@ def test_a_link_left_a_moment_at_a_missing_sealed_path_does_not_seal_the_root(ho
     assert "launch is on friday" in out, out
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: _sealed_seen keeps the identity of every token file the server "
-                   "looked at: rlm serve --rotate-token replaces the file (a new inode) and frees the old one, which "
-                   "ext4 hands to the next file made near it: a note saved under the root after a rotation is refused "
-                   "as $RLM_HOME's until the server stops (inode numbers are reused; (device, inode) alone names a "
-                   "file only while it exists)")
 def test_a_file_made_after_a_token_rotation_is_not_taken_for_the_old_token(house: dict[str, Any], seals: None) -> None:
     """The server looks its seals up (a request), the user rotates the token, then saves a new
     note under the root; a client peeks it."""
@@ -422,9 +389,6 @@ def test_a_file_made_after_a_token_rotation_is_not_taken_for_the_old_token(house
 # ============================================================== 4. kept indexes and the search bound
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: ChunkSearch._index opens a kept index, then os.utime(kept) by name: a "
-                   "newer version's build in another search or process (_keep removes the older versions) removing it "
-                   "in between raises FileNotFoundError, not an RLMError: a 500")
 def test_a_kept_index_removed_as_it_is_reused_is_no_500(house: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """It searches notes.txt (its index is kept), then searches it again while another search,
     which built a newer version of the same source, removes the kept one right after it was
@@ -450,11 +414,6 @@ def test_a_kept_index_removed_as_it_is_reused_is_no_500(house: dict[str, Any], m
     assert out.get("status", 200) < 500, out
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: ServeLimits.search_s is first consulted once the index is being built: "
-                   "_index_key has read every document of a folder into one str (get_full), encoded it and hashed it "
-                   "before, on every search of it (a kept index too), about 3x the folder's text in memory at once: a "
-                   "search of a root of some GB is neither bounded in time nor in memory (40 at once on the REST "
-                   "threads)")
 def test_a_search_refused_by_its_time_bound_first_read_no_whole_folder(house: dict[str, Any]) -> None:
     """With ``search_s=0`` (every search over new text is refused at its first look at the
     clock), it searches an 8 MB folder and measures what the process held meanwhile."""
@@ -510,9 +469,6 @@ def _record(url: str) -> running.Running:
     return running.Running(url, os.getpid(), "scripted", (), running.new_key())
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: _prove checks its deadline between pieces of the body only: the status "
-                   "line and headers are read under httpx's timeout per read, so an impostor sending a header byte "
-                   "every few seconds (h11 allows 16 KB of them) holds rlm ask --server for hours")
 def test_an_impostor_trickling_headers_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """The impostor sends a status line, then a header byte every 0.3 s (the bound made 1 s here)."""
     monkeypatch.setattr(attach, "_HELLO_S", 1.0)
@@ -546,9 +502,6 @@ def test_an_impostor_trickling_headers_is_bounded_in_time(monkeypatch: pytest.Mo
     assert gave_up, "rlm ask --server was still reading headers"
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: _prove catches httpx.HTTPError and ValueError only: a proof with a "
-                   "character outside ASCII makes hmac.compare_digest raise TypeError, a body of 2,048 nested arrays "
-                   "(4 KB) makes json.loads raise RecursionError: 'internal error', exit 1, not the refusal (exit 2)")
 @pytest.mark.parametrize("body", [b'{"proof": "\\u00e9t\\u00e9"}', b"[" * 2048 + b"]" * 2048], ids=["non-ascii", "nested"])
 def test_an_impostor_s_odd_json_is_refused_as_not_the_server(body: bytes) -> None:
     def odd(conn: socket.socket) -> None:
@@ -583,9 +536,6 @@ def _start_cli_server(tmp_path: Path, preexec: Callable[[], None] | None = None)
     return process, paths
 
 
-@pytest.mark.xfail(strict=True, reason="HOLE: _on_hangup installs its handler over whatever SIGHUP did, an inherited "
-                   "SIG_IGN too: nohup rlm serve --http & (or a service manager ignoring SIGHUP) now stops when its "
-                   "terminal closes, which is what nohup was asked to prevent")
 def test_a_server_started_under_nohup_survives_a_hangup(tmp_path: Path) -> None:
     """It starts ``rlm serve --http`` as ``nohup`` does (SIGHUP ignored) and hangs up on it."""
     def as_nohup_does() -> None:
@@ -609,8 +559,8 @@ def test_a_server_started_under_nohup_survives_a_hangup(tmp_path: Path) -> None:
 
 
 def test_a_server_run_on_a_thread_or_embedded_leaves_sighup_as_it_found_it(tmp_path: Path) -> None:
-    """A server on a thread installs nothing; one run on the main thread (a program embedding
-    it) puts the program's own SIGHUP handler back once it stops."""
+    """A server on a thread installs nothing; one run on the main thread of a program with a
+    SIGHUP handler of its own (or under nohup) leaves that handler as it is."""
     seen: list[int] = []
 
     def mine(signum: int, frame: Any) -> None:
@@ -636,7 +586,7 @@ def test_a_server_run_on_a_thread_or_embedded_leaves_sighup_as_it_found_it(tmp_p
             threading.Thread(target=server.stop, daemon=True).start()
 
         server.run(ready)
-        assert during and during[0] is not mine  # it stops the server while it runs
+        assert during and during[0] is mine  # a program's own handler stays its own
         assert signal.getsignal(signal.SIGHUP) is mine
         os.kill(os.getpid(), signal.SIGHUP)
         time.sleep(0.1)
