@@ -176,6 +176,11 @@ def aggregation(fmt: Format, records: list[Record], rng: random.Random) -> Quest
         kinds.append(lambda: _count_by_value(fmt, records, rng, countable))
     if fmt.holder:
         kinds.append(lambda: _count_held(fmt, records, rng))
+    return _first(kinds, rng)
+
+
+def _first(kinds: list[Callable[[], Question | None]], rng: random.Random) -> Question | None:
+    """The question of the first kind, in a random order, that can ask one."""
     rng.shuffle(kinds)
     for kind in kinds:
         q = kind()
@@ -214,12 +219,7 @@ def multihop(fmt: Format, records: list[Record], rng: random.Random) -> Question
         kinds.append(lambda: _through_link(fmt, records, rng))
     if fmt.holder:
         kinds.append(lambda: _through_holder(fmt, records, rng))
-    rng.shuffle(kinds)
-    for kind in kinds:
-        q = kind()
-        if q is not None:
-            return q
-    return None
+    return _first(kinds, rng)
 
 
 def _through_link(fmt: Format, records: list[Record], rng: random.Random) -> Question | None:
