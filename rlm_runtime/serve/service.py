@@ -452,7 +452,6 @@ class Service:
             raise SourceRefused(f"{_quoted(text)} is in the runtime's own folder ($RLM_HOME), which no client may read")
 
     def _registered(self, ref: str) -> bool:
-        from rlm_runtime.errors import UnknownContext
         from rlm_runtime.registry.ids import valid_id
 
         if not valid_id(ref):
