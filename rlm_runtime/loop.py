@@ -2,12 +2,13 @@
 
 Each turn the model's reply is parsed for code blocks (``harness``); each block is checked
 and run in the run's sandbox; the output goes back as the next user turn, until code calls
-FINAL. Small models get a forgiving harness: FINAL(...) written in prose counts when there
-is no code, a reply with neither is re-prompted once, and the run stops after too many
-failing turns in a row (failing in prose, with no code, it first gets the forced turn). After
-``max_iterations`` one forced "answer now" turn is made.
-The run's assists (``rlm_runtime.assist``, the names ``RunLimits.assists`` selects) are
-called at fixed points: after each cell, before an answer is taken, when the turns run out.
+FINAL. FINAL(...) written in prose counts when there is no code, a reply with neither is
+asked for code, and the run stops after too many failing turns in a row (failing in prose,
+with no code, it first gets the forced turn). After ``max_iterations`` one forced "answer
+now" turn is made. That is the plain loop. Everything else done to a reply or an answer is
+one of the run's assists (``rlm_runtime.assist``, the names ``RunLimits.assists`` selects),
+called at fixed points: a reply before its code runs, a cell after it ran, an answer before
+it is taken, the turns' end. ``conversation.py`` keeps the messages.
 
 ``Tree`` is what every run of one question shares (budget, trace, sub-call slots, the
 worker-pool key); ``Run`` is one conversation with one model over one sandbox. A session's
@@ -24,10 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlm_runtime import harness, subcalls
-from rlm_runtime.assist import Assists, Host, names_for
+from rlm_runtime.assist import Answer, Assists, Host, Question, Turn, names_for
 from rlm_runtime.budget import Budget, Slots
 from rlm_runtime.context.brief import describe
-from rlm_runtime.context.records import FIELDED_SHAPES
+from rlm_runtime.conversation import Conversation
 from rlm_runtime.errors import BudgetExceeded, Cancelled, NoAnswer, RLMError, RunCrashed, TooManyErrors
 from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, listening, stoppable
 from rlm_runtime.result import RunResult
@@ -35,17 +36,6 @@ from rlm_runtime.sandbox import CellResult, Sandbox
 from rlm_runtime.setup import Setup
 
 Event = dict[str, Any]
-
-#: A model that sends the same code this many turns in a row after the first is asked for
-#: its answer at once (the forced turn) instead of using its remaining turns on it.
-_REPEATS_BEFORE_FORCING = 2
-#: A block is a repeat when it is the code of one of this many turns before.
-_REPEAT_WINDOW = 3
-#: The most characters of a question written into a code block the model is shown.
-_QUESTION_IN_CODE = 500
-#: The most characters of the variables listed when FINAL is given the question.
-_HELD_VARIABLES_CHARS = 1200
-
 
 class Tree:
     """What every run of one question's call tree shares."""
@@ -130,7 +120,10 @@ class Run:
         self.iterations = 0
         self.partial: str | None = None
         self.budget_error: BudgetExceeded | None = None
-        self.last_blocks: list[list[str]] = []  # the code of the last few turns, latest last
+        #: Turns in a row that failed: code that raised, or a reply without code after one.
+        self.failing = 0
+        #: The last turn was a reply without code and without an answer (asked for code).
+        self.reprompted = False
         self.own_usage: dict[str, Usage] = {}
         #: Every code block this run executed, in order (what ``remember`` stores).
         self.cells: list[str] = []
@@ -228,133 +221,100 @@ class Run:
     # -------------------------------------------------------------------- turns
 
     def _turns(self, sandbox: Sandbox, briefs: Sequence[Any], history: str, variables: str) -> RunResult:
-        setup = self.tree.setup
-        lim = setup.limits
-        prompts = setup.prompts
-        system = self._system_prompt(sandbox, briefs)
-        self.emit({"type": "system_prompt", "text": system})
-        assists = self.assists = self._assists(sandbox)
-        messages: list[Message] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": prompts.first_user(self.query, history=history, variables=variables,
-                                                            fielded=_fielded(briefs))},
-        ]
-        reprompted = False
-        prose_said: set[str] = set()  # this run's prose replies: one said twice is the answer
-        pieces: set[str] = set()  # answers made of the question's words, asked about once
-        errors_in_a_row = 0
-        repeats = 0  # turns in a row whose code repeated the turn before's
-        # The last message not a re-prompt (the question, an output, a note): a prose loop after it is cut.
-        anchor, anchor_text = messages[-1], messages[-1]["content"]
-        plain: Message | None = None  # the last output without a note: the one a repeat may cut
+        lim = self.tree.setup.limits
+        talk = self._start(sandbox, briefs, history, variables)
+        assists = self.assists = self._assists(sandbox, briefs)
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
-            began = time.monotonic()
-            completion = self.tree.call(self, self.client, messages, code=True)
-            model_s = time.monotonic() - began
-            reply = completion.text
-            messages.append({"role": "assistant", "content": reply})
-            blocks = harness.parse_code_blocks(reply)
-            outputs: list[dict[str, Any]] = []
-            answer: str | None = None
-            assisted = ""
-            real, cut_loop = True, False  # whether the turn ends with more than a re-prompt; with a cut loop
-            if blocks:
-                reprompted = False
-                blocks = [harness.final_spelled(harness.without_echo(b, messages[-2]["content"])) for b in blocks]
-                answer, feedback, failed, assisted = self._run_blocks(sandbox, blocks, outputs)
-                errors_in_a_row = errors_in_a_row + 1 if failed else 0
-                # the same code as one of the last turns: also two blocks taken in turn (A, B, A, B)
-                repeats = repeats + 1 if blocks in self.last_blocks else 0
-                if repeats:
-                    feedback += "\n" + prompts.notes["same_code"]
-                self.last_blocks = [*self.last_blocks, blocks][-_REPEAT_WINDOW:]
-            else:
-                answer = self._prose_answer(reply, sandbox)
-                feedback = prompts.text("reprompt")
-                real = False
-                if answer is None:
-                    answer = harness.insisted_answer(reply, prose_said)
-                if answer is None and reply.strip() in prose_said and _fielded(briefs):
-                    # The same prose again, still looking: a block it can run as it stands,
-                    # with the question written in (a placeholder would be copied as it is).
-                    # A small model copies its own loop from the history, so the prose turns
-                    # since the last output leave the conversation and the block joins it.
-                    feedback = prompts.text("reprompt_records", question=repr(self.query[:_QUESTION_IN_CODE]))
-                    at = next((k for k in range(len(messages) - 1, 0, -1) if messages[k] is anchor), None)
-                    if at is not None:
-                        feedback, real, cut_loop = f"{anchor_text}\n\n{feedback}", True, True
-                        messages = messages[:at]
-                if answer is None:
-                    errors_in_a_row += 1 if reprompted else 0
-                    reprompted = True
-                prose_said.add(reply.strip())
-            self.emit({"type": "iteration", "iteration": self.iterations, "forced": False,
-                       "prompt_chars": sum(len(m["content"]) for m in messages[:-1]), "response": reply,
-                       "code_blocks": blocks, "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
-                       "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
-            if answer is not None and harness.echoes_question(answer, self.query):
-                if self.iterations < lim.max_iterations:
-                    answer, feedback = None, prompts.notes["question_as_answer"] + self._held_variables(sandbox)
-                else:  # the question is no answer at all; the line the code last printed is nearer one
-                    answer = harness.last_printed(self.partial or "") or answer
-            elif answer and harness.question_piece(answer, self.query):  # the question's words, not found ones
-                if answer in pieces or self.iterations >= lim.max_iterations:  # asked once: what the reply states
-                    answer = harness.stated(reply, answer, self.query)
-                else:
-                    pieces.add(answer)
-                    feedback = prompts.text("notes/question_words", answer=repr(answer[:200])) + self._held_variables(sandbox)
-                    answer = None
+            turn, answer, feedback, assisted = self._turn(sandbox, talk)
             if answer is not None:  # an answer given after a refused sub-call still counts
-                check = assists.before_answer(answer, reply) if self.iterations < lim.max_iterations else None
-                if check is None:
-                    return RunResult(assists.settle(answer), iterations=self.iterations)
-                messages.append({"role": "user", "content": check})
-                anchor, anchor_text = messages[-1], check
-                messages = self._trim(messages)
+                verdict = assists.on_answer(answer)
+                if not isinstance(verdict, Question):
+                    return RunResult(verdict, iterations=self.iterations)
+                talk.ask(verdict.note)
                 continue
             self.tree.check_cancelled(self.partial)
             if self.budget_error is not None:
                 raise self.budget_error
-            if errors_in_a_row >= lim.max_consecutive_errors:
-                if blocks:
-                    raise TooManyErrors(f"stopped after {errors_in_a_row} failing turns in a row", partial=self.partial)
-                # Failing in prose (no code, reprompted): the model is talking, maybe about an
+            if self.failing >= lim.max_consecutive_errors:
+                if turn.blocks:
+                    raise TooManyErrors(f"stopped after {self.failing} failing turns in a row", partial=self.partial)
+                # Failing in prose (no code, re-prompted): the model is talking, maybe about an
                 # answer it has; ask for it once, as when the turns run out, before stopping.
-                return self._forced_answer(messages, sandbox, assists,
-                                           failing=f"stopped after {errors_in_a_row} failing turns in a row and a forced turn")
-            if blocks:  # an assist's note after the general instruction: a small model follows what it read last
-                feedback = prompts.feedback(feedback, iteration=self.iterations, max_iterations=lim.max_iterations) + assisted
-            if blocks and messages[-2] is plain and self.last_blocks[-2:-1] == [blocks]:
-                del messages[-2:]  # the last code again: a small model copies a turn it sees twice; keep one
-            messages.append({"role": "user", "content": feedback})
-            plain = messages[-1] if blocks and not assisted else None
-            if real:
-                anchor, anchor_text = messages[-1], anchor_text if cut_loop else feedback
-            messages = self._trim(messages)
-            if repeats >= _REPEATS_BEFORE_FORCING:
-                break  # the same code three times: more turns would repeat it again; ask for the answer
-        return self._forced_answer(messages, sandbox, assists)
+                return self._forced_answer(talk, sandbox, failing=f"stopped after {self.failing} failing turns "
+                                                                  "in a row and a forced turn")
+            if turn.blocks:  # an assist's note after the general instruction: a small model follows what it read last
+                feedback = self.tree.setup.prompts.feedback(feedback, iteration=self.iterations,
+                                                            max_iterations=lim.max_iterations) + assisted
+            talk.answer(feedback, real=bool(turn.blocks), plain=bool(turn.blocks) and not assisted,
+                        drop_previous=turn.drop_previous, restart=turn.restart)
+            if turn.stop:
+                break  # an assist ended the turns (the same code again and again): ask for the answer
+        return self._forced_answer(talk, sandbox)
 
-    def _run_blocks(self, sandbox: Sandbox, blocks: list[str],
-                    outputs: list[dict[str, Any]]) -> tuple[str | None, str, bool, str]:
+    def _start(self, sandbox: Sandbox, briefs: Sequence[Any], history: str, variables: str) -> Conversation:
+        """The conversation's first two messages (the system prompt is traced)."""
+        system = self._system_prompt(sandbox, briefs)
+        self.emit({"type": "system_prompt", "text": system})
+        first = self.tree.setup.prompts.first_user(self.query, history=history, variables=variables, mode=_mode(briefs))
+        return Conversation(system, first, 24 * self.tree.setup.limits.feedback_chars)
+
+    def _turn(self, sandbox: Sandbox, talk: Conversation) -> tuple[Turn, Answer | None, str, str]:
+        """One turn: the model's reply, read by the plain loop and changed by the assists, and
+        its code run. Returns the turn, its answer (or None), the output or request for code
+        that answers it, and the assists' notes on its cells. Counts failing turns."""
+        began = time.monotonic()
+        completion = self.tree.call(self, self.client, talk.messages, code=True)
+        model_s = time.monotonic() - began
+        reply = completion.text
+        turn = Turn(reply, harness.parse_code_blocks(reply), shown=talk.last, printed=self.partial or "")
+        talk.reply(reply)
+        answer = None if turn.blocks else self._prose_answer(reply, sandbox)
+        turn.answer = answer.text if answer is not None else None
+        self.assists_of().on_reply(turn)
+        outputs: list[dict[str, Any]] = []
+        assisted = ""
+        if turn.blocks:
+            self.reprompted = False
+            answer, feedback, failed, assisted = self._run_blocks(sandbox, turn, outputs)
+            self.failing = self.failing + 1 if failed else 0
+            feedback = "\n".join([feedback, *turn.notes])
+        else:
+            if answer is None and turn.answer is not None:  # an assist read the reply as the answer
+                answer = Answer(turn.answer, reply, None, self.partial or "", self._last())
+            feedback = turn.feedback or self.tree.setup.prompts.text("reprompt")
+            if answer is None:
+                self.failing += 1 if self.reprompted else 0
+                self.reprompted = True
+        self.emit({"type": "iteration", "iteration": self.iterations, "forced": False,
+                   "prompt_chars": talk.chars(but_last=True), "response": reply, "code_blocks": turn.blocks,
+                   "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
+                   "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
+        return turn, answer, feedback, assisted
+
+    def _last(self) -> bool:
+        """No turn comes after this one."""
+        return self.forced or self.iterations >= self.tree.setup.limits.max_iterations
+
+    def assists_of(self) -> Assists:
+        if self.assists is None:
+            raise RuntimeError("the run's assists are made when its turns start")
+        return self.assists
+
+    def _run_blocks(self, sandbox: Sandbox, turn: Turn,
+                    outputs: list[dict[str, Any]]) -> tuple[Answer | None, str, bool, str]:
         """Run each block; return (answer or None, feedback text, whether the turn failed, the
         assists' notes on the turn's cells)."""
         notes = self.tree.setup.prompts.notes
         shown: list[str] = []
         assisted = ""
         failed = False
-        for code in blocks:
+        for code in turn.blocks:
             if harness.only_comments(code):
                 shown.append(notes["only_comments"])
                 failed = True
                 continue
-            said = harness.unparsable_final(code)
-            if said is not None:
-                outputs.append({"stdout": "", "error": None, "error_type": None, "duration_s": 0.0,
-                                "worker_restarted": False, "warnings": [], "read_as": "FINAL in prose"})
-                return said, "", False, ""
             if self.tree.live is not None:
                 self.tree.live({"type": "cell_start", "run_id": self.run_id, "parent_id": self.parent_id, "depth": self.depth,
                                 "iteration": self.iterations, "code": code})
@@ -362,92 +322,80 @@ class Run:
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
-            said = harness.bare_value(code, result.error_type, printed) or harness.unbound_final(code, result.error, printed)
-            if said is not None:  # ``B-81`` or ``FINAL(Orrin)``: the value read in the last output, as the answer
-                outputs[-1]["read_as"] = "a value copied from the output"
-                return said, "", False, ""
+            said, note = self.assists_of().after_run(code, result, printed)
+            if said is not None:
+                outputs[-1]["read_as"] = "an answer an assist read from the cell"
+                return Answer(said, turn.reply, None, printed, self._last()), "", False, ""
             if result.stdout.strip():
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
                 harness.CellOutcome(result.stdout, result.error, result.error_type, result.warnings), notes)
-            if self.assists is not None:
-                assisted += self.assists.after_cell(code, result)
+            assisted += note
             failed = failed or cell_failed
             shown.append(text)
-            if result.has_final:  # FINAL(2015-12) of a date the output showed is that text, not 2003
-                return harness.final_answer(code, f"{printed}\n{result.stdout}", result.final), "", False, ""
+            if result.has_final:
+                return (Answer(harness.stringify(result.final), turn.reply, harness.final_argument(code),
+                               f"{printed}\n{result.stdout}", self._last()), "", False, "")
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed, assisted
 
-    def _held_variables(self, sandbox: Sandbox) -> str:
-        """The model's variables and their values (``SHOW_VARS``, cut), as a note: said when
-        FINAL was given the question, so the value found is in front of it. "" when none."""
-        held = sandbox.variables()
-        if not held:
-            return ""
-        notes = self.tree.setup.prompts
-        return "\n" + notes.text("notes/held_variables", variables=harness.cap(held, _HELD_VARIABLES_CHARS, notes.notes["cut"]))
-
-    def _prose_answer(self, reply: str, sandbox: Sandbox) -> str | None:
+    def _prose_answer(self, reply: str, sandbox: Sandbox) -> Answer | None:
+        """A FINAL written in prose: ``FINAL_VAR(name)``, ``FINAL(expression)`` evaluated in the
+        sandbox (literal text when it fails), ``FINAL("text")``; None when there is none."""
+        printed, last = self.partial or "", self._last()
         var = harness.prose_final_var(reply)
         if var:
             result = sandbox.execute(f"FINAL_VAR({var!r})")
             if result.has_final:
-                return harness.stringify(result.final)
+                return Answer(harness.stringify(result.final), reply, var, printed, last)
         expression = harness.prose_final_expression(reply)
         if expression is not None:
-            said = harness.joined_digits(expression, self.partial or "")
-            if said is not None:  # FINAL(2015-12) of a date the output showed: the text, not 2003
-                return said
             # Unquoted: it may name a variable or be an expression; if that fails it is literal text.
             result = sandbox.execute(f"FINAL({expression})")
             if result.has_final:
-                return harness.stringify(result.final)
-        return harness.prose_final(reply)
+                return Answer(harness.stringify(result.final), reply, expression, printed, last)
+        said = harness.prose_final(reply)
+        return Answer(said, reply, expression, printed, last) if said is not None else None
 
-    def _forced_answer(self, messages: list[Message], sandbox: Sandbox, assists: Assists, *, failing: str = "") -> RunResult:
+    def _forced_answer(self, talk: Conversation, sandbox: Sandbox, *, failing: str = "") -> RunResult:
         """One "answer now" turn; with no answer, NoAnswer (or TooManyErrors saying ``failing``,
         when failing turns brought the run here)."""
+        assists = self.assists_of()
         answer = assists.last_turn()
         if answer is not None:
             return RunResult(answer, iterations=self.iterations)
         prompts = self.tree.setup.prompts
-        messages.append({"role": "user", "content": prompts.text("force_answer", found=assists.last_found(), question=self.query)})
+        talk.force(prompts.text("force_answer", found=assists.last_found(), question=self.query))
         began = time.monotonic()
         self.forced = True
-        completion = self.tree.call(self, self.client, messages, code=True)
+        completion = self.tree.call(self, self.client, talk.messages, code=True)
         model_s = time.monotonic() - began
         reply = completion.text
-        blocks = harness.parse_code_blocks(reply)
+        turn = Turn(reply, harness.parse_code_blocks(reply), shown=talk.last, printed=self.partial or "", forced=True,
+                    failing=bool(failing))
+        assists.on_reply(turn)
         outputs: list[dict[str, Any]] = []
-        answer = None
-        if blocks:
-            answer, _, _, _ = self._run_blocks(sandbox, blocks, outputs)
-        if answer is None:
-            answer = self._prose_answer(reply, sandbox)
-        if answer is None and len(blocks) == 1:
-            # Told to answer now, a model that puts a sentence in a code block is answering.
-            answer = harness.prose_block(blocks[0])
-        if answer is None and not blocks and not failing:
-            # Told to answer now, a model that replies with a sentence stating something is
-            # answering (not one that has been replying in prose all along: that is more talk).
-            answer = harness.forced_prose(reply, self.query)
+        given = self._run_blocks(sandbox, turn, outputs)[0] if turn.blocks else None
+        given = given or self._prose_answer(reply, sandbox)
+        if given is None:
+            turn.printed = self.partial or ""
+            said = assists.last_reply(turn)
+            given = Answer(said, reply, None, turn.printed, True) if said is not None else None
         self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
-                   "prompt_chars": sum(len(m["content"]) for m in messages), "code_blocks": blocks, "outputs": outputs,
+                   "prompt_chars": talk.chars(), "code_blocks": turn.blocks, "outputs": outputs,
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,
                    "finish_reason": completion.finish_reason})
         self.iterations += 1
-        if harness.echoes_question(answer or "", self.query) or (answer is None and harness.placeholder_final(reply)):
-            answer = harness.last_printed(self.partial or "") or answer  # the question or FINAL(your answer) copied
-        if answer is not None:
-            return RunResult(answer, iterations=self.iterations)
+        if given is not None:
+            verdict = assists.on_answer(given)  # the last turn: an assist may replace it, not question it
+            return RunResult(given.text if isinstance(verdict, Question) else verdict, iterations=self.iterations)
         if failing:
             raise TooManyErrors(failing, partial=self.partial)
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
-    def _assists(self, sandbox: Sandbox) -> Assists:
+    def _assists(self, sandbox: Sandbox, briefs: Sequence[Any]) -> Assists:
         """The assists this run's ``assists`` setting names, over this run's sandbox."""
         setup = self.tree.setup
         search = self.tree.search
@@ -456,7 +404,8 @@ class Run:
             return list(search.search(query, k, run_id=self.run_id, stop=self.tree.budget.check_time))
 
         host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit,
-                    search=searched if search is not None else None, ask=self._ask)
+                    search=searched if search is not None else None, ask=self._ask, variables=sandbox.variables,
+                    mode=_mode(briefs))
         return Assists(names_for(setup.limits.assists, self.client.model), host)
 
     def _ask(self, prompt: str, source: str) -> str:
@@ -471,14 +420,6 @@ class Run:
                    "duration_s": time.monotonic() - began, "model_s": time.monotonic() - began,
                    "finish_reason": completion.finish_reason, "from": source})
         return reply
-
-    def _trim(self, messages: list[Message]) -> list[Message]:
-        """Keep the system prompt, the question and as many recent turns as fit."""
-        budget = 24 * self.tree.setup.limits.feedback_chars
-        head, tail = messages[:2], messages[2:]
-        while len(tail) > 2 and sum(len(m["content"]) for m in head + tail) > budget:
-            tail = tail[2:]
-        return head + tail
 
     def _system_prompt(self, sandbox: Sandbox, briefs: Sequence[Any]) -> str:
         setup = self.tree.setup
@@ -497,13 +438,12 @@ class Run:
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,
-                                    addendum=setup.system_addendum,
-                                    fielded=_fielded(briefs))
+                                    addendum=setup.system_addendum, mode=_mode(briefs))
 
 
-def _fielded(briefs: Sequence[Any]) -> bool:
-    """Whether the main context has fields ``records()`` reads (the probe's shape)."""
-    return bool(briefs) and getattr(briefs[0], "shape", "") in FIELDED_SHAPES
+def _mode(briefs: Sequence[Any]) -> str:
+    """How the prompts present the main context (its brief's ``mode``; ``text`` with none)."""
+    return str(getattr(briefs[0], "mode", "text")) if briefs else "text"
 
 
 def _memory_size(store: Any) -> int:

@@ -42,12 +42,13 @@ class Prompts:
 
     def system(self, *, contexts: str, builtins: Sequence[str], tools: Sequence[Tool], imports: Sequence[str],
                output_chars: int, max_iterations: int, sub_call_chars: int, addendum: str = "",
-               fielded: bool = False) -> str:
+               mode: str = "text") -> str:
         """The system prompt. ``builtins`` names the host built-ins bound in this run
-        (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``fielded`` (the main
-        context has fields ``records()`` reads) picks the example first turn and the rules of that
-        shape (``rules_records``, else ``rules_text``); ``addendum``
-        (a profile's text) comes last."""
+        (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``mode`` (the main
+        context's ``ContextBrief.mode``: ``records`` when it has fields ``records()`` reads,
+        else ``text``) picks the example first turn and the rules of that mode
+        (``rules_records``, else ``rules_text``); ``addendum`` (a profile's text) comes last."""
+        fielded = mode == "records"
         # A small model copies the first tool it reads about: records() leads for a text with
         # fields. For one without, its entry leaves out counting and following links (with
         # them, the 1.5B wrote demonstration code about a Python topic instead of reading it).
@@ -89,15 +90,15 @@ class Prompts:
             parts.append(self.text("contexts_several"))
         return "\n".join(parts) + memory
 
-    def first_user(self, query: str, *, history: str = "", variables: str = "", fielded: bool = False) -> str:
+    def first_user(self, query: str, *, history: str = "", variables: str = "", mode: str = "text") -> str:
         """The question, after what earlier questions of the session left (if any), and how
-        to start (with ``records()`` when ``fielded``: the main context has fields)."""
+        to start (with ``records()`` in ``mode`` ``records``: the main context has fields)."""
         before = ""
         if history:
             before += self.text("history", history=history) + "\n\n"
         if variables:
             before += self.text("variables", variables=variables) + "\n\n"
-        start = self.text("start_records" if fielded else "start_grep").strip()
+        start = self.text("start_records" if mode == "records" else "start_grep").strip()
         return self.text("first_user", query=query, history=before, start=start)
 
     def feedback(self, output: str, *, iteration: int, max_iterations: int) -> str:

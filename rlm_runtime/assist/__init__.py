@@ -1,14 +1,22 @@
 """The small-model assists as one mechanism: the runtime doing small things for the model at
 fixed points of the turn loop, each named, each switchable, each traced, each measured.
 
-* ``base.py``: the ``Assist`` protocol (hooks ``after_cell``, ``before_answer``,
-  ``last_turn`` / ``last_found``, ``settle``), ``Host`` (what a run lends them), ``Cell``
-  (what a cell did) and ``AssistState`` (what the assists of one run share).
+* ``base.py``: the ``Assist`` protocol (hooks ``on_reply``, ``read_cell``, ``after_cell``,
+  ``on_answer``, ``last_turn`` / ``last_found``, ``last_reply``), ``Host`` (what a run lends
+  them), ``Turn`` (a reply and what a hook may change of it), ``Cell`` (what a cell did),
+  ``Answer`` / ``Question`` (an answer about to be taken; a hook's doubt of it) and
+  ``AssistState`` (what the assists of one run share).
 * ``registry.py``: the assists by name, in hook order (``REGISTRY``), the set measured to
-  help small models on held-out text (``SMALL_MODEL_ASSISTS``), and the ``assists`` setting
+  help small models (``SMALL_MODEL_ASSISTS``), and the ``assists`` setting
   (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the names a run
-  uses. Two ship, in both: ``follow_link`` (``follow_link.py``) and ``read_field``
-  (``read_field.py``); the twelve assists measured before them on 2026-11-26 and -27 gained
+  uses. With none the loop is the plain loop.
+* ``replies.py``: what is done to a reply (``echo_lines``, ``final_spelling``,
+  ``repeat_cut``, ``insisted_prose``, ``records_reprompt``, ``forced_reading``);
+  ``answers.py``: to an answer (``value_as_code``, ``dated_final``, ``question_echo``,
+  ``question_words``); ``readings.py``: their rules as pure functions. These were the loop's
+  own rules until 2026-12-06.
+* ``follow_link.py``, ``read_field.py``: notes and answer checks over the records the
+  model's code read; the twelve assists measured before them on 2026-11-26 and -27 gained
   nothing on held-out tasks and were removed (bench/EVAL.md); ARCHITECTURE.md has the recipe
   for a new one.
 * ``lookups.py``: an assist's typed reads of the text (``Sandbox.lookup``): lines, counts,
@@ -17,8 +25,8 @@ fixed points of the turn loop, each named, each switchable, each traced, each me
   and ``answer_check`` trace events.
 """
 
-from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question, Turn
 from rlm_runtime.assist.registry import REGISTRY, names_for, normalize
 from rlm_runtime.assist.runner import Assists
 
-__all__ = ["REGISTRY", "Assist", "AssistState", "Assists", "Cell", "Host", "names_for", "normalize"]
+__all__ = ["REGISTRY", "Answer", "Assist", "AssistState", "Assists", "Cell", "Host", "Question", "Turn", "names_for", "normalize"]

@@ -1,12 +1,16 @@
 """The assist protocol: what an assist is, what it may use of the run, and what it keeps.
 
-An assist is the runtime doing one small thing for the model at a fixed point of the turn
-loop: a note after a cell's output (``after_cell``), a question put to an answer before it
-is taken (``before_answer``), or the last turn when the turns run out (``last_turn``,
-``settle``). The loop calls the hooks through ``Assists`` (``runner.py``) and knows no
-assist by name. An assist reads the run through ``Host`` (never the ``Run`` itself). Each
-run makes its own instance of each of its assists, so an assist keeps what it learns in one
-run on itself; what the assists of a run share is the run's one ``AssistState``.
+An assist is the runtime doing one small thing to a model's reply or answer at a fixed
+point of the turn loop: a reply read before its code runs (``on_reply``: code rewritten, an
+answer read from prose, the conversation cut), an answer read from a cell the plain loop
+finds none in (``read_cell``), a note after a cell's output (``after_cell``), an answer
+questioned or replaced before it is taken (``on_answer``), and the turns' end (``last_turn``,
+``last_found``, ``last_reply``). The loop calls the hooks through ``Assists``
+(``runner.py``) and knows no assist by name: with none, it is the plain loop (code runs,
+FINAL in code or written in prose ends the run, a reply without code is asked for code).
+An assist reads the run through ``Host`` (never the ``Run`` itself). Each run makes its own
+instance of each of its assists, so an assist keeps what it learns in one run on itself;
+what the assists of a run share is the run's one ``AssistState``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ class Host:
     emit: Callable[[Event], None]
     search: Callable[[str, int], list[dict[str, Any]]] | None
     ask: Callable[[str, str], str]
+    #: The model's variables and their values (``SHOW_VARS``), "" when it holds none.
+    variables: Callable[[], str] = lambda: ""
+    #: How the prompts present the main context (``Brief.mode``): ``records`` when the text
+    #: has fields ``records()`` reads, ``text`` otherwise.
+    mode: str = "text"
     #: What the assist being called looked up (``lookups.py`` and ``note_lookup`` add to it;
     #: the runner puts it in the assist's trace event and empties it before each call).
     looked: list[str] = field(default_factory=list)
@@ -63,6 +72,64 @@ class Cell:
     #: The same code (stripped) as an earlier cell of the run: a small model that loops
     #: prints the same thing again and reads nothing new from it.
     repeated: bool = False
+    #: The error's type name (``NameError``...), None when the cell ran.
+    error_type: str | None = None
+    #: What the run's code printed last before this cell (its last output, cut).
+    printed: str = ""
+
+
+@dataclass
+class Turn:
+    """One reply of the model as the reply hooks see it, and what they may change of it.
+
+    ``blocks`` are the reply's code blocks, not run yet (a hook may rewrite them); ``answer``
+    is what the plain loop read from a reply without code (a FINAL written in prose), or
+    None. A hook may set ``answer`` (a reply without code that is the answer), ``feedback``
+    (the message sent back in place of the plain request for code), ``restart`` (that message
+    goes after the last message that was not a request for code, the turns since leaving the
+    conversation), add ``notes`` (said after the turn's output), set ``drop_previous`` (the
+    previous turn's code and output leave the conversation: this reply repeats them) or
+    ``stop`` (the turns end here; the forced turn asks for the answer)."""
+
+    reply: str
+    blocks: list[str]
+    #: The message the reply answered.
+    shown: str
+    #: What the run's code printed last (its last output, cut), "" before any.
+    printed: str = ""
+    #: The "answer now" turn (the turns ran out, or failing turns brought the run to it).
+    forced: bool = False
+    #: The forced turn came after failing turns in prose (more talk, not an answer).
+    failing: bool = False
+    answer: str | None = None
+    feedback: str | None = None
+    restart: bool = False
+    notes: list[str] = field(default_factory=list)
+    drop_previous: bool = False
+    stop: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer about to be taken, as ``on_answer`` sees it."""
+
+    text: str
+    #: The reply that gave it.
+    reply: str
+    #: FINAL's argument as the model wrote it (``2015-12``, ``room``), when FINAL gave it.
+    argument: str | None
+    #: What the run's code printed last (its last output, cut).
+    printed: str
+    #: No turn comes after this one: an answer questioned now would be no answer.
+    last: bool
+
+
+@dataclass(frozen=True)
+class Question:
+    """``on_answer``'s verdict that an answer is not taken yet: ``note`` goes to the model,
+    which gets one more turn."""
+
+    note: str
 
 
 @dataclass
@@ -81,14 +148,19 @@ class Assist:
     """One named assist. Subclasses set ``name`` and override the hooks they use; every
     hook's default does nothing. Hooks are called in the registry's order.
 
+    * ``on_reply``: change ``turn`` (``Turn`` says what may change), before its code runs.
+    * ``read_cell``: the answer a cell gives that the plain loop read none from (a value
+      written as code), or None. The first that reads one wins.
     * ``after_cell``: a note to add to the cell's feedback, or "". An ``exclusive`` assist
       is called only while no earlier exclusive one has spoken for this cell (one such note a
       cell); the others are called whatever spoke before.
-    * ``before_answer``: a note that questions ``answer`` (the model gets one more turn), or
-      None to let it be taken. The first assist that questions it wins.
+    * ``on_answer``: None to let ``answer`` be, a ``Question`` (the model gets one more turn;
+      the first assist that questions it wins) or a str, the answer to take in its place
+      (later assists see that one).
     * ``last_turn``: the run's answer, when the turns ran out, without the conversation's
       forced turn; or None. ``last_found``: text the forced turn's prompt shows.
-    * ``settle``: the answer to take in place of ``answer`` (``answer`` itself by default).
+    * ``last_reply``: the answer read from the forced turn's reply when the plain loop read
+      none from it, or None.
     """
 
     name = ""
@@ -97,7 +169,13 @@ class Assist:
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         return ""
 
-    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+    def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
+        return None
+
+    def read_cell(self, host: Host, state: AssistState, cell: Cell) -> str | None:
+        return None
+
+    def on_answer(self, host: Host, state: AssistState, answer: Answer) -> str | Question | None:
         return None
 
     def last_turn(self, host: Host, state: AssistState) -> str | None:
@@ -106,5 +184,5 @@ class Assist:
     def last_found(self, host: Host, state: AssistState) -> str:
         return ""
 
-    def settle(self, host: Host, state: AssistState, answer: str) -> str:
-        return answer
+    def last_reply(self, host: Host, state: AssistState, turn: Turn) -> str | None:
+        return None

@@ -28,7 +28,7 @@ Both read only records the model's code already parsed (the host parses nothing)
 from __future__ import annotations
 
 from rlm_runtime.assist import lookups
-from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question
 from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, counted, printed
 
@@ -103,7 +103,13 @@ class FollowLink(Assist):
             return ""
         return " " + host.prompts.text("notes/follow_link_found", **_values(hop)).strip()
 
-    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+    def on_answer(self, host: Host, state: AssistState, given: Answer) -> Question | None:
+        if given.last:
+            return None
+        note = self._questioned(host, given.text)
+        return Question(note) if note else None
+
+    def _questioned(self, host: Host, answer: str) -> str | None:
         said = answer.strip().casefold()
         insisted = said in self.questioned
         if not said or self.insisted or (not insisted and len(self.questioned) >= QUESTIONED_A_RUN):

@@ -13,7 +13,17 @@ from typing import Any
 from rlm_runtime import harness
 from rlm_runtime.assist.base import Host
 from rlm_runtime.context.about import NAME_CHARS, VALUE_CHARS, quoted
-from rlm_runtime.sandbox.frames import LOOKUP_LINE_CHARS
+from rlm_runtime.sandbox.readers import LINE_CHARS, MAX_LINES, READERS, TEXT_MAX
+
+
+def _lookup(host: Host, reader: str, **args: Any) -> dict[str, Any]:
+    """``host.lookup`` by ``reader``; arguments it refuses (a pattern over ``TEXT_MAX``) are a
+    failed lookup, as a pattern RE2 refuses is."""
+    try:
+        return host.lookup(reader, **args)
+    except ValueError as e:
+        empty = {"lines": [], "count": 0, "tally": [], "hop": None}
+        return {**{k: empty.get(k) for k in READERS[reader].reply.fields}, "error": str(e)[:200]}
 
 
 def _render(doc: str, number: int, line: str) -> str:
@@ -26,7 +36,7 @@ def _render(doc: str, number: int, line: str) -> str:
 def lines(host: Host, pattern: str, *, ignore_case: bool = False, most: int = 20) -> tuple[list[str], int]:
     """The first ``most`` lines matching ``pattern``, printed as grep prints them, and how
     many lines match in all (([], 0) when none do or the lookup failed)."""
-    found = host.lookup("lines", pattern, ignore_case=ignore_case, max_lines=most)
+    found = _lookup(host, "lines", pattern=pattern, ignore_case=ignore_case, max_lines=min(most, MAX_LINES))
     host.note_lookup(f"lines /{pattern}/{'i' if ignore_case else ''}: {found['count']}")
     if found["error"]:
         return [], 0
@@ -35,7 +45,7 @@ def lines(host: Host, pattern: str, *, ignore_case: bool = False, most: int = 20
 
 def count(host: Host, pattern: str, *, ignore_case: bool = False) -> int | None:
     """How many lines match ``pattern`` (None when the lookup failed)."""
-    found = host.lookup("count", pattern, ignore_case=ignore_case, max_lines=0)
+    found = _lookup(host, "count", pattern=pattern, ignore_case=ignore_case)
     host.note_lookup(f"count /{pattern}/{'i' if ignore_case else ''}: {found['count']}")
     return None if found["error"] else int(found["count"])
 
@@ -43,7 +53,7 @@ def count(host: Host, pattern: str, *, ignore_case: bool = False) -> int | None:
 def tally(host: Host, pattern: str, *, ignore_case: bool = False) -> tuple[dict[str, int], int]:
     """Matching lines per text the pattern's first group captures, most common first (at
     most the worker's cap of kinds), and how many kinds there are in all."""
-    found = host.lookup("tally", pattern, ignore_case=ignore_case, max_lines=0)
+    found = _lookup(host, "tally", pattern=pattern, ignore_case=ignore_case)
     host.note_lookup(f"tally /{pattern}/{'i' if ignore_case else ''}: {found['count']} kinds")
     if found["error"]:
         return {}, 0
@@ -54,7 +64,7 @@ def hop(host: Host, text: str) -> dict[str, object] | None:
     """The next hop of the question's chain that ``text`` (a cell's output, an answer)
     reached and did not take (``context/hops.py``), over the records the model's code
     already read; None when there is none or the lookup failed."""
-    found = host.lookup("hop", host.query, text=text, max_lines=0)
+    found = _lookup(host, "hop", question=host.query[:TEXT_MAX], text=text[:TEXT_MAX])
     shown = _whole(found["hop"])
     host.note_lookup(f"hop: {shown['value']!s} -> {shown['field']!s}" if shown else "hop: none")
     return None if found["error"] else shown
@@ -63,7 +73,7 @@ def hop(host: Host, text: str) -> dict[str, object] | None:
 def chain(host: Host) -> dict[str, object] | None:
     """The first two-step chain the question asks through the records the model's code
     already read, printed or not (``hops.chains``); None when there is none."""
-    found = host.lookup("chain", host.query, max_lines=0)
+    found = _lookup(host, "chain", question=host.query[:TEXT_MAX], text="")
     shown = _whole(found["hop"])
     host.note_lookup(f"chain: {shown['value']!s} -> {shown['field']!s}" if shown else "chain: none")
     return None if found["error"] else shown
@@ -74,7 +84,7 @@ def misread(host: Host, answer: str) -> dict[str, object] | None:
     the records hold (``hops.misread``: a hop of no link, ``target`` the value asked); None
     when the answer is not such a misreading or the lookup failed. With ``answer`` "", the
     read the question asks, if it asks one."""
-    found = host.lookup("read", host.query, text=answer, max_lines=0)
+    found = _lookup(host, "read", question=host.query[:TEXT_MAX], text=answer[:TEXT_MAX])
     shown = _whole(found["hop"])
     host.note_lookup(f"read: {shown['start']!s} -> {shown['field']!s}" if shown else "read: none")
     return None if found["error"] else shown
@@ -91,7 +101,7 @@ def _whole(hop: dict[str, Any] | None) -> dict[str, Any] | None:
     one a note shows is longer than a note shows whole (``about.quoted``): a note must not tell
     the model that code prints a value it does not (nor read a cut name), and a document's
     string longer than that is a passage, not a name or a value a note may repeat."""
-    if hop is None or any(isinstance(v, str) and len(v) >= LOOKUP_LINE_CHARS for v in hop.values()):
+    if hop is None or any(isinstance(v, str) and len(v) >= LINE_CHARS for v in hop.values()):
         return None
     if any(len(str(hop.get(k, ""))) > most for k, most in _SHOWN.items()):
         return None

@@ -27,7 +27,7 @@ A question is a read only when the answer is not a count (``hops.counted``).
 from __future__ import annotations
 
 from rlm_runtime.assist import lookups
-from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question
 from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
 
@@ -78,7 +78,13 @@ class ReadField(Assist):
             return ""
         return " " + host.prompts.text("notes/read_field_shown", **_values(read)).strip()
 
-    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+    def on_answer(self, host: Host, state: AssistState, given: Answer) -> Question | None:
+        if given.last:
+            return None
+        note = self._questioned(host, given.text)
+        return Question(note) if note else None
+
+    def _questioned(self, host: Host, answer: str) -> str | None:
         said = answer.strip().casefold()
         if not said or self.insisted:
             return None

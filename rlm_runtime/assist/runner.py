@@ -3,9 +3,10 @@ trace events (``assist``, ``answer_check``) are written."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
-from rlm_runtime.assist.base import Assist, AssistState, Cell, Host
+from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question, Turn
 from rlm_runtime.assist.registry import REGISTRY
 from rlm_runtime.sandbox import CellResult
 
@@ -25,16 +26,39 @@ class Assists:
     def names(self) -> list[str]:
         return [a.name for a in self.assists]
 
-    def after_cell(self, code: str, result: CellResult) -> str:
-        """The notes to add after a cell's output ("" for none)."""
+    def on_reply(self, turn: Turn) -> None:
+        """Let each assist change ``turn`` before its code runs; each change is traced."""
+        for assist in self.assists:
+            self.host.looked.clear()
+            before = dataclasses.replace(turn, blocks=list(turn.blocks), notes=list(turn.notes))
+            assist.on_reply(self.host, self.state, turn)
+            changed = [f.name for f in dataclasses.fields(Turn) if getattr(before, f.name) != getattr(turn, f.name)]
+            if changed:
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": "reply", "changed": changed,
+                                "chars": sum(len(n) for n in turn.notes) - sum(len(n) for n in before.notes)
+                                + len(turn.feedback or "") - len(before.feedback or ""),
+                                "lookups": list(self.host.looked)})
+
+    def after_run(self, code: str, result: CellResult, printed: str) -> tuple[str | None, str]:
+        """After a cell ran: (an answer an assist reads from it, "") when one does; else
+        (None, the notes to add after its output, "" for none). ``printed``: what the run's
+        code printed before this cell."""
         if not self.assists:
-            return ""
-        self.state.seen.append(result.stdout)
+            return None, ""
         repeated = code.strip() in self.state.codes
-        self.state.codes.append(code.strip())
         # An empty grep printed, indexed (hits[0]) or only tested (if hits:): the worker knows.
         kind = "empty_grep" if result.empty_greps else "final" if result.has_final else "repeat" if repeated else "cell"
-        cell = Cell(code, result.stdout, result.error, result.has_final, kind, list(result.empty_greps), repeated)
+        cell = Cell(code, result.stdout, result.error, result.has_final, kind, error_type=result.error_type, printed=printed,
+                    empty_greps=list(result.empty_greps), repeated=repeated)
+        if not result.has_final:
+            for assist in self.assists:
+                self.host.looked.clear()
+                said = assist.read_cell(self.host, self.state, cell)
+                if said is not None:
+                    self._checked(assist.name, said, "read from the cell")
+                    return said, ""
+        self.state.seen.append(result.stdout)
+        self.state.codes.append(code.strip())
         notes: list[str] = []
         spoke = False
         for assist in self.assists:
@@ -47,27 +71,31 @@ class Assists:
                 notes.append(note)
                 self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note),
                                 "lookups": list(self.host.looked)})
-        return "".join("\n" + n for n in notes)
+        return None, "".join("\n" + n for n in notes)
 
-    def before_answer(self, answer: str, reply: str) -> str | None:
-        """A note questioning ``answer`` (one more turn), or None to take it."""
+    def on_answer(self, answer: Answer) -> str | Question:
+        """The answer to take for ``answer`` (its text, or one an assist put in its place),
+        or the ``Question`` the first assist that questions it puts (one more turn)."""
         for assist in self.assists:
             self.host.looked.clear()
-            note = assist.before_answer(self.host, self.state, answer, reply)
-            if note:
-                self._checked(assist.name, answer, "questioned")
-                return note
+            verdict = assist.on_answer(self.host, self.state, answer)
+            if isinstance(verdict, Question):
+                self._checked(assist.name, answer.text, "questioned")
+                return verdict
+            if verdict is not None and verdict != answer.text:
+                self._checked(assist.name, answer.text, "replaced")
+                answer = dataclasses.replace(answer, text=verdict)
+        return answer.text
+
+    def last_reply(self, turn: Turn) -> str | None:
+        """The answer an assist reads from the forced turn's reply, or None."""
+        for assist in self.assists:
+            self.host.looked.clear()
+            said = assist.last_reply(self.host, self.state, turn)
+            if said is not None:
+                self._checked(assist.name, said, "read from the last reply")
+                return said
         return None
-
-    def settle(self, answer: str) -> str:
-        """The answer to take for ``answer``."""
-        for assist in self.assists:
-            self.host.looked.clear()
-            settled = assist.settle(self.host, self.state, answer)
-            if settled != answer:
-                self._checked(assist.name, answer, "replaced")
-                return settled
-        return answer
 
     def last_turn(self) -> str | None:
         """The run's answer when the turns ran out, made without the forced turn, or None."""

@@ -28,6 +28,7 @@ from rlm_runtime.context.about import quoted
 from rlm_runtime.context.corpus import CorpusHandle
 from rlm_runtime.context.probe import FolderProbe
 from rlm_runtime.context.protocol import ContextHandle, ProbeReport
+from rlm_runtime.context.records import FIELDED_SHAPES
 from rlm_runtime.context.relevance import keywords_from_question, merge_keywords
 from rlm_runtime.context.settings import ProbeConfig, load_probe_config
 from rlm_runtime.errors import RLMError
@@ -64,6 +65,12 @@ class ContextBrief:
     #: What ``records()`` makes of one text (a key of ``records.SHAPE_TEXT``; "" for a
     #: corpus, code, JSON, or a text that could not be probed).
     shape: str = ""
+
+    @property
+    def mode(self) -> str:
+        """How the prompts present this context: ``records`` when ``records()`` reads fields
+        of its own from it (the prompts lead with ``records()``), ``text`` otherwise."""
+        return "records" if self.shape in FIELDED_SHAPES else "text"
 
     def to_dict(self) -> dict[str, Any]:
         """For the trajectory: plain data, with the inline text's length instead of the text."""

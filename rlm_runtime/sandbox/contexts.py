@@ -314,26 +314,25 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             "records": records}
 
 
-def _hop(handle: Any, kind: str, question: str, text: str) -> list[Any]:
-    """The answer of a ``hop``, ``chain`` or ``read`` lookup (``frames.HOP_FIELDS`` as a list,
-    or []) over the records of a single text that the model's code already read
-    (``records()`` parses once and keeps them), never parsing for the host, whose lookup
-    must stay short. ``text``: a cell's output (``hop``) or an answer (``read``)."""
-    from rlm_runtime.sandbox import frames
+def hop_lookup(handle: Any, kind: str, question: str, text: str) -> dict[str, Any] | None:
+    """The answer of the ``hop``, ``chain`` or ``read`` reader (``readers.py``): a step
+    through the records of a single text that the model's code already read (``records()``
+    parses once and keeps them), never parsing for the host, whose lookup must stay short;
+    None when there is none. ``text``: a cell's output (``hop``) or an answer (``read``)."""
+    from rlm_runtime.sandbox.readers import LINE_CHARS as cut
 
     parsed = handle._records if isinstance(handle, BufferHandle) else None
     if not parsed:
-        return []
+        return None
     try:
         hop = (next(_hops.chains(parsed, question), None) if kind == "chain"
                else _hops.misread(parsed, question, text) if kind == "read" else _hops.next_hop(parsed, question, text))
     except Exception:  # a courtesy to the host: never the worker's failure
-        return []
+        return None
     if hop is None:
-        return []
-    cut = frames.LOOKUP_LINE_CHARS
-    return [hop.start[:cut], hop.link[:cut], hop.value[:cut], hop.name_field[:cut], hop.line, hop.field[:cut],
-            hop.target[:cut], hop.own[:cut]]
+        return None
+    return {"start": hop.start[:cut], "link": hop.link[:cut], "value": hop.value[:cut], "name_field": hop.name_field[:cut],
+            "line": hop.line, "field": hop.field[:cut], "target": hop.target[:cut], "own": hop.own[:cut]}
 
 
 def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
@@ -362,42 +361,36 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
     return _records.parse(lines, numbers=numbers)
 
 
-def lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int, text: str = "") -> dict[str, Any]:
-    """A host's lookup over ``handle`` (the worker's main context), by the rules of
-    ``frames.lookup_reply``: read through the grep module, so the handle's access counts (the
-    model's own reading) do not change. A pattern RE2 refuses gives ``error``."""
+def grep_lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:
+    """The ``lines``, ``count`` or ``tally`` reader's reading of ``handle`` (the worker's main
+    context; ``readers.py`` says what each holds): read through the grep module, so the
+    handle's access counts (the model's own reading) do not change. Raises ContextError for a
+    pattern RE2 refuses or a context that cannot be searched."""
     from rlm_runtime.context import grep as _grep
-    from rlm_runtime.sandbox import frames
+    from rlm_runtime.sandbox import readers
 
-    out: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": [], "error": ""}
-    if kind in ("hop", "chain", "read"):
-        out["hop"] = _hop(handle, kind, pattern, text)
-        return out
+    out: dict[str, Any] = {"lines": [], "count": 0, "tally": []}
     if isinstance(handle, BufferHandle):
         parts = [(handle, "")]
     elif isinstance(handle, CorpusHandle):
-        parts = [(h, d.name[: frames.NAME_MAX]) for h, d in handle._searched()]
+        parts = [(h, d.name[: readers.NAME_CHARS]) for h, d in handle._searched()]
     else:
-        out["error"] = "this session has no searchable context"
+        raise ContextError("this session has no searchable context")
+    cut = readers.LINE_CHARS
+    _grep.compile_pattern(pattern, ignore_case)
+    if kind == "tally":
+        counts: dict[str, int] = {}
+        for h, _ in parts:
+            for text, n in _grep.tally_matching_lines(h._buf(), pattern, ignore_case).items():
+                counts[text[:cut]] = counts.get(text[:cut], 0) + n
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        out["count"] = len(ranked)
+        out["tally"] = [[text, n] for text, n in ranked[: readers.MAX_KINDS]]
         return out
-    cut = frames.LOOKUP_LINE_CHARS
-    try:
-        _grep.compile_pattern(pattern, ignore_case)
-        if kind == "tally":
-            counts: dict[str, int] = {}
-            for h, _ in parts:
-                for text, n in _grep.tally_matching_lines(h._buf(), pattern, ignore_case).items():
-                    counts[text[:cut]] = counts.get(text[:cut], 0) + n
-            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-            out["count"] = len(ranked)
-            out["tally"] = [[text, n] for text, n in ranked[: frames.LOOKUP_MAX_KINDS]]
-            return out
-        for h, doc in parts:
-            buf = h._buf()
-            if kind == "lines" and len(out["lines"]) < max_lines:
-                found = _grep.grep_buffer(buf, pattern, max_matches=max_lines - len(out["lines"]), ignore_case=ignore_case)
-                out["lines"] += [[doc, m.line_no, m.line[:cut]] for m in found]
-            out["count"] += _grep.count_matching_lines(buf, pattern, ignore_case)
-    except ContextError as e:
-        out.update(lines=[], count=0, tally=[], error=str(e)[: frames.MESSAGE_MAX])
+    for h, doc in parts:
+        buf = h._buf()
+        if kind == "lines" and len(out["lines"]) < max_lines:
+            found = _grep.grep_buffer(buf, pattern, max_matches=max_lines - len(out["lines"]), ignore_case=ignore_case)
+            out["lines"] += [[doc, m.line_no, m.line[:cut]] for m in found]
+        out["count"] += _grep.count_matching_lines(buf, pattern, ignore_case)
     return out

@@ -258,67 +258,31 @@ def stats_reply(msg: dict[str, Any], seq: int, count: int) -> list[dict[str, int
 
 # ------------------------------------------------------- between cells: lookups for the host
 
-#: What a lookup asks of the main context: its matching lines, how many lines match, how
-#: many match per text the pattern's first group captures, or, the pattern being a question,
-#: over records the model's code already read (``context/hops.py``): ``hop``, the next hop
-#: of the question's chain that ``text`` (a cell's output) reached; ``chain``, the first
-#: chain the question asks, whatever was printed; ``read``, the one field of the one record
-#: the question asks, when ``text`` (an answer) gave another value (``hops.misread``).
-LOOKUP_KINDS = ("lines", "count", "tally", "hop", "chain", "read")
-#: The most characters of ``text`` a lookup sends.
-LOOKUP_TEXT_MAX = 20_000
-#: Bounds of a lookup's answer: lines (each cut to LOOKUP_LINE_CHARS, a document name to
-#: NAME_MAX) and tally entries (each key cut to LOOKUP_LINE_CHARS).
-LOOKUP_MAX_LINES = 50
-LOOKUP_LINE_CHARS = 500
-LOOKUP_MAX_KINDS = 200
-_LOOKED_UP_KEYS = frozenset({"op", "seq", "lines", "count", "tally", "hop", "error"})
-#: A hop's fields, in order (``[]`` when there is none): strings but ``line``.
-HOP_FIELDS = ("start", "link", "value", "name_field", "line", "field", "target", "own")
+#: The largest ``looked_up`` answer the host reads, in bytes. A reader bounds its own reply
+#: (``readers.py``); this bounds the frame before any of it is decoded.
+LOOKUP_REPLY_MAX = 1024 * 1024
+#: Nesting and items of a lookup's reply (a map of rows of values is three deep).
+_LOOKUP_DEPTH = 4
+_LOOKUP_ITEMS = 20_000
+_LOOKED_UP_KEYS = frozenset({"op", "seq", "reply", "error"})
 
 
-def lookup_reply_max() -> int:
-    """Largest ``looked_up`` answer the host reads (msgpack adds a few bytes an item)."""
-    return (1024 + LOOKUP_MAX_LINES * (4 * LOOKUP_LINE_CHARS + 4 * NAME_MAX + 32) + LOOKUP_MAX_KINDS * (4 * LOOKUP_LINE_CHARS + 32)
-            + len(HOP_FIELDS) * (4 * LOOKUP_LINE_CHARS + 32))
-
-
-def lookup_reply(msg: dict[str, Any], seq: int) -> dict[str, Any]:
-    """Check the worker's answer to ``lookup`` ``seq``; return its fields: ``lines`` (a list
-    of (document or "", line number, line)), ``count`` (int), ``tally`` (text -> count, in
-    the worker's order), ``hop`` (a dict of ``HOP_FIELDS``, or None) and ``error`` ("" or why
-    the pattern could not run). Raises ProtocolError for anything else."""
+def lookup_reply(msg: dict[str, Any], seq: int) -> tuple[dict[str, Any], str]:
+    """Check the worker's answer to ``lookup`` ``seq``: (its reply, a map of plain data, {}
+    when it failed; "" or why the reader could not read). The reply's fields are the reader's
+    own, checked by the host against the reader's declared shape (``readers.py``) before use.
+    Raises ProtocolError for anything else."""
     op = msg["op"]
     if op != "looked_up":
         shown = op if len(op) <= 40 else op[:40] + "..."
         raise ProtocolError(f"unexpected frame {shown!r} in answer to lookup")
     _exact(op, msg, _LOOKED_UP_KEYS, seq)
-    lines, count, tally, hop, error = msg["lines"], msg["count"], msg["tally"], msg["hop"], msg["error"]
-    if type(lines) is not list or len(lines) > LOOKUP_MAX_LINES:
-        raise _bad(op, f"lines of type {_kind(lines)}" if type(lines) is not list else f"{len(lines)} lines")
-    clean_lines: list[tuple[str, int, str]] = []
-    for row in lines:
-        if (type(row) is not list or len(row) != 3 or type(row[0]) is not str or len(row[0]) > NAME_MAX
-                or type(row[1]) is not int or not 0 < row[1] <= _COUNTER_MAX or type(row[2]) is not str
-                or len(row[2]) > LOOKUP_LINE_CHARS):
-            raise _bad(op, "a line that is not [document, number, text] within bounds")
-        clean_lines.append((row[0], row[1], row[2]))
-    if type(count) is not int or not 0 <= count <= _COUNTER_MAX:
-        raise _bad(op, f"count of type {_kind(count)}" if type(count) is not int else "count out of range")
-    if type(tally) is not list or len(tally) > LOOKUP_MAX_KINDS:
-        raise _bad(op, f"tally of type {_kind(tally)}" if type(tally) is not list else f"{len(tally)} tally entries")
-    clean_tally: dict[str, int] = {}
-    for row in tally:
-        if (type(row) is not list or len(row) != 2 or type(row[0]) is not str or len(row[0]) > LOOKUP_LINE_CHARS
-                or type(row[1]) is not int or not 0 <= row[1] <= _COUNTER_MAX):
-            raise _bad(op, "a tally entry that is not [text, count] within bounds")
-        clean_tally[row[0]] = row[1]
-    if type(hop) is not list or hop and (
-            len(hop) != len(HOP_FIELDS)
-            or any(type(v) is not str or len(v) > LOOKUP_LINE_CHARS for k, v in zip(HOP_FIELDS, hop, strict=True) if k != "line")
-            or type(hop[4]) is not int or not 0 <= hop[4] <= _COUNTER_MAX):
-        raise _bad(op, "a hop that is not [start, link, value, name_field, line, field, target, own] within bounds")
+    reply, error = msg["reply"], msg["error"]
+    if type(reply) is not dict:
+        raise _bad(op, f"reply of type {_kind(reply)}")
+    problem = plain_problem(reply, "the reply", max_depth=_LOOKUP_DEPTH, max_items=_LOOKUP_ITEMS)
+    if problem:
+        raise _bad(op, problem)
     if type(error) is not str or len(error) > MESSAGE_MAX:
         raise _bad(op, f"error of type {_kind(error)}" if type(error) is not str else f"error of {len(error)} characters")
-    return {"lines": clean_lines, "count": count, "tally": clean_tally, "hop": dict(zip(HOP_FIELDS, hop, strict=True)) if hop else None,
-            "error": error}
+    return reply, error

@@ -31,7 +31,7 @@ from rlm_runtime import hostwrites
 from rlm_runtime.config import tiktoken_cache_dir
 from rlm_runtime.errors import ContextError, HostCallError, ProtocolError, SandboxError
 from rlm_runtime.redact import Redactor
-from rlm_runtime.sandbox import cleanup, contexts, frames, protocol
+from rlm_runtime.sandbox import cleanup, contexts, frames, protocol, readers
 from rlm_runtime.sandbox.limits import CellLimits
 from rlm_runtime.sandbox.oslayers import worker_uid
 from rlm_runtime.sandbox.policy import Policy, check, load_policy
@@ -45,6 +45,8 @@ _CLOSED = "this sandbox is closed"
 _CLOSED_WHILE_RUNNING = "the sandbox was closed while this cell was running; its worker was killed"
 #: Seconds a worker has to answer ``stats``, and ``attach`` (plus _ATTACH_PER_FD_S a descriptor).
 _CONTROL_TIMEOUT_S = 10.0
+#: What a failed lookup's fields hold (an empty list, 0, or None for a reader's map).
+_EMPTY: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": None}
 #: Seconds a worker has to answer a ``lookup`` (a full scan of a large context with RE2).
 _LOOKUP_TIMEOUT_S = 60.0
 _ATTACH_PER_FD_S = 0.002
@@ -490,40 +492,37 @@ class Sandbox:
             out.append({"name": str(handle.name), **row, "load_to_peek_ratio": ratio})
         return out
 
-    def lookup(self, kind: str, pattern: str, *, ignore_case: bool = False, max_lines: int = 20,
-               text: str = "") -> dict[str, Any]:
-        """The host's own reading of the main context in the live worker, between cells.
+    def lookup(self, reader: str, **args: Any) -> dict[str, Any]:
+        """The host's own reading of the main context in the live worker, between cells, by
+        the reader named ``reader`` (``readers.READERS`` lists them, each with the shape of
+        its arguments and of its reply).
 
-        ``kind`` is ``lines`` (the first ``max_lines`` matching lines as (document or "",
-        number, text), and in ``count`` how many match in all), ``count`` (``count`` alone)
-        or ``tally`` (text the pattern's first group captures -> matching lines, most
-        common first, at most ``frames.LOOKUP_MAX_KINDS``; ``count`` is how many texts there
-        are), ``hop`` (``pattern`` a question, ``text`` a cell's output, cut to
-        ``frames.LOOKUP_TEXT_MAX``: the next hop of the question's chain the output reached)
-        , ``chain`` (the question's first chain, whatever was printed) or ``read``
-        (``text`` an answer: the one field of the one record the question asks, when the
-        answer gave another value), all over the records the model's code already read
-        (``context/hops.py``). Returns ``{"lines",
-        "count", "tally", "hop", "error"}``: ``error`` says why the
-        pattern could not run (or that there is no worker or no context); the rest is then
-        empty. It starts no worker, runs no user code, and leaves the model's namespace and
-        access counters as they were. A worker that answers wrongly or late is replaced (the
-        next cell's result says the variables were lost), as for ``context_stats``.
+        Returns the reader's reply (its declared fields, checked) and ``error``: "" or why
+        the reader could not read (a pattern RE2 refuses; no worker or no context), the
+        fields then empty. It starts no worker, runs no user code, and leaves the model's
+        namespace and access counters as they were. A worker that answers wrongly (a reply
+        not of the declared shape included) or late is replaced (the next cell's result says
+        the variables were lost), as for ``context_stats``. Raises ValueError for an unknown
+        reader or arguments not of its shape.
         """
-        if kind not in frames.LOOKUP_KINDS:
-            raise ValueError(f"lookup kind must be one of {', '.join(frames.LOOKUP_KINDS)}")
-        max_lines = max(0, min(int(max_lines), frames.LOOKUP_MAX_LINES))
-        empty: dict[str, Any] = {"lines": [], "count": 0, "tally": {}, "hop": None, "error": ""}
+        found = readers.reader(reader)
+        args = found.args.clean({**found.defaults, **args}, f"{reader}()")
+        empty: dict[str, Any] = {**{k: _EMPTY.get(k) for k in found.reply.fields}, "error": ""}
         with self._between_cells("lookup", closed_ok=True):
             worker = self._worker
             if worker is None or self._closed or not worker.n_contexts:
                 return {**empty, "error": "no live worker with a context"}
-            request = {"op": "lookup", "kind": kind, "pattern": pattern, "ignore_case": bool(ignore_case),
-                       "max_lines": max_lines, "text": str(text)[: frames.LOOKUP_TEXT_MAX]}
-            found, problem = self._request(worker, "a lookup", request, _LOOKUP_TIMEOUT_S, frames.lookup_reply_max(),
-                                           frames.lookup_reply)
-            if found is not None:
-                return found
+            request = {"op": "lookup", "reader": reader, "args": args}
+            answer, problem = self._request(worker, "a lookup", request, _LOOKUP_TIMEOUT_S, frames.LOOKUP_REPLY_MAX,
+                                            frames.lookup_reply)
+            if answer is not None:
+                reply, error = answer
+                if error:
+                    return {**empty, "error": error}
+                try:
+                    return {**found.reply.clean(reply, f"the {reader} reply"), "error": ""}
+                except readers.ShapeError as e:
+                    problem = f"a lookup reply not of its reader's shape ({e})"
             if not self._closed:
                 self._lose(worker, problem)
             return {**empty, "error": problem}

@@ -16,7 +16,7 @@ Lifecycle (driven by the zygote and the host):
    ``seq``: ``attach`` (contexts added to a live session: their descriptors follow in
    ``fds`` frames, SCM_RIGHTS, which the worker maps and closes) is answered by
    ``attached`` or ``attach_failed``; ``stats`` by the access counters of every context;
-   ``lookup`` (the host's own grep, count or tally over the main context, for an assist) by
+   ``lookup`` (the host's own reading of the main context by a registered reader, for an assist) by
    ``looked_up``, leaving the namespace and the access counters alone.
 """
 
@@ -34,7 +34,7 @@ import time
 import traceback
 from typing import Any
 
-from rlm_runtime.errors import HostCallError
+from rlm_runtime.errors import ContextError, HostCallError
 from rlm_runtime.sandbox import frames, protocol
 from rlm_runtime.sandbox.guards import SHOW_NAME, USER_MODULE, make_globals
 
@@ -263,18 +263,21 @@ class Worker:
         return {"op": "stats", "seq": msg.get("seq", 0), "contexts": rows}
 
     def lookup(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The host's lookup over the main context (``frames.lookup_reply`` says what it holds)."""
-        kind, pattern = msg.get("kind"), msg.get("pattern")
-        max_lines, text = msg.get("max_lines"), msg.get("text", "")
-        reply: dict[str, Any] = {"op": "looked_up", "seq": msg.get("seq", 0)}
-        if (kind not in frames.LOOKUP_KINDS or type(pattern) is not str or type(max_lines) is not int
-                or not 0 <= max_lines <= frames.LOOKUP_MAX_LINES or type(text) is not str
-                or len(text) > frames.LOOKUP_TEXT_MAX):
-            return {**reply, "lines": [], "count": 0, "tally": [], "hop": [], "error": "a malformed lookup"}
-        from rlm_runtime.sandbox import contexts as _contexts
+        """The host's lookup over the main context by a registered reader (``readers.py``),
+        its arguments checked against the reader's declared shape first."""
+        from rlm_runtime.sandbox import readers
 
+        reply: dict[str, Any] = {"op": "looked_up", "seq": msg.get("seq", 0), "reply": {}, "error": ""}
+        try:
+            found = readers.reader(msg.get("reader"))  # type: ignore[arg-type]
+            args = found.args.clean(msg.get("args"), "the arguments")
+        except ValueError:
+            return {**reply, "error": "a malformed lookup"}
         handle = self.handles[0] if self.handles else None
-        return {**reply, **_contexts.lookup(handle, kind, pattern, bool(msg.get("ignore_case")), max_lines, text)}
+        try:
+            return {**reply, "reply": found.read(handle, args)}
+        except ContextError as e:
+            return {**reply, "error": str(e)[: frames.MESSAGE_MAX]}
 
     # ------------------------------------------------------- namespace functions
 

@@ -229,20 +229,25 @@ class ToolCall(RunRecord):
 class AssistShown(RunRecord):
     """An assist (``rlm_runtime.assist``) spoke: ``name``, what triggered it (the kind of cell
     after which it added a note: ``empty_grep``, ``cell``, ``repeat``, ``final``, and in traces written
-    before 2026-11-26 ``broad``; or ``last_turn``), the characters it showed the model (or
-    of the answer it made), and ``lookups``: what it read of the text to do so (typed
-    lookups, not the model's reads)."""
+    before 2026-11-26 ``broad``; ``last_turn``; or ``reply``: it changed a reply before its code
+    ran, ``changed`` naming what: ``blocks``, ``answer``, ``feedback``, ``restart``, ``notes``,
+    ``drop_previous``, ``stop``), the characters it showed the model (or of the answer it
+    made), and ``lookups``: what it read of the text to do so (typed lookups, not the model's
+    reads)."""
 
     type: Literal["assist"] = "assist"
     name: str
     trigger: str = ""
     chars: int = 0
+    changed: list[str] = Field(default_factory=list)
     lookups: list[str] = Field(default_factory=list)
 
 
 class AnswerCheck(RunRecord):
     """An assist questioned an answer before it was taken (``outcome`` ``questioned``: the
-    model got one more turn) or took another in its place (``replaced``)."""
+    model got one more turn), took another in its place (``replaced``), or read one the plain
+    loop did not (``read from the cell``: a value written as code; ``read from the last
+    reply``: the forced turn's sentence)."""
 
     type: Literal["answer_check"] = "answer_check"
     name: str

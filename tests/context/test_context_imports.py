@@ -36,7 +36,7 @@ ALLOWED = {
     "handles": {"grep", "tokens", "buffer", "probe", "protocol", "records", "settings"},
     "corpus": {"about", "beneath", "grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
     "sources": {"corpus", "handles", "probe", "protocol", "settings"},
-    "brief": {"about", "corpus", "probe", "protocol", "relevance", "settings"},
+    "brief": {"about", "corpus", "probe", "protocol", "records", "relevance", "settings"},
 }
 
 # Stub the parent packages so that importing a submodule does not run rlm_runtime/__init__.py

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_runtime.assist import REGISTRY, Assist, AssistState, Host
+from rlm_runtime.assist import REGISTRY, Answer, Assist, AssistState, Host, Question
 from rlm_runtime.eval import plots
 from rlm_runtime.eval.report import build_report, compare_runs, token_reduction
 from rlm_runtime.eval.runner import EvalConfig, Runner
@@ -99,11 +99,11 @@ class _AskOnce(Assist):
     def __init__(self) -> None:
         self.asked = False
 
-    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
+    def on_answer(self, host: Host, state: AssistState, answer: Answer) -> Question | None:
         if self.asked:
             return None
         self.asked = True
-        return "Count them in code before answering."
+        return Question("Count them in code before answering.")
 
 
 class _AskToo(_AskOnce):
@@ -111,8 +111,8 @@ class _AskToo(_AskOnce):
 
     name = "ask-too"
 
-    def before_answer(self, host: Host, state: AssistState, answer: str, reply: str) -> str | None:
-        return super().before_answer(host, state, answer, reply) if answer.startswith("There are") else None
+    def on_answer(self, host: Host, state: AssistState, answer: Answer) -> Question | None:
+        return super().on_answer(host, state, answer) if answer.text.startswith("There are") else None
 
 
 def test_report_counts_what_each_assist_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,9 +18,11 @@ from rlm_runtime.orchestrator import parse_code_blocks, prose_final
 from .support import FEEDBACK, FORCED, NEEDLE, QUICK_CELLS, code, fast, haystack, last_messages, prompt_text
 
 
-def run(replies: list[str] | ScriptedClient, context: Any = None, **options: Any) -> tuple[RunResult, ScriptedClient]:
+def run(replies: list[str] | ScriptedClient, context: Any = None, *, assists: str = "", **options: Any) -> tuple[RunResult, ScriptedClient]:
     client = replies if isinstance(replies, ScriptedClient) else ScriptedClient(replies, model="scripted:root")
     options.setdefault("limits", fast())
+    if assists:  # the assists a test of one of them names (none by default: the scripted model is not small)
+        options["limits"] = options["limits"].model_copy(update={"assists": assists})
     options.setdefault("trace", False)
     rlm = RLM(client, **options)
     try:
@@ -171,13 +173,13 @@ def test_a_placeholder_in_prose_final_is_no_answer(reply: str) -> None:
                                    code("FINAL('the secret launch code')")])  # a piece of it, all its words
 def test_the_question_copied_into_final_is_no_answer(reply: str) -> None:
     """It denies a FINAL given the question itself, says so, and takes the next answer."""
-    result, client = run([code("n = 480\nprint(n)"), reply, code("FINAL(str(n))")])
+    result, client = run([code("n = 480\nprint(n)"), reply, code("FINAL(str(n))")], assists="question_echo")
     assert result.answer == "480"
     assert result.iterations == 3
     assert "FINAL was given the question itself" in last_messages(client)[-1]
     # with the values the code holds, so the one found is in front of the model
     assert "The variables your code holds" in last_messages(client)[-1] and "n: int = 480" in last_messages(client)[-1]
-    result, client = run([reply, code("FINAL('x')")])
+    result, client = run([reply, code("FINAL('x')")], assists="question_echo")
     assert "FINAL was given the question itself" in last_messages(client)[-1]
     assert "The variables your code holds" not in last_messages(client)[-1]
 
@@ -233,7 +235,7 @@ def test_a_run_failing_in_prose_answers_in_the_forced_turn() -> None:
 def test_the_same_prose_after_a_reprompt_is_taken_as_the_answer() -> None:
     """It takes a short reply without code, repeated after the re-prompt, as the model's answer."""
     said = "Casey reports to Quinn, who works in room 589."
-    result, client = run([code("x = 1"), said, said, code("FINAL('never reached')")])
+    result, client = run([code("x = 1"), said, said, code("FINAL('never reached')")], assists="insisted_prose")
     assert result.answer == said
     assert result.iterations == 3
     assert any(m["content"] == prompt_text("reprompt") for m in client.prompts[-1])
@@ -244,7 +246,7 @@ def test_the_same_prose_with_code_turns_between_is_the_answer() -> None:
     the loop a 1.5B model fell into, as the answer."""
     said = "The guild meets in Ljubljana."
     grep = code("print(grep('guild'))")
-    result, _ = run([grep, said, grep, said, grep, code("FINAL('never reached')")])
+    result, _ = run([grep, said, grep, said, grep, code("FINAL('never reached')")], assists="insisted_prose")
     assert result.answer == said
     assert result.iterations == 4
 
@@ -262,7 +264,7 @@ def test_the_same_code_three_times_in_a_row_brings_the_forced_turn_early() -> No
     spending the remaining turns on it; the repeats are told so."""
     same = code("print('the river town')")
     client = ScriptedClient([same, same, same, {"when": FORCED, "content": code("FINAL('the river town')")}])
-    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    result, _ = run(client, "text", limits=fast(max_iterations=10), assists="repeat_cut")
     assert result.answer == "the river town"
     assert result.iterations == 4
     assert "same code as one of your last turns" in client.prompts[2][-1]["content"]
@@ -275,7 +277,7 @@ def test_the_previous_turns_code_again_leaves_one_copy_in_the_conversation() -> 
     every turn."""
     same, other = code("print('the river town')"), code("print('the hill town')")
     client = ScriptedClient([same, same, other, code("FINAL('the river town')")])
-    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    result, _ = run(client, "text", limits=fast(max_iterations=10), assists="repeat_cut")
     assert result.answer == "the river town" and result.iterations == 4
     third = client.prompts[2]
     assert [m["content"] for m in third if m["role"] == "assistant"] == [same]
@@ -289,7 +291,7 @@ def test_two_blocks_taken_in_turn_bring_the_forced_turn_early() -> None:
     a repeat, as it does the same block twice in a row."""
     a, b = code("print('the river town')"), code("print('the hill town')")
     client = ScriptedClient([a, b, a, b, {"when": FORCED, "content": code("FINAL('the river town')")}])
-    result, _ = run(client, "text", limits=fast(max_iterations=10))
+    result, _ = run(client, "text", limits=fast(max_iterations=10), assists="repeat_cut")
     assert result.answer == "the river town" and result.iterations == 5
     assert "same code as one of your last turns" not in client.prompts[2][-1]["content"]
     assert "same code as one of your last turns" in client.prompts[3][-1]["content"]
@@ -298,7 +300,7 @@ def test_two_blocks_taken_in_turn_bring_the_forced_turn_early() -> None:
 def test_a_sentence_in_a_code_block_on_the_forced_turn_is_the_answer() -> None:
     """It takes a sentence the model put in a code block when told to answer now as the answer."""
     client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": code("It is held in Ljubljana.")}])
-    result, _ = run(client, "text", limits=fast(max_iterations=1))
+    result, _ = run(client, "text", limits=fast(max_iterations=1), assists="forced_reading")
     assert result.answer == "It is held in Ljubljana."
 
 
@@ -490,7 +492,7 @@ def test_a_sentence_without_code_on_the_forced_turn_is_the_answer(reply: str, an
     """It takes a short sentence the model replies with, no code, when told to answer now, as
     the answer; not one saying it has none or is still looking, the question copied, or a long one."""
     client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": reply}])
-    result, _ = run(client, "text", limits=fast(max_iterations=1))
+    result, _ = run(client, "text", limits=fast(max_iterations=1), assists="forced_reading")
     assert result.answer == answer
     assert result.error_type == (None if answer else "NoAnswer")
 
@@ -583,11 +585,11 @@ def test_the_same_prose_again_over_fields_gets_a_block_with_the_question_written
     and over text without fields, the plain re-prompt."""
     table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
     stuck = "The output does not show the answer. Let me search again."
-    _, client = run([stuck, stuck, code("FINAL('x')")], table)
+    _, client = run([stuck, stuck, code("FINAL('x')")], table, assists="records_reprompt")
     assert client.prompts[1][-1]["content"] == prompt_text("reprompt")
     again = client.prompts[2][-1]["content"]
     assert "print(recs.about('What is the secret launch code?'))" in again and "recs = records()" in again
-    _, client = run([stuck, stuck, code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400)
+    _, client = run([stuck, stuck, code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400, assists="records_reprompt")
     assert client.prompts[2][-1]["content"] == prompt_text("reprompt")
 
 
@@ -598,7 +600,7 @@ def test_a_loop_of_prose_leaves_the_conversation_and_the_block_joins_the_last_ou
     table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
     stuck = "The output does not show the answer. Let me search again."
     _, client = run([code("print(records().find('glaze'))"), stuck, stuck, stuck, code("FINAL('x')")], table,
-                    limits=fast(max_iterations=6))
+                    limits=fast(max_iterations=6), assists="records_reprompt")
     assert [m["content"] for m in client.prompts[2]].count(stuck) == 1
     rewritten = client.prompts[3]
     assert stuck not in [m["content"] for m in rewritten]
@@ -654,11 +656,11 @@ def test_a_failing_cell_shows_the_plain_values_it_set_before_its_error() -> None
 def test_a_value_written_as_a_block_after_the_output_that_showed_it_is_the_answer() -> None:
     """It takes a block that is only a value the last output printed (``K-17``, a NameError
     as Python) as the model's answer; a lone word, or a value no output showed, stays code."""
-    result, _ = run([code("print('the bay is K-17')"), code("K-17")])
+    result, _ = run([code("print('the bay is K-17')"), code("K-17")], assists="value_as_code")
     assert result.answer == "K-17"
-    _, client = run([code("print('the bay is K-17')"), code("K-18"), code("FINAL('x')")])
+    _, client = run([code("print('the bay is K-17')"), code("K-18"), code("FINAL('x')")], assists="value_as_code")
     assert "NameError" in client.prompts[2][-1]["content"]
-    _, client = run([code("print('the bay is open')"), code("bay"), code("FINAL('x')")])
+    _, client = run([code("print('the bay is open')"), code("bay"), code("FINAL('x')")], assists="value_as_code")
     assert "NameError" in client.prompts[2][-1]["content"]
 
 
@@ -666,13 +668,13 @@ def test_final_of_a_date_the_output_showed_is_the_date_not_its_arithmetic() -> N
     """It takes ``FINAL(2011-10)`` after an output that printed 2011-10 as the text 2011-10
     (Python makes it 2001), in a code block and in prose; an expression no output showed
     whole (``FINAL(40-2)``, or 2011-10 of a printed 2011-10-30) is still computed."""
-    result, _ = run([code("print('sown 2011-10, cut 2012-01')"), code("FINAL(2011-10)")])
+    result, _ = run([code("print('sown 2011-10, cut 2012-01')"), code("FINAL(2011-10)")], assists="dated_final")
     assert result.answer == "2011-10"
-    result, _ = run([code("print('phone 555-3142')"), "The number is FINAL(555-3142)."])
+    result, _ = run([code("print('phone 555-3142')"), "The number is FINAL(555-3142)."], assists="dated_final")
     assert result.answer == "555-3142"
-    result, _ = run([code("print('sown 2011-10-30')"), code("FINAL(2011-10)")])
+    result, _ = run([code("print('sown 2011-10-30')"), code("FINAL(2011-10)")], assists="dated_final")
     assert result.answer == "2001"
-    result, _ = run([code("print('forty')"), code("FINAL(40-2)")])
+    result, _ = run([code("print('forty')"), code("FINAL(40-2)")], assists="dated_final")
     assert result.answer == "38"
 
 
@@ -682,12 +684,13 @@ def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() ->
     the question; with nothing printed, the question stays (as before)."""
     question = "What is the secret launch code?"
     echo = code(f"FINAL({question!r})")
-    result, _ = run([code("print('rows: 40')\nprint('the code is K-4 late')"), echo, echo, echo, f"FINAL({question!r})"])
+    result, _ = run([code("print('rows: 40')\nprint('the code is K-4 late')"),
+                         echo, echo, echo, f"FINAL({question!r})"], assists="question_echo")
     assert result.answer == "the code is K-4 late"  # the last turn's copy
     result, _ = run([code("print('the code is K-4 late')"), echo, code(f"x = 2\nFINAL({question!r})"), code("x = 3"),
-                     f"FINAL({question!r})"])
+                     f"FINAL({question!r})"], assists="question_echo")
     assert result.answer == "the code is K-4 late"  # the forced turn's copy
-    result, _ = run([code("x = 1"), echo, echo, echo, f"FINAL({question!r})"])
+    result, _ = run([code("x = 1"), echo, echo, echo, f"FINAL({question!r})"], assists="question_echo")
     assert result.answer == question
 
 
@@ -696,22 +699,22 @@ def test_final_of_the_instructions_placeholder_on_the_forced_turn_gives_the_line
     answer and no sentence: the run's answer is the last line the code printed, and with
     nothing printed there is none (before, the reply itself was taken as a sentence)."""
     looking = [code(f"x = {n}") for n in range(3)]
-    result, _ = run([code("print('the kiln fired at 1280')"), *looking, "FINAL(your answer)"])
+    result, _ = run([code("print('the kiln fired at 1280')"), *looking, "FINAL(your answer)"], assists="forced_reading")
     assert result.answer == "the kiln fired at 1280"
-    result, _ = run([code("y = 0"), *looking, "FINAL(your answer)"])
+    result, _ = run([code("y = 0"), *looking, "FINAL(your answer)"], assists="forced_reading")
     assert result.answer is None and result.error_type == "NoAnswer"
-    result, _ = run([code("y = 0"), *looking, "The kiln fired at 1280."])
+    result, _ = run([code("y = 0"), *looking, "The kiln fired at 1280."], assists="forced_reading")
     assert result.answer == "The kiln fired at 1280."
 
 
 def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
     """It takes ``FINAL(Orrin)`` (a NameError) as the answer 'Orrin' when the last output
     printed Orrin; a name no output showed, or a NameError for another name, stays an error."""
-    result, _ = run([code("print('loader: Orrin')"), code("FINAL(Orrin)")])
+    result, _ = run([code("print('loader: Orrin')"), code("FINAL(Orrin)")], assists="value_as_code")
     assert result.answer == "Orrin"
-    _, client = run([code("print('loader: Orrin')"), code("FINAL(Orrina)"), code("FINAL('x')")])
+    _, client = run([code("print('loader: Orrin')"), code("FINAL(Orrina)"), code("FINAL('x')")], assists="value_as_code")
     assert "NameError" in client.prompts[2][-1]["content"]
-    _, client = run([code("print('loader: Orrin')"), code("y = nothing_here\nFINAL(Orrin)"), code("FINAL('x')")])
+    _, client = run([code("print('loader: Orrin')"), code("y = nothing_here\nFINAL(Orrin)"), code("FINAL('x')")], assists="value_as_code")
     assert "NameError" in client.prompts[2][-1]["content"]
 
 
@@ -719,14 +722,14 @@ def test_an_answer_of_the_questions_own_words_is_asked_about_once() -> None:
     """It asks once about ``FINAL('secret launch')`` (two words, both the question's: too few
     for an echo), with the variables the code holds; the same answer given again is taken, and
     an answer with a word of its own is never asked about."""
-    result, client = run([code("code = 'K-4'\nprint(code)"), code("FINAL('secret launch')"), code("FINAL(code)")])
+    result, client = run([code("code = 'K-4'\nprint(code)"), code("FINAL('secret launch')"), code("FINAL(code)")], assists="question_words")
     assert result.answer == "K-4"
     note = client.prompts[2][-1]["content"]
     assert "FINAL was given words of the question, 'secret launch', not a value your code found" in note
     assert "code: str = 'K-4'" in note
-    result, _ = run([code("FINAL('launch code')"), code("FINAL('launch code')")])
+    result, _ = run([code("FINAL('launch code')"), code("FINAL('launch code')")], assists="question_words")
     assert result.answer == "launch code"
-    result, client = run([code("FINAL('launch code K-4')")])
+    result, client = run([code("FINAL('launch code K-4')")], assists="question_words")
     assert result.answer == "launch code K-4" and len(client.prompts) == 1
 
 
@@ -735,8 +738,21 @@ def test_question_words_given_again_take_the_sentence_the_reply_states() -> None
     is the answer when it says more than the question ("The launch code is K-4."); a reply with
     no such sentence keeps the words."""
     reply = "The launch code is K-4.\n\n```python\nFINAL('secret launch code')\n```"
-    result, client = run([code("print('K-4')"), reply, reply])
+    result, client = run([code("print('K-4')"), reply, reply], assists="question_words")
     assert result.answer == "The launch code is K-4."
     assert "FINAL was given words of the question" in client.prompts[2][-1]["content"]
-    result, _ = run([code("print('K-4')"), code("FINAL('secret launch code')"), code("FINAL('secret launch code')")])
+    result, _ = run([code("print('K-4')"), code("FINAL('secret launch code')"), code("FINAL('secret launch code')")], assists="question_words")
     assert result.answer == "secret launch code"
+
+
+def test_with_the_assists_off_final_of_the_question_is_the_answer() -> None:
+    """It is the plain loop with the assists off: FINAL of the question copied back is taken as
+    it is, a reply without code is asked for code (never taken when said twice), and the same
+    code three times runs three times."""
+    question = "What is the secret launch code?"
+    result, client = run([code(f"FINAL({question!r})")], assists="none")
+    assert result.answer == question and len(client.prompts) == 1
+    said = "The launch code is K-4."
+    result, client = run([said, said, code("print(1)"), code("print(1)"), code("print(1)"), code("FINAL('K-5')")],
+                         assists="none", limits=fast(max_iterations=8, max_consecutive_errors=5))
+    assert result.answer == "K-5" and len(client.prompts) == 6

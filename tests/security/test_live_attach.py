@@ -89,6 +89,63 @@ STATS_LIES = {
 }
 ROW = "ROW = {" + ", ".join(f"'{name}': 0" for name in STAT_COUNTERS) + "}\n"
 
+_OK = "{'op': 'looked_up', 'seq': msg['seq'], 'reply': {'lines': [], 'count': 0}, 'error': ''}"
+
+
+def _reply(**fields: str) -> str:
+    """A ``looked_up`` frame whose reply to a ``lines`` lookup holds ``fields`` (source text)."""
+    shown = ", ".join(f"{k!r}: {v}" for k, v in {"lines": "[]", "count": "0", **fields}.items())
+    return f"return dict({_OK}, reply={{{shown}}})"
+
+
+#: name -> body of a replacement ``lookup(self, msg)``.
+LOOKUP_LIES = {
+    "wrong-seq": f"return dict({_OK}, seq=msg['seq'] + 1)",
+    "extra-field": f"return dict({_OK}, more=1)",
+    "no-reply": "return {'op': 'looked_up', 'seq': msg['seq'], 'error': ''}",
+    "reply-list": f"return dict({_OK}, reply=[1, 2])",
+    "reply-other-field": _reply(hop="{'start': 'a'}"),
+    "reply-missing-field": f"return dict({_OK}, reply={{'lines': []}})",
+    "pair-not-triple": _reply(lines="[['', 1]]"),
+    "line-zero": _reply(lines="[['', 0, 'x']]"),
+    "long-line": _reply(lines="[['', 1, 'x' * 100000]]"),
+    "too-many-lines": _reply(lines="[['', 1, 'x']] * 51"),
+    "bool-count": _reply(count="True"),
+    "negative-count": _reply(count="-1"),
+    "float-count": _reply(count="1.5"),
+    "deep-reply": _reply(lines="[[[[[[['x']]]]]]]"),
+    "many-items": _reply(lines="[0] * 30000"),
+    "long-error": f"return dict({_OK}, error='e' * 5000)",
+    "other-op": "return {'op': 'done', 'seq': msg['seq'], 'stdout': '', 'truncated': False, 'error': None, "
+                "'error_type': None, 'duration_s': 0.0, 'notes': [], 'empty_greps': []}",
+    "long-failure": "return {'op': 'attach_failed', 'seq': msg['seq'], 'message': 'x' * 100000}",
+    "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 60_000_000)); time.sleep(3600)",
+    "silent": "time.sleep(3600)",
+    "dribble": "os.write(self.sock.fileno(), b'\\x00\\x00'); time.sleep(3600)",
+    "flood": "[raw(self, {'op': 'junk', 'pad': 'y' * 4000}) for _ in range(10000)]",
+    "dies": "os._exit(0)",
+}
+
+#: name -> body of a replacement ``stats(self, msg)``.
+STATS_LIES = {
+    "one-too-many": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [ROW] * (len(self.handles) + 1)}",
+    "none": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': []}",
+    "negative": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, peeks=-1)] * len(self.handles)}",
+    "too-big": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, peeks=2**64 - 1)] * len(self.handles)}",
+    "bool": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps=True)] * len(self.handles)}",
+    "float": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps=1.0)] * len(self.handles)}",
+    "str": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps='1')] * len(self.handles)}",
+    "extra-key": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, name='x')] * len(self.handles)}",
+    "missing-key": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [{'peeks': 0}] * len(self.handles)}",
+    "map-not-list": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': {'a': ROW}}",
+    "wrong-seq": "return {'op': 'stats', 'seq': msg['seq'] + 7, 'contexts': [ROW] * len(self.handles)}",
+    "padded": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [ROW] * len(self.handles), 'pad': 'z' * 200000}",
+    "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 50_000_000)); time.sleep(3600)",
+    "silent": "time.sleep(3600)",
+    "dies": "os._exit(0)",
+}
+ROW = "ROW = {" + ", ".join(f"'{name}': 0" for name in STAT_COUNTERS) + "}\n"
+
 _OK = "{'op': 'looked_up', 'seq': msg['seq'], 'lines': [], 'count': 0, 'tally': [], 'hop': [], 'error': ''}"
 #: name -> body of a replacement ``lookup(self, msg)``.
 LOOKUP_LIES = {
@@ -290,14 +347,14 @@ def test_lying_lookup_reply_replaces_the_worker(escaped: Attacker, case: str, mo
     sandbox = escaped.sandbox
     sandbox.add_context("a needle\nno\nneedle two\n")
     pid = worker_pid(sandbox)
-    assert sandbox.lookup("count", "needle")["count"] == 2
+    assert sandbox.lookup("count", pattern="needle")["count"] == 2
     patch(escaped, "lookup", LOOKUP_LIES[case])
     began = time.monotonic()
-    got = sandbox.lookup("lines", "needle")
+    got = sandbox.lookup("lines", pattern="needle")
     assert time.monotonic() - began < 1.5 + 3.0
-    assert got["error"] and got["lines"] == [] and got["count"] == 0 and got["tally"] == {}
+    assert got["error"] and got["lines"] == [] and got["count"] == 0 and set(got) == {"lines", "count", "error"}
     assert_replaced(escaped, pid, 1)
-    assert sandbox.lookup("lines", "needle")["lines"] == [("", 1, "a needle"), ("", 3, "needle two")]
+    assert sandbox.lookup("lines", pattern="needle")["lines"] == [("", 1, "a needle"), ("", 3, "needle two")]
 
 
 def test_a_lookup_leaves_the_namespace_and_the_counts_alone(tmp_path: Path) -> None:
@@ -306,12 +363,16 @@ def test_a_lookup_leaves_the_namespace_and_the_counts_alone(tmp_path: Path) -> N
     with Sandbox("default", CellLimits(cell_timeout_s=10, kill_grace_s=0.5, memory_mb=256), contexts=[text]) as sandbox:
         assert sandbox.execute("hits = grep('full')").ok
         before = sandbox.context_stats()
-        assert sandbox.lookup("lines", "full", max_lines=2) == {
-            "lines": [("", 4, "bin 4: full"), ("", 8, "bin 8: full")], "count": 10, "tally": {}, "hop": None, "error": ""}
-        assert sandbox.lookup("count", "FULL", ignore_case=True)["count"] == 10
-        assert sandbox.lookup("tally", r"bin \d+: (\w+)")["tally"] == {"empty": 30, "full": 10}
-        assert "lookahead" in sandbox.lookup("lines", "(?=x)")["error"]
-        assert sandbox.lookup("hop", "which bin?", text="bin 4")["hop"] is None  # no records read yet
+        assert sandbox.lookup("lines", pattern="full", max_lines=2) == {
+            "lines": [("", 4, "bin 4: full"), ("", 8, "bin 8: full")], "count": 10, "error": ""}
+        assert sandbox.lookup("count", pattern="FULL", ignore_case=True)["count"] == 10
+        assert dict(sandbox.lookup("tally", pattern=r"bin \d+: (\w+)")["tally"]) == {"empty": 30, "full": 10}
+        assert "lookahead" in sandbox.lookup("lines", pattern="(?=x)")["error"]
+        assert sandbox.lookup("hop", question="which bin?", text="bin 4")["hop"] is None  # no records read yet
+        with pytest.raises(ValueError, match="no reader named 'shell'"):
+            sandbox.lookup("shell", pattern="x")
+        with pytest.raises(ValueError, match="max_lines"):
+            sandbox.lookup("lines", pattern="full", max_lines=10**6)
         assert sandbox.context_stats() == before
         assert sandbox.execute("print(len(hits))").stdout == "10\n"
         assert sandbox.execute("SHOW_VARS()").stdout.startswith("hits: GrepResult")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from rlm_runtime.sandbox import CellLimits, Sandbox
 
 QUESTION = "Which soil has the companion of 3?"
@@ -24,7 +26,7 @@ def test_a_finalizer_in_a_garbage_cycle_does_not_run_inside_a_lookup() -> None:
         assert sb.execute(code).error is None
         for _ in range(3):
             began = time.perf_counter()
-            found = sb.lookup("hop", QUESTION, text="4")
+            found = sb.lookup("hop", question=QUESTION, text="4")
             assert time.perf_counter() - began < 2 and found["error"] == ""
             assert found["hop"] is not None and found["hop"]["value"] == "4"
         assert sb.execute("print(kept)").stdout == "still here\n"
@@ -38,7 +40,7 @@ def test_a_huge_field_value_is_no_slow_lookup() -> None:
     with Sandbox(contexts=["\n".join(json.dumps(r) for r in rows)]) as sb:
         assert sb.execute("recs = records()").error is None
         began = time.perf_counter()
-        hop = sb.lookup("hop", "What is the office of alice's boss?", text="bob")["hop"]
+        hop = sb.lookup("hop", question="What is the office of alice's boss?", text="bob")["hop"]
         assert time.perf_counter() - began < 2
         assert hop is not None and hop["value"] == "bob" and hop["field"] == "office"
 
@@ -50,13 +52,13 @@ def test_the_lookups_kept_tables_cannot_be_reached_or_poisoned_by_code() -> None
     text = "".join(f"bed={i} companion={(i + 1) % 40} soil=s{i % 3}\n" for i in range(40))
     with Sandbox(contexts=[text]) as sb:
         assert sb.execute("recs = records()").error is None
-        assert sb.lookup("hop", QUESTION, text="4")["hop"]["target"] == "s1"  # tables built now
+        assert sb.lookup("hop", question=QUESTION, text="4")["hop"]["target"] == "s1"  # tables built now
         refused = sb.execute("print(recs._tables)")
         assert refused.error is not None and "_tables" in refused.error
         poison = ("r = records()\nr[3]['companion'] = 'planted'\nr.append(r[0])\n"
                   "r2 = records()\nr2.find('4')[0]['soil'] = 'EVIL'\nprint(records().find('4')[0]['soil'])")
         assert sb.execute(poison).stdout == "s1\n"
-        hop = sb.lookup("hop", QUESTION, text="4")["hop"]
+        hop = sb.lookup("hop", question=QUESTION, text="4")["hop"]
         assert hop["value"] == "4" and hop["target"] == "s1"
 
 
@@ -69,10 +71,12 @@ def test_the_read_lookup_is_bounded_and_reads_only_the_records_as_parsed() -> No
     rows = [{"bell": f"b{i}", "tone": big if i == 3 else f"t{i % 4}", "founder": f"f{i}"} for i in range(50)]
     with Sandbox(contexts=["\n".join(json.dumps(r) for r in rows)]) as sb:
         assert sb.execute("recs = records()\nrecs[1]['tone'] = 'PLANTED'").error is None
-        for answer in ("t2 " * 10_000, "f1"):
+        with pytest.raises(ValueError, match="over 20000"):  # the reader's declared bound: its caller cuts
+            sb.lookup("read", question="What is the tone of b1?", text="t2 " * 10_000)
+        for answer in (("t2 " * 10_000)[:20_000], "f1"):
             began = time.perf_counter()
-            found = sb.lookup("read", "What is the tone of b1?", text=answer)
+            found = sb.lookup("read", question="What is the tone of b1?", text=answer)
             assert time.perf_counter() - began < 2 and found["error"] == ""
             assert found["hop"] is not None and found["hop"]["target"] == "t1" and found["hop"]["start"] == "b1"
-        assert sb.lookup("read", "What is the tone of b1?", text="It is t1.")["hop"] is None
-        assert sb.lookup("read", "What is the tone of b3?", text="t0")["hop"]["target"] == big.strip()[:500]
+        assert sb.lookup("read", question="What is the tone of b1?", text="It is t1.")["hop"] is None
+        assert sb.lookup("read", question="What is the tone of b3?", text="t0")["hop"]["target"] == big.strip()[:500]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from rlm_runtime import Session
-from rlm_runtime.assist import AssistState, Cell, Host, lookups
+from rlm_runtime.assist import Answer, AssistState, Cell, Host, Question, lookups
 from rlm_runtime.assist.follow_link import FollowLink
 from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.budget import RunLimits
@@ -141,14 +141,20 @@ def test_a_first_key_of_500_characters_reaches_no_note_whole(tmp_path: Path) -> 
 
 def _host(hop: dict[str, Any] | None, *, by_kind: dict[str, Any] | None = None) -> Host:
     """A host whose lookups answer ``hop`` (or, by kind, ``by_kind[kind]``)."""
-    def lookup(kind: str, query: str, **_: Any) -> dict[str, Any]:
-        found = (by_kind or {}).get(kind, hop)
+    def lookup(reader: str, **_: Any) -> dict[str, Any]:
+        found = (by_kind or {}).get(reader, hop)
         return {"hop": found, "error": "", "lines": [], "count": 0, "tally": []}
 
     def ask(prompt: str, source: str) -> str:
         raise AssertionError("no assist asks here")
 
     return Host(QUESTION, Prompts(paths_from_env().brain_dirs), lookup, lambda e: None, None, ask)
+
+
+def _questioned(assist: Any, host: Host, state: AssistState, answer: str) -> str | None:
+    """The note ``assist`` questions ``answer`` with (not on the last turn), or None."""
+    verdict = assist.on_answer(host, state, Answer(answer, "", None, "", False))
+    return verdict.note if isinstance(verdict, Question) else None
 
 
 #: A hop whose every string is hostile: a name field, link and field of up to NAME_CHARS, and
@@ -175,11 +181,11 @@ def test_every_follow_link_note_quotes_the_documents_strings() -> None:
     taken = _host(None, by_kind={"hop": None, "chain": HOP})
     notes["follow_link_taken"] = assist.after_cell(taken, state, _cell(TARGET))
     notes["follow_link_found"] = assist.last_found(taken, state)
-    notes["follow_link_answer"] = assist.before_answer(_host(HOP), state, LINKED, "") or ""
-    notes["follow_link_insisted"] = assist.before_answer(_host(HOP), state, LINKED, "") or ""
+    notes["follow_link_answer"] = _questioned(assist, _host(HOP), state, LINKED) or ""
+    notes["follow_link_insisted"] = _questioned(assist, _host(HOP), state, LINKED) or ""
     stray = FollowLink()
-    notes["follow_link_strayed"] = stray.before_answer(_host(HOP), AssistState(), "mossy", "") or ""
-    notes["follow_link_strayed_insisted"] = stray.before_answer(_host(HOP), AssistState(), "loam", "") or ""
+    notes["follow_link_strayed"] = _questioned(stray, _host(HOP), AssistState(), "mossy") or ""
+    notes["follow_link_strayed_insisted"] = _questioned(stray, _host(HOP), AssistState(), "loam") or ""
     notes["follow_link_start"] = FollowLink().after_cell(_host(HOP), AssistState(), _cell("", repeated=True))
     for name, note in notes.items():
         assert note.strip(), name
@@ -195,8 +201,8 @@ def test_every_read_field_note_quotes_the_documents_strings() -> None:
     notes = {"read_field_shown": ReadField().after_cell(_host(read), AssistState(), _cell(TARGET)),
              "read_field_start": ReadField().after_cell(_host(read), AssistState(), _cell("x", repeated=True))}
     assist, state = ReadField(), AssistState()
-    notes["read_field_answer"] = assist.before_answer(_host(read), state, "clay", "") or ""
-    notes["read_field_insisted"] = assist.before_answer(_host(read), state, "loam", "") or ""
+    notes["read_field_answer"] = _questioned(assist, _host(read), state, "clay") or ""
+    notes["read_field_insisted"] = _questioned(assist, _host(read), state, "loam") or ""
     state.seen.append(TARGET)
     notes["last_found"] = assist.last_found(_host(read), state)
     for name, note in notes.items():
@@ -214,7 +220,7 @@ def test_a_hop_holding_a_string_longer_than_a_note_shows_gives_no_note(field: st
     host = _host(long)
     assert lookups.hop(host, "x") is None and lookups.chain(host) is None and lookups.misread(host, "") is None
     assert FollowLink().after_cell(host, AssistState(), _cell(LINKED)) == ""
-    assert FollowLink().before_answer(host, AssistState(), LINKED, "") is None
+    assert _questioned(FollowLink(), host, AssistState(), LINKED) is None
     assert lookups.hop(_host(HOP), "x") is not None  # the planted hop, each string within its cap, is one
 
 
