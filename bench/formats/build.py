@@ -9,7 +9,7 @@ naming another record) is left out for it and said so.
     .venv/bin/python bench/formats/build.py --split dev -o eval-runs/formats-dev [--lengths 100000,1000000]
         [--n 1] [--seed 7] [--formats NAME,...]
     .venv/bin/python bench/formats/build.py --list
-    rlm eval run eval-runs/formats-dev/tasks.jsonl -m local:qwen2.5-coder-1.5b --assists auto -o ...
+    rlm eval eval-runs/formats-dev/tasks.jsonl -m local:qwen2.5-coder-1.5b --assists auto --out ...
 
 The list of formats and their status is in ``README.md`` beside this file.
 """
