@@ -203,18 +203,31 @@ def final_spelled(code: str) -> str:
     tree = parsed(code)
     if tree is None:
         return code
-    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    nodes = list(ast.walk(tree))
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    calls = [n.func for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id in _FINAL_SPELLINGS and n.func.id not in bound]
     if not calls:
         return code
-    lines = code.split("\n")
-    for name in sorted(calls, key=lambda n: (n.lineno, n.col_offset), reverse=True):
-        row = lines[name.lineno - 1].encode("utf-8")  # col_offset counts UTF-8 bytes
-        lines[name.lineno - 1] = (row[: name.col_offset] + b"FINAL" + row[name.col_offset + len(name.id):]).decode("utf-8")
-    return "\n".join(lines)
+    # One pass over the UTF-8 bytes (col_offset counts them), each line found where Python's
+    # tokenizer starts one ("\n", "\r\n" or a lone "\r"): one line of many calls stays linear.
+    raw = code.encode("utf-8")
+    starts = [0, *(m.end() for m in _SOURCE_BREAK.finditer(raw))]
+    pieces: list[bytes] = []
+    at = 0
+    for name in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+        begin = starts[name.lineno - 1] + name.col_offset if name.lineno <= len(starts) else -1
+        if begin < at or raw[begin:begin + len(name.id)] != name.id.encode():
+            continue  # not where the parser put it: left as written
+        pieces += [raw[at:begin], b"FINAL"]
+        at = begin + len(name.id)
+    return b"".join([*pieces, raw[at:]]).decode("utf-8")
+
+
+#: Where Python's tokenizer ends a line of source, in bytes.
+_SOURCE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
 def without_echo(code: str, shown: str) -> str:

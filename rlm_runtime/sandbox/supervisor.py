@@ -45,11 +45,16 @@ _CLOSED = "this sandbox is closed"
 _CLOSED_WHILE_RUNNING = "the sandbox was closed while this cell was running; its worker was killed"
 #: Seconds a worker has to answer ``stats``, and ``attach`` (plus _ATTACH_PER_FD_S a descriptor).
 _CONTROL_TIMEOUT_S = 10.0
-#: What a failed lookup's fields hold (an empty list, 0, or None for a reader's map).
-_EMPTY: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": None}
 #: Seconds a worker has to answer a ``lookup`` (a full scan of a large context with RE2).
 _LOOKUP_TIMEOUT_S = 60.0
 _ATTACH_PER_FD_S = 0.002
+
+
+def _empty(fields: Any) -> dict[str, Any]:
+    """What a failed lookup's ``fields`` hold (an empty list, 0, or None for a reader's map):
+    new lists each call, so a caller that changes one changes no later failed lookup."""
+    fresh: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": None}
+    return {k: fresh.get(k) for k in fields}
 
 
 @dataclass(frozen=True)
@@ -507,7 +512,7 @@ class Sandbox:
         """
         found = readers.reader(reader)
         args = found.args.clean({**found.defaults, **args}, f"{reader}()")
-        empty: dict[str, Any] = {**{k: _EMPTY.get(k) for k in found.reply.fields}, "error": ""}
+        empty: dict[str, Any] = {**_empty(found.reply.fields), "error": ""}
         with self._between_cells("lookup", closed_ok=True):
             worker = self._worker
             if worker is None or self._closed or not worker.n_contexts:

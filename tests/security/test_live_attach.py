@@ -126,50 +126,6 @@ LOOKUP_LIES = {
     "dies": "os._exit(0)",
 }
 
-#: name -> body of a replacement ``stats(self, msg)``.
-STATS_LIES = {
-    "one-too-many": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [ROW] * (len(self.handles) + 1)}",
-    "none": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': []}",
-    "negative": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, peeks=-1)] * len(self.handles)}",
-    "too-big": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, peeks=2**64 - 1)] * len(self.handles)}",
-    "bool": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps=True)] * len(self.handles)}",
-    "float": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps=1.0)] * len(self.handles)}",
-    "str": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, greps='1')] * len(self.handles)}",
-    "extra-key": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [dict(ROW, name='x')] * len(self.handles)}",
-    "missing-key": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [{'peeks': 0}] * len(self.handles)}",
-    "map-not-list": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': {'a': ROW}}",
-    "wrong-seq": "return {'op': 'stats', 'seq': msg['seq'] + 7, 'contexts': [ROW] * len(self.handles)}",
-    "padded": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': [ROW] * len(self.handles), 'pad': 'z' * 200000}",
-    "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 50_000_000)); time.sleep(3600)",
-    "silent": "time.sleep(3600)",
-    "dies": "os._exit(0)",
-}
-ROW = "ROW = {" + ", ".join(f"'{name}': 0" for name in STAT_COUNTERS) + "}\n"
-
-_OK = "{'op': 'looked_up', 'seq': msg['seq'], 'lines': [], 'count': 0, 'tally': [], 'hop': [], 'error': ''}"
-#: name -> body of a replacement ``lookup(self, msg)``.
-LOOKUP_LIES = {
-    "wrong-seq": f"return dict({_OK}, seq=msg['seq'] + 1)",
-    "extra-field": f"return dict({_OK}, more=1)",
-    "pair-not-triple": f"return dict({_OK}, lines=[['', 1]])",
-    "line-zero": f"return dict({_OK}, lines=[['', 0, 'x']])",
-    "long-line": f"return dict({_OK}, lines=[['', 1, 'x' * 100000]])",
-    "too-many-lines": f"return dict({_OK}, lines=[['', 1, 'x']] * 51)",
-    "bool-count": f"return dict({_OK}, count=True)",
-    "negative-count": f"return dict({_OK}, count=-1)",
-    "tally-map": f"return dict({_OK}, tally={{'a': 1}})",
-    "tally-float": f"return dict({_OK}, tally=[['a', 1.5]])",
-    "long-error": f"return dict({_OK}, error='e' * 5000)",
-    "hop-short": f"return dict({_OK}, hop=['a', 'b', 'c'])",
-    "hop-long-value": f"return dict({_OK}, hop=['a', 'b', 'c' * 100000, 'n', 1, 'f', 't', 'o'])",
-    "hop-line-text": f"return dict({_OK}, hop=['a', 'b', 'c', 'n', '1', 'f', 't', 'o'])",
-    "hop-map": f"return dict({_OK}, hop={{'start': 'a'}})",
-    "other-op": "return {'op': 'stats', 'seq': msg['seq'], 'contexts': []}",
-    "huge-frame": "os.write(self.sock.fileno(), struct.pack('>I', 50_000_000)); time.sleep(3600)",
-    "silent": "time.sleep(3600)",
-    "dies": "os._exit(0)",
-}
-
 
 def patch(attacker: Attacker, method: str, body: str) -> None:
     """Replace ``Worker.<method>`` in the live worker with ``def <method>(self, msg): <body>``."""
