@@ -222,7 +222,10 @@ def _unkey(words: list[str], skeleton: list[str], width: int) -> list[str]:
 
 
 def _field_name(form: tuple[str, ...]) -> str:
-    return " ".join(w for w in form if w != KEY and w not in _GRAMMAR)
+    """The words of a form that name its field; "" when it holds a separator (a word with no
+    letter or digit, "|"): a separator never names a field."""
+    words = [w for w in form if w != KEY and w not in _GRAMMAR]
+    return "" if any(not any(c.isalnum() for c in w) for w in words) else " ".join(words)
 
 
 # ------------------------------------------------------------------------ mining
@@ -328,7 +331,8 @@ def parse(lines: Sequence[str], facts: Facts) -> Iterator[tuple[int, list[tuple[
 def coverage(lines: Sequence[str], facts: Facts) -> float:
     """The share of the non-blank ``lines`` that ``parse`` reads into fields: each paragraph
     (or line) counts its lines times the share of its sentences read (a sentence only naming
-    the thing counts as read), so the figure compares with a reader of lines."""
+    the thing counts as read when another is read into a field), so the figure compares with
+    a reader of lines."""
     size: dict[int, int] = {}
     start = 0
     for k, line in enumerate(lines):
@@ -339,8 +343,10 @@ def coverage(lines: Sequence[str], facts: Facts) -> float:
             start = 1 + k
         size[start] = size.get(start, 0) + 1
     read = 0.0
-    for first, _, unread, n in _read_units(lines, facts):
-        read += size.get(first, 1) * (n - unread) / n if n else 0
+    for first, fields, unread, n in _read_units(lines, facts):
+        # A paragraph whose only field is its name reads nothing into fields.
+        if n and any(name not in ("name", "text") for name, _ in fields):
+            read += size.get(first, 1) * (n - unread) / n
     total = sum(size.values())
     return read / total if total else 0.0
 

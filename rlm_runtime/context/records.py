@@ -244,9 +244,12 @@ class Records(list[Record]):
         return out
 
     def _named(self, name: Any) -> list[Record]:
-        """The records named ``name`` (their first field), else those holding it in any field."""
+        """The records named ``name`` (their first field), else those holding it in any field,
+        else those whose values make it."""
         named = [r for r in self if r and _same(next(iter(r.values())), name)]
-        return named or [r for r in self if any(_same(v, name) for v in r.values())]
+        named = named or [r for r in self if any(_same(v, name) for v in r.values())]
+        # A line's whole text ("drill part 1" of a line read as 'field 1' drill, 'part' 1).
+        return named or [r for r in self if _same(" ".join(str(v) for v in r.values() if not isinstance(v, list)), name)]
 
     def children_of(self, name: Any) -> Records:
         """The records directly under the record named ``name`` (indented under it, or the rest
@@ -931,7 +934,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
               "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs,
               "structure": _parse_structure}[shape.kind]
-    out = Records(shape=shape.kind)
+    out = Records(shape=shape.kind, note=_form_note(shape))
     out.coverage = shape.coverage
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
@@ -1133,6 +1136,14 @@ def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
             kids.append(record)
         made.append(record)
         yield record
+
+
+def _form_note(shape: Shape) -> str:
+    """What a list read by a stated form says when the form reads too few lines to be trusted."""
+    found = shape.structure
+    if found is None or found.layout != "stated" or not found.reason:
+        return ""
+    return f"{found.reason}: the lines it does not read are records with only 'text'"
 
 
 def stated(lines: list[str], *, template: str | None = None, pattern: str | None = None) -> Shape:
