@@ -317,11 +317,18 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int]
         if not mine_rows or n == 0:
             continue
         t = _build(seps, rest, mine_rows)
-        read = sum(t.read(ln, c) is not None for ln, c in rows)
-        fields = len(t.fields)
+        got = [r for ln, c in rows if (r := t.read(ln, c)) is not None]
+        read = len(got)
+        # A field is one whose value varies: the same words on every line are text, not data.
+        seen: dict[str, set[str]] = {}
+        for r in got:
+            for name, value in r:
+                if len(seen.setdefault(name, set())) < 2:
+                    seen[name].add(value)
+        fields = sum(len(v) > 1 for v in seen.values()) if read >= MIN_CONSTANT else len(t.fields)
         if fields < (1 if whole_ok else 2):
             continue
-        if fields == 1 and _median_words([v for ln, c in rows if (r := t.read(ln, c)) for _, v in r]) > NAME_WORDS:
+        if len(t.fields) == 1 and _median_words([v for r in got for _, v in r]) > NAME_WORDS:
             continue  # a long line alone is prose, not a name
         if _prose(t, rows):
             continue
