@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import functools
 import html
 import json
@@ -579,6 +580,8 @@ class Shape:
     structure: _structure.Structure | None = field(default=None, compare=False)
     #: Why no shape with fields was offered (``paragraphs``).
     reason: str = ""
+    #: A structure's items already read from the whole text (``parse`` reads them once).
+    items: list[_structure.Item] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """The shape and its first 20 fields for a prompt; a field name is the text's own words
@@ -931,10 +934,12 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     ``numbers``), in ``shape`` (sniffed from them when None)."""
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
+    if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
+        shape = _whole(lines, shape)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
               "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs,
               "structure": _parse_structure}[shape.kind]
-    out = Records(shape=shape.kind, note=_form_note(shape))
+    out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
     out.coverage = shape.coverage
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
@@ -1119,10 +1124,21 @@ def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:
     return _records_of(_slots.parse(lines, shape.slots))
 
 
+def _whole(lines: list[str], shape: Shape) -> Shape:
+    """The shape found in the head, measured on the whole text: its coverage there, or no
+    fields when the whole text falls under the gate (the head was not like the rest)."""
+    assert shape.structure is not None
+    items, coverage = _structure.read(lines, shape.structure)
+    if coverage < GATE:
+        return Shape("paragraphs", delimiter="\n", reason=f"the form found in the first lines reads only {coverage:.0%} "
+                                                          f"of the whole text, under the {GATE:.0%} needed")
+    return dataclasses.replace(shape, coverage=coverage, items=items)
+
+
 def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
     """The records of a found or stated structure, each linked to its parent and children."""
     assert shape.structure is not None  # sniff makes a structure shape with its structure
-    items, _ = _structure.read(lines, shape.structure)
+    items = shape.items if shape.items is not None else _structure.read(lines, shape.structure)[0]
     made: list[Record] = []
     for start, pairs, parent in items:
         record = Record(line=1 + start)

@@ -326,6 +326,8 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int]
                 if len(seen.setdefault(name, set())) < 2:
                     seen[name].add(value)
         fields = sum(len(v) > 1 for v in seen.values()) if read >= MIN_CONSTANT else len(t.fields)
+        if whole_ok and t.fields:
+            fields = max(fields, 1)  # a node of a hierarchy may say the same on every line ("spare parts")
         if fields < (1 if whole_ok else 2):
             continue
         if len(t.fields) == 1 and _median_words([v for r in got for _, v in r]) > NAME_WORDS:

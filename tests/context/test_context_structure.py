@@ -215,3 +215,19 @@ def test_a_handle_keeps_only_a_form_that_reads_the_text() -> None:
     assert handle.records().fields[:2] == ["field 1", "field 2"]
     handle.records(template="TERM | KIND | MEANING")
     assert handle.records().fields == ["term", "kind", "meaning"]
+
+
+def test_it_refuses_a_form_the_rest_of_the_text_does_not_follow() -> None:
+    """It refuses a structure found in the first lines when the whole text falls under the gate."""
+    text = glossary() * 30 + PROSE * 200
+    assert sniff(text.split("\n")).kind == "structure"
+    recs = parse_text(text)
+    assert recs.shape == "paragraphs" and recs.fields == ["text"]
+    assert "the form found in the first lines reads only" in repr(recs)
+
+
+def test_a_comment_line_is_set_aside() -> None:
+    """It sets aside lines opening with a common comment marker: not records, not counted in the coverage."""
+    text = "% parts list\n% checked monthly\n" + glossary()
+    recs = parse_text(text)
+    assert len(recs) == len(TERMS) and recs.coverage == 1.0 and recs[0].line == 3
