@@ -847,24 +847,19 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
                     coverage=min(1.0, len(inline) / n))
     if len(sample) >= 2:
         yield from _tables(sample, n)
-    singles, headings, read, after = [], 0, 0, False
+    singles, headings = [], 0
+    pairs: list[tuple[str, str] | None] = []
     for line in sample:
         heading = _HEADING.match(line)
         pair = _field(_heading_text(heading)) if heading else _field(line)
         headings += heading is not None
+        pairs.append(pair if heading is None else None)
         if pair is not None:
             singles.append(pair)
         elif line.lstrip()[:1] == "<" and (opened := _XML_OPEN.match(line[:_LINE_HEAD])):
             singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
-        # Read: a field, a heading, an element opened or closed, a declaration, or a line
-        # indented under a field (its value goes on).
-        markup = line.lstrip()[:2] in ("<?", "<!") or bool(_XML_CLOSE.match(line[:_LINE_HEAD]) or
-                                                             _XML_OPEN.match(line[:_LINE_HEAD]))
-        this = pair is not None or heading is not None or markup
-        read += this or (after and line[:1] in (" ", "\t"))
-        after = this or (after and line[:1] in (" ", "\t"))
     if singles:
-        yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=min(1.0, read / n))
+        yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n))
     # Lines of one sentence each are read by the words around their values (slots); lines of
     # several sentences, and paragraphs, by their sentences' forms (facts).
     by_line = len(raw) - n < 2
@@ -879,6 +874,31 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
     found = _structure.discover(raw)
     if found.ok:
         yield Shape("structure", found.fields, coverage=found.coverage, structure=found)
+
+
+#: A sample with at most this many different labels may be one record's fields, each said once.
+_ONE_RECORD_FIELDS = 12
+
+
+def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: int) -> float:
+    """The share of the sample's lines the blocks reader reads into fields: a heading, an
+    element opened or closed, a declaration, a ``label: value`` line whose label comes round
+    again (a label said once is a value, not a field's name: "ash: a tree" one term a line;
+    unless the sample has only a record's worth of labels, or the line is a title over
+    fields, "name:") and has no parenthesis left open ("ash (part of: elm)"), or a line
+    indented under such a field (its value goes on)."""
+    said = Counter(pair[0] for pair in pairs if pair is not None)
+    read = 0
+    after = False
+    for line, pair in zip(sample, pairs, strict=True):
+        head = line[:_LINE_HEAD]
+        markup = line.lstrip()[:2] in ("<?", "<!") or bool(_XML_CLOSE.match(head) or _XML_OPEN.match(head))
+        labelled = (pair is not None and (said[pair[0]] >= 2 or not pair[1] or len(said) <= _ONE_RECORD_FIELDS)
+                    and pair[0].count("(") == pair[0].count(")"))
+        this = labelled or markup or (pair is None and _HEADING.match(line) is not None)
+        read += this or (after and line[:1] in (" ", "\t"))
+        after = this or (after and line[:1] in (" ", "\t"))
+    return min(1.0, read / n)
 
 
 def _tables(sample: list[str], n: int) -> Iterator[Shape]:
