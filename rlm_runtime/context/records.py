@@ -196,6 +196,22 @@ def _show(r: Record, limit: int = 0) -> str:
     return f"{where}: {{{', '.join(parts)}}}{family}"
 
 
+#: Parents looked through to tell whether a record is under another (a bound, not a depth limit).
+_ANCESTORS_SEEN = 64
+
+
+def _under_any(r: Record, ids: set[int]) -> bool:
+    """Whether one of the records ``ids`` holds ``r`` (looking ``_ANCESTORS_SEEN`` parents up)."""
+    up = r.parent
+    for _ in range(_ANCESTORS_SEEN):
+        if up is None:
+            return False
+        if id(up) in ids:
+            return True
+        up = up.parent
+    return False
+
+
 class About(str):
     """What ``Records.about`` says: a string that prints as itself (not quoted) at a prompt."""
 
@@ -250,7 +266,10 @@ class Records(list[Record]):
         named = [r for r in self if r and _same(next(iter(r.values())), name)]
         named = named or [r for r in self if any(_same(v, name) for v in r.values())]
         # A line's whole text ("drill part 1" of a line read as 'field 1' drill, 'part' 1).
-        return named or [r for r in self if _same(" ".join(str(v) for v in r.values() if not isinstance(v, list)), name)]
+        named = named or [r for r in self if _same(" ".join(str(v) for v in r.values() if not isinstance(v, list)), name)]
+        # Of a record and those under it sharing its name ("saw", "saw part 1"), the outermost.
+        ids = {id(r) for r in named}
+        return [r for r in named if not _under_any(r, ids)]
 
     def children_of(self, name: Any) -> Records:
         """The records directly under the record named ``name`` (indented under it, or the rest

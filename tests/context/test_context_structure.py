@@ -73,6 +73,7 @@ def test_it_reads_an_indented_inventory_with_parents_and_children() -> None:
     assert sniff(stock_room().split("\n")).structure.layout == "indent"
     assert len(recs.children_of("Attic")) == 5
     assert recs.parent_of("barrel")[0]["field 1"] == "Cellar"
+    assert [r["field 1"] for r in recs.parent_of("saw")] == ["Garage"]  # not the saw, whose parts repeat its name
     assert [(c["field 1"], c["part"]) for c in recs.children_of("drill")] == [("drill", "0"), ("drill", "1")]
     kettle = recs.find("kettle")[0]
     assert kettle.parent is not None and kettle.parent["field 1"] == "Kitchen" and len(kettle.children) == 2
