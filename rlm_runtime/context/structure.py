@@ -471,6 +471,8 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
         read += found[1]
     if layout == "lines" and len(templates[0].fields) < 2:
         return None
+    if layout == "blocks" and templates[0].seps == templates[1].seps and templates[0].rest == templates[1].rest:
+        return None  # rows of one form with blank lines between groups: the first row heads nothing
     header: tuple[str, ...] = ()
     if layout == "lines" and len(cuts) > 2:
         header = _header(templates[0], cuts[0], cuts[1:]) or ()

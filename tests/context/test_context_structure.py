@@ -232,3 +232,20 @@ def test_a_comment_line_is_set_aside() -> None:
     text = "% parts list\n% checked monthly\n" + glossary()
     recs = parse_text(text)
     assert len(recs) == len(TERMS) and recs.coverage == 1.0 and recs[0].line == 3
+
+
+def test_blank_lines_between_rows_of_one_form_head_nothing() -> None:
+    """It reads groups of rows of one form, blank lines between, as rows: the first of a group is not the others' parent."""
+    text = "\n".join(glossary() for _ in range(4))
+    found = structure.discover(text.split("\n"))
+    assert found.ok and found.layout == "lines"
+
+
+def test_a_recipe_book_in_blocks_holds_its_lines_under_its_title() -> None:
+    """It reads blank-line blocks whose first line differs from the rest as a title holding the others."""
+    text = "\n".join(f"{dish}\n" + "".join(f"- {q} g {what}\n" for q, what in items) for dish, items in [
+        ("Oat bake", [(200, "oats"), (50, "honey"), (2, "salt")]), ("Pea soup", [(500, "peas"), (10, "mint")]),
+        ("Nut loaf", [(300, "nuts"), (100, "flour"), (5, "yeast"), (1, "salt")]), ("Fig jam", [(400, "figs"), (200, "sugar")])])
+    recs = parse_text(text)
+    assert recs.shape == "structure" and len(recs.children_of("Nut loaf")) == 4
+    assert recs.parent_of("yeast")[0]["field 1"] == "Nut loaf"
