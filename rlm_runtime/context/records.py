@@ -50,9 +50,9 @@ from typing import Any
 from rlm_runtime.context import about as _about
 from rlm_runtime.context import code as _code
 from rlm_runtime.context import facts as _facts
+from rlm_runtime.context import forms as _forms
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.context import structure as _structure
-from rlm_runtime.context import templates as _templates
 from rlm_runtime.errors import ContextError
 
 #: A field of at least this many records whose values are nine tenths as many or more (a serial
@@ -595,7 +595,7 @@ class Shape:
     #: The share of the sample's lines this shape reads into fields (None: a shape that checks
     #: itself by parsing, JSON lines or code).
     coverage: float | None = None
-    #: A structure found in the text (``structure.py``) or stated (``templates.py``).
+    #: A structure found in the text (``structure.py``) or stated (``forms.py``).
     structure: _structure.Structure | None = field(default=None, compare=False)
     #: Why no shape with fields was offered (``paragraphs``).
     reason: str = ""
@@ -1207,6 +1207,6 @@ def stated(lines: list[str], *, template: str | None = None, pattern: str | None
     Its coverage is said whatever it is: the form was asked for."""
     if (template is None) == (pattern is None):
         raise ContextError("records(): give a template or a pattern, not both")
-    form = _templates.from_template(template) if template is not None else _templates.from_pattern(str(pattern))
-    found = _templates.apply(lines, form)
+    form = _forms.from_template(template) if template is not None else _forms.from_pattern(str(pattern))
+    found = _forms.apply(lines, form)
     return Shape("structure", found.fields, coverage=found.coverage, structure=found)

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from rlm_runtime.context import open_context, structure, templates
+from rlm_runtime.context import forms, open_context, structure, templates
 from rlm_runtime.context.records import GATE, parse, parse_text, sniff, stated
 from rlm_runtime.errors import ContextError
 from rlm_runtime.sandbox import CellLimits, Sandbox
@@ -174,18 +174,18 @@ def test_it_applies_a_pattern_with_named_groups_and_says_a_low_coverage() -> Non
 def test_it_refuses_bad_templates_and_patterns() -> None:
     """It refuses a template with no field, a pattern without named groups, one RE2 cannot run, and one too long."""
     with pytest.raises(ContextError, match="no field"):
-        templates.from_template("just words here")
+        forms.from_template("just words here")
     with pytest.raises(ContextError, match="named groups"):
-        templates.from_pattern(r"\w+ - \w+")
+        forms.from_pattern(r"\w+ - \w+")
     with pytest.raises(ContextError, match="cannot be used"):
-        templates.from_pattern(r"(?P<a>\w+)(?=x)")
+        forms.from_pattern(r"(?P<a>\w+)(?=x)")
     with pytest.raises(ContextError, match="limit"):
-        templates.from_pattern("(?P<a>" + "a" * 5000 + ")")
+        forms.from_pattern("(?P<a>" + "a" * 5000 + ")")
 
 
 def test_hostile_shapes_stay_bounded() -> None:
     """It cuts a huge line at the miner's cap, keeps a deep staircase of indentation, and many distinct lines, without error."""
-    assert len(structure.cut("x " * 1_000_000).spans) <= structure.MAX_SLOTS
+    assert len(templates.cut("x " * 1_000_000).spans) <= templates.MAX_SLOTS
     assert not structure.discover(["a"] * 200).ok
     stairs = [" " * k + f"step {k}" for k in range(300)]
     found = structure.discover(stairs[:200])
