@@ -881,7 +881,7 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
         yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n))
     # Lines of one sentence each are read by the words around their values (slots); lines of
     # several sentences, and paragraphs, by their sentences' forms (facts).
-    by_line = len(raw) - n < 2
+    by_line = len(raw) - len(sample) < 2
     frame = _slots.mine(sample) if by_line and _facts.sentences_a_line(sample) < 1.5 else None
     if frame is not None:
         slotted = sum(len(_slots.read_line(w, frame.frame)) >= _slots.MIN_SLOTS
@@ -926,7 +926,7 @@ def _tables(sample: list[str], n: int) -> Iterator[Shape]:
     bordered = _bordered(sample)
     if bordered is not None and _table_delimiter(bordered) == "|":
         header = bordered[0].split("|")
-        rules = n - len(bordered)
+        rules = len(sample) - len(bordered)
         yield Shape("table", tuple(_norm(h) for h in header), "||",
                     coverage=min(1.0, (rules + sum(len(r.split("|")) == len(header) for r in bordered)) / n))
         return
