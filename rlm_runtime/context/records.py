@@ -6,7 +6,11 @@ list of records (dicts of field -> value) whatever its shape, and the probe brie
 which shape it found, so "how many X have Y" is ``len(recs.where("y", "..."))`` and a
 chain of facts is two ``find`` calls.
 
-Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
+Shapes, read from the first ``SNIFF_LINES`` non-blank lines. JSON lines and code check
+themselves by parsing and come first; every other reader says its *coverage*, the share of
+the sample's non-blank, non-comment lines it reads into fields (not into ``text``), and the
+best at or over ``GATE`` is offered (on a tie, the earlier in this list). Under the gate the
+text has no fields, and says why: a structure that is wrong is worse than none.
 
 * ``jsonl``: one JSON object a line (values keep their JSON types);
 * ``code``: source code, one record a definition (``code.py``: its name, kind, enclosing
@@ -24,8 +28,12 @@ Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
 * ``slots``: lines that each state several facts between the same words ("... host db-07
   reported status down (rack r3)"): a field per value, named by the words before it
   (``slots.py``);
-* ``paragraphs``: anything else: one record per blank-line-separated paragraph, with the
-  single field ``text`` (code must search it: the text has no fields to filter).
+* ``structure``: a structure found in the text itself (``structure.py``: records one a
+  line, nested by indentation, in blocks under a title or in stanzas, their fields from
+  line templates mined from the sample, ``templates.py``), each record knowing its parent
+  and children; or a form the model states (``forms.py``, ``records(template=...)``);
+* ``paragraphs``: no fields it could read: one record per blank-line-separated paragraph
+  (or line), with the single field ``text`` (code must search it).
 
 Field names are lower case with single spaces (``Home Port`` -> ``home port``); a record
 also answers to ``r["home_port"]`` and ``r["Home Port"]``. Text values are stripped strings.
