@@ -165,8 +165,19 @@ class BufferHandle(abc.ABC):
         self.stats.record("greps", pattern, sum(len(m.line) for m in result))
         return result
 
-    def records(self) -> _records.Records:
-        """The text as records (fields as data; see ``context/records.py``), parsed once."""
+    def records(self, template: str | None = None, pattern: str | None = None) -> _records.Records:
+        """The text as records (fields as data; see ``context/records.py``), parsed once. With
+        a ``template`` (``'ID - TITLE (GROUP)'``) or a ``pattern`` with named groups, the lines
+        read by that form; a form reading at least ``records.GATE`` of the lines is kept, and
+        later calls without one read the text the same way."""
+        if template is not None or pattern is not None:
+            lines = self._text_for_records().split("\n")
+            parsed = _records.parse(lines, _records.stated(lines, template=template, pattern=pattern))
+            if (parsed.coverage or 0.0) >= _records.GATE:
+                self._records = parsed
+            out = parsed.fresh()
+            self.stats.record("records", f"{len(out)} {out.shape}", 0)
+            return out
         out = self._parsed().fresh()
         self.stats.record("records", f"{len(out)} {out.shape}", 0)
         return out
@@ -174,12 +185,15 @@ class BufferHandle(abc.ABC):
     def _parsed(self) -> _records.Records:
         """The records, parsed on first use and kept (not counted as the model's reading)."""
         if self._records is None:
-            buf = self._buf()
-            if buf.nbytes > _records.MAX_PARSE_BYTES:
-                raise ContextError(f"records(): {self.name} has {buf.nbytes} bytes, over the {_records.MAX_PARSE_BYTES} "
-                                   "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
-            self._records = _records.parse_text(buf.decode(0, buf.nbytes))
+            self._records = _records.parse_text(self._text_for_records())
         return self._records
+
+    def _text_for_records(self) -> str:
+        buf = self._buf()
+        if buf.nbytes > _records.MAX_PARSE_BYTES:
+            raise ContextError(f"records(): {self.name} has {buf.nbytes} bytes, over the {_records.MAX_PARSE_BYTES} "
+                               "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
+        return buf.decode(0, buf.nbytes)
 
     def count(self, pattern: str, ignore_case: bool = False) -> int:
         """How many lines match ``pattern`` (like ``grep -c``)."""

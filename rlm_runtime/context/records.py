@@ -6,7 +6,11 @@ list of records (dicts of field -> value) whatever its shape, and the probe brie
 which shape it found, so "how many X have Y" is ``len(recs.where("y", "..."))`` and a
 chain of facts is two ``find`` calls.
 
-Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
+Shapes, read from the first ``SNIFF_LINES`` non-blank lines. JSON lines and code check
+themselves by parsing and come first; every other reader says its *coverage*, the share of
+the sample's non-blank, non-comment lines it reads into fields (not into ``text``), and the
+best at or over ``GATE`` is offered (on a tie, the earlier in this list). Under the gate the
+text has no fields, and says why: a structure that is wrong is worse than none.
 
 * ``jsonl``: one JSON object a line (values keep their JSON types);
 * ``code``: source code, one record a definition (``code.py``: its name, kind, enclosing
@@ -24,8 +28,12 @@ Shapes, tried in this order on the first ``SNIFF_LINES`` non-blank lines:
 * ``slots``: lines that each state several facts between the same words ("... host db-07
   reported status down (rack r3)"): a field per value, named by the words before it
   (``slots.py``);
-* ``paragraphs``: anything else: one record per blank-line-separated paragraph, with the
-  single field ``text`` (code must search it: the text has no fields to filter).
+* ``structure``: a structure found in the text itself (``structure.py``: records one a
+  line, nested by indentation, in blocks under a title or in stanzas, their fields from
+  line templates mined from the sample, ``templates.py``), each record knowing its parent
+  and children; or a form the model states (``forms.py``, ``records(template=...)``);
+* ``paragraphs``: no fields it could read: one record per blank-line-separated paragraph
+  (or line), with the single field ``text`` (code must search it).
 
 Field names are lower case with single spaces (``Home Port`` -> ``home port``); a record
 also answers to ``r["home_port"]`` and ``r["Home Port"]``. Text values are stripped strings.
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import functools
 import html
 import json
@@ -49,7 +58,9 @@ from typing import Any
 from rlm_runtime.context import about as _about
 from rlm_runtime.context import code as _code
 from rlm_runtime.context import facts as _facts
+from rlm_runtime.context import forms as _forms
 from rlm_runtime.context import slots as _slots
+from rlm_runtime.context import structure as _structure
 from rlm_runtime.errors import ContextError
 
 #: A field of at least this many records whose values are nine tenths as many or more (a serial
@@ -95,11 +106,21 @@ SHAPE_TEXT = {
     "facts": "sentences of facts about named things, read into fields",
     "slots": "lines stating several facts in the same words, each value a field named by the words before it",
     "code": "source code, one record a definition",
-    "paragraphs": "paragraphs of text (no fields: search their text)",
+    "structure": "records found in the text's own layout",
+    "paragraphs": "no fields it could read (a record a paragraph, only its text: search it)",
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots", "structure"})
+#: How each layout of a found structure is said.
+_LAYOUT_TEXT = {
+    "lines": "one record a line",
+    "indent": "records nested by indentation, each knowing its parent and children (recs.children_of(name), "
+              "recs.parent_of(name))",
+    "blocks": "blocks of lines, each block's first line holding the others as its children (recs.children_of(name))",
+    "stanzas": "records of label: value lines",
+    "stated": "one record a line, read by the form given",
+}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -112,14 +133,24 @@ class Record(dict[str, Any]):
     document in a corpus (None for one text). Looking a field up ignores case, spaces and
     underscores; a missing field raises KeyError naming the fields there are."""
 
-    __slots__ = ("line", "doc")
+    __slots__ = ("line", "doc", "parent", "_children")
     line: int
     doc: str | None
+    #: The record holding this one (the line above with less indentation, the head of its
+    #: block), or None.
+    parent: Record | None
 
     def __init__(self, fields: Iterable[tuple[str, Any]] = (), line: int = 0, doc: str | None = None) -> None:
         super().__init__(fields)
         self.line = line
         self.doc = doc
+        self.parent = None
+        self._children: list[Record] | None = None
+
+    @property
+    def children(self) -> Records:
+        """The records this one holds (indented under it, or the rest of its block)."""
+        return Records(self._children or ())
 
     def __missing__(self, key: Any) -> Any:
         wanted = _norm(key)
@@ -153,8 +184,14 @@ def _show(r: Record, limit: int = 0) -> str:
     ``quoted``. With ``limit``, as a note shows it (``about()``): every name and value
     ``quoted`` and the fields past ``limit`` characters left out (``...``)."""
     where = f"line {r.line}{f' of {_about.quoted(r.doc)}' if r.doc else ''}"
+    family = ""
+    if r.parent is not None or r._children:
+        up = f"under {_about.quoted(str(next(iter(r.parent.values()), '')), _about.VALUE_CHARS)} (line {r.parent.line})" \
+            if r.parent is not None else ""
+        down = f"{len(r._children)} children" if r._children else ""
+        family = f" ({'; '.join(x for x in (up, down) if x)})"
     if not limit:
-        return f"{where}: {dict.__repr__(r)}"
+        return f"{where}: {dict.__repr__(r)}{family}"
     parts: list[str] = []
     size = 0
     for k, v in r.items():
@@ -164,7 +201,23 @@ def _show(r: Record, limit: int = 0) -> str:
             parts.append("...")
             break
         parts.append(part)
-    return f"{where}: {{{', '.join(parts)}}}"
+    return f"{where}: {{{', '.join(parts)}}}{family}"
+
+
+#: Parents looked through to tell whether a record is under another (a bound, not a depth limit).
+_ANCESTORS_SEEN = 64
+
+
+def _under_any(r: Record, ids: set[int]) -> bool:
+    """Whether one of the records ``ids`` holds ``r`` (looking ``_ANCESTORS_SEEN`` parents up)."""
+    up = r.parent
+    for _ in range(_ANCESTORS_SEEN):
+        if up is None:
+            return False
+        if id(up) in ids:
+            return True
+        up = up.parent
+    return False
 
 
 class About(str):
@@ -195,14 +248,59 @@ class Records(list[Record]):
         # (a small model read "0 records" and went on as if nothing was found).
         self._note_only = note_only and not self
         self._tables: dict[str, Any] = {}  # about()'s index and the lookups' tables, made on first use
+        #: The share of the text's lines read into fields (None: not measured).
+        self.coverage: float | None = None
 
     def _derived(self, items: Iterable[Record], note: str, of: int | None = None, *, note_only: bool = False) -> Records:
         return Records(items, self.shape, note, of, note_only=note_only)
 
     def fresh(self) -> Records:
-        """A copy whose records (and their values, however nested) code may change without touching this one."""
-        return Records((Record(((k, v if isinstance(v, _SCALARS) else copy.deepcopy(v)) for k, v in r.items()), r.line, r.doc)
-                        for r in self), self.shape, self._note)
+        """A copy whose records (and their values, however nested) code may change without touching this one;
+        parents and children link the copies (a link out of the list is dropped)."""
+        copies = {id(r): Record(((k, v if isinstance(v, _SCALARS) else copy.deepcopy(v)) for k, v in r.items()), r.line, r.doc)
+                  for r in self}
+        for r in self:
+            if r.parent is not None or r._children:
+                c = copies[id(r)]
+                c.parent = copies.get(id(r.parent))
+                c._children = [copies[id(k)] for k in r._children or () if id(k) in copies] or None
+        out = Records(copies.values(), self.shape, self._note)
+        out.coverage = self.coverage
+        return out
+
+    def _named(self, name: Any) -> list[Record]:
+        """The records named ``name`` (their first field), else those holding it in any field,
+        else those whose values make it."""
+        named = [r for r in self if r and _same(next(iter(r.values())), name)]
+        named = named or [r for r in self if any(_same(v, name) for v in r.values())]
+        # A line's whole text ("drill part 1" of a line read as 'field 1' drill, 'part' 1).
+        named = named or [r for r in self if _same(" ".join(str(v) for v in r.values() if not isinstance(v, list)), name)]
+        # Of a record and those under it sharing its name ("saw", "saw part 1"), the outermost.
+        ids = {id(r) for r in named}
+        return [r for r in named if not _under_any(r, ids)]
+
+    def children_of(self, name: Any) -> Records:
+        """The records directly under the record named ``name`` (indented under it, or the rest
+        of its block): ``len(recs.children_of(name))`` counts them."""
+        holders = self._named(name)
+        if not holders:
+            return _kept_if_empty(self._derived([], f"no record is named {name!r}" + self._named_in(str(name))))
+        kids = [k for r in holders for k in r._children or ()]
+        note = (f"{len(holders)} records are named {name!r}; these are the children of all of them" if len(holders) > 1
+                else "")
+        if not kids:
+            note = f"the record named {name!r} (line {holders[0].line}) has nothing under it"
+        return _kept_if_empty(self._derived(kids, note))
+
+    def parent_of(self, name: Any) -> Records:
+        """The record holding the record named ``name`` (the nearest line above it with less
+        indentation, or the head of its block): ``recs.parent_of(name)[0]``."""
+        holders = self._named(name)
+        if not holders:
+            return _kept_if_empty(self._derived([], f"no record is named {name!r}" + self._named_in(str(name))))
+        parents = list({id(r.parent): r.parent for r in holders if r.parent is not None}.values())
+        note = "" if parents else f"the record named {name!r} (line {holders[0].line}) is at the top: nothing holds it"
+        return _kept_if_empty(self._derived(parents, note))
 
     @property
     def fields(self) -> list[str]:
@@ -388,7 +486,10 @@ class Records(list[Record]):
         shape = SHAPE_TEXT.get(self.shape, self.shape)
         # A slice says what it was cut from: small models count the records they see printed.
         size = f"{len(self)} records" if self._of is None or self._of == len(self) else f"{len(self)} of {self._of} records"
-        head = f"{size} ({shape}); fields: {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
+        # A found or stated structure says how much of the text it reads (the others read
+        # what they were written for, or were not offered).
+        read = f", reading {self.coverage:.0%} of the lines" if self.coverage is not None and self.shape == "structure" else ""
+        head = f"{size}{f' ({shape}{read})' if shape else ''}; fields: {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
         if self._note:
             head += f"\nnote: {self._note}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
@@ -470,9 +571,11 @@ def _kept_if_empty(found: Records) -> Records:
     return found
 
 
-#: Characters of a field name the shape's description shows, and of the whole description.
+#: Characters of a field name the shape's description shows, and of the whole description
+#: (more when fields named by place show examples).
 _NAME_SHOWN = 40
 _DESCRIBED_CHARS = 200
+_EXAMPLES_CHARS = 200
 #: Field names a note or a printed list says, at most.
 _FIELDS_SAID = 30
 #: ``where``'s note names the fields of at most this many records holding the value elsewhere.
@@ -497,20 +600,40 @@ class Shape:
     facts: _facts.Facts | None = field(default=None, compare=False)
     slots: _slots.Slots | None = field(default=None, compare=False)
     columns: tuple[int, ...] = ()
+    #: The share of the sample's lines this shape reads into fields (None: a shape that checks
+    #: itself by parsing, JSON lines or code).
+    coverage: float | None = None
+    #: A structure found in the text (``structure.py``) or stated (``forms.py``).
+    structure: _structure.Structure | None = field(default=None, compare=False)
+    #: Why no shape with fields was offered (``paragraphs``).
+    reason: str = ""
+    #: A structure's items already read from the whole text (``parse`` reads them once).
+    items: list[_structure.Item] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """The shape and its first 20 fields for a prompt; a field name is the text's own words
         (a sentence form, a header), so each is ``quoted`` and cut to ``_NAME_SHOWN``
-        characters, and the names stop before the line passes ``_DESCRIBED_CHARS``."""
+        characters, and the names stop before the line passes ``_DESCRIBED_CHARS``. A found
+        structure's fields each show an example value; the share of lines read ends it."""
         text = SHAPE_TEXT[self.kind]
+        if self.structure is not None:
+            text = _LAYOUT_TEXT.get(self.structure.layout, text)
+        if self.kind == "paragraphs":
+            return f"{text}; {self.reason}" if self.reason else text
+        examples = self.structure.examples if self.structure is not None else ()
         names: list[str] = []
-        room = _DESCRIBED_CHARS - len(text) - len("; fields: ") - len(", ...")
-        for name in (_about.quoted(f, _NAME_SHOWN) for f in self.fields[:20]):
+        read = f" (reads {self.coverage:.0%} of lines)" if self.coverage is not None else ""
+        room = _DESCRIBED_CHARS + (len(examples) and _EXAMPLES_CHARS) - len(text) - len("; fields: ") - len(", ...")
+        for k, f in enumerate(self.fields[:20]):
+            name = _about.quoted(f, _NAME_SHOWN)
+            if k < len(examples) and examples[k] and f.startswith("field "):
+                # A field named by its place says what it holds by an example.
+                name += f" (e.g. {_about.quoted(examples[k], _about.VALUE_CHARS)})"
             if names and sum(len(n) + 2 for n in names) + len(name) > room:
                 names.append("...")
                 break
             names.append(name)
-        return f"{text}; fields: {', '.join(names)}" if names else text
+        return f"{text}; fields: {', '.join(names)}{read}" if names else f"{text}{read}"
 
 
 def _json_object(line: str) -> dict[str, Any] | None:
@@ -720,43 +843,118 @@ def sniff(lines: Iterable[str]) -> Shape:
         return Shape("jsonl", _fields_of(o.keys() for o in objects))
     if _code.looks_like_code(sample):
         return Shape("code", _code.FIELDS)
+    # Every reader says the share of the sample's lines it reads into fields; the best at or
+    # over the gate is offered (on a tie, the earlier: the specific readers before the
+    # discovered structure), and under it the text has no fields.
+    candidates = [c for c in _candidates(sample, raw) if c.coverage is not None]
+    passing = [c for c in candidates if c.coverage is not None and c.coverage >= GATE]
+    if passing:
+        return max(passing, key=lambda c: round(c.coverage or 0.0, 3))
+    best = max(candidates, key=lambda c: c.coverage or 0.0, default=None)
+    found = _structure.discover(raw)  # said even when another reader came closer
+    reason = (f"the best reading ({SHAPE_TEXT[best.kind].split(',')[0]}) reads {best.coverage:.0%} of lines, under the "
+              f"{GATE:.0%} needed" if best is not None and best.coverage else found.reason)
+    # Text with no blank lines between its lines: each line is a record (not all one).
+    return Shape("paragraphs", delimiter="\n" if len(raw) - len(sample) < 2 and len(sample) > 1 else "", reason=reason)
+
+
+#: The share of lines a shape must read into fields to be offered (``structure.GATE``).
+GATE = _structure.GATE
+
+
+def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
+    """Each reader's shape of the sample with its coverage: the share of the sample's
+    non-blank, non-comment lines it reads into labelled fields (not into ``text``)."""
+    marker = _structure.comment_marker(sample)
+    n = max(1, len(sample) - (sum(line.lstrip().startswith(marker) for line in sample) if marker else 0))
     inline = [found for found in map(_inline_fields, sample) if found[0]]
-    if len(inline) >= enough:
+    if inline:
         sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
-        return Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep)
+        yield Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep,
+                    coverage=min(1.0, len(inline) / n))
     if len(sample) >= 2:
-        bordered = _bordered(sample)
-        if bordered is not None and _table_delimiter(bordered) == "|":
-            return Shape("table", tuple(_norm(h) for h in bordered[0].split("|")), "||")
-        delim = _table_delimiter(sample)
-        if delim is not None:
-            header = next(csv.reader(sample[:1], delimiter=delim))
-            return Shape("table", tuple(_norm(h) for h in header), delim)
-        starts = _columns(sample)
-        if starts is not None:
-            return Shape("table", tuple(_norm(h) for h in _cut(sample[0], starts)), "fixed", columns=starts)
+        yield from _tables(sample, n)
     singles, headings = [], 0
+    pairs: list[tuple[str, str] | None] = []
     for line in sample:
         heading = _HEADING.match(line)
         pair = _field(_heading_text(heading)) if heading else _field(line)
         headings += heading is not None
+        pairs.append(pair if heading is None else None)
         if pair is not None:
             singles.append(pair)
         elif line.lstrip()[:1] == "<" and (opened := _XML_OPEN.match(line[:_LINE_HEAD])):
             singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
-    if len(singles) + headings >= 0.5 * len(sample) and singles:
-        return Shape("blocks", _fields_of([k] for k, _ in singles))
+    if singles:
+        yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n))
     # Lines of one sentence each are read by the words around their values (slots); lines of
     # several sentences, and paragraphs, by their sentences' forms (facts).
     by_line = len(raw) - len(sample) < 2
     frame = _slots.mine(sample) if by_line and _facts.sentences_a_line(sample) < 1.5 else None
     if frame is not None:
-        return Shape("slots", frame.fields, slots=frame)
+        slotted = sum(len(_slots.read_line(w, frame.frame)) >= _slots.MIN_SLOTS
+                      for line in sample if len(w := _slots.line_words(line)) <= _slots.MAX_WORDS)
+        yield Shape("slots", frame.fields, slots=frame, coverage=min(1.0, slotted / n))
     forms = _facts.mine(raw)
     if forms is not None:
-        return Shape("facts", ("name", *forms.fields), facts=forms)
-    # Text with no blank lines between its lines: each line is a record (not all one).
-    return Shape("paragraphs", delimiter="\n" if len(raw) - len(sample) < 2 and len(sample) > 1 else "")
+        yield Shape("facts", ("name", *forms.fields), facts=forms, coverage=_facts.coverage(raw, forms))
+    found = _structure.discover(raw)
+    if found.ok:
+        yield Shape("structure", found.fields, coverage=found.coverage, structure=found)
+
+
+#: A sample with at most this many different labels may be one record's fields, each said once.
+_ONE_RECORD_FIELDS = 12
+
+
+def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: int) -> float:
+    """The share of the sample's lines the blocks reader reads into fields: a heading, an
+    element opened or closed, a declaration, a ``label: value`` line whose label comes round
+    again (a label said once is a value, not a field's name: "ash: a tree" one term a line;
+    unless the sample has only a record's worth of labels, or the line is a title over
+    fields, "name:") and has no parenthesis left open ("ash (part of: elm)"), or a line
+    indented under such a field (its value goes on)."""
+    said = Counter(pair[0] for pair in pairs if pair is not None)
+    read = 0
+    after = False
+    for line, pair in zip(sample, pairs, strict=True):
+        head = line[:_LINE_HEAD]
+        markup = line.lstrip()[:2] in ("<?", "<!") or bool(_XML_CLOSE.match(head) or _XML_OPEN.match(head))
+        labelled = (pair is not None and (said[pair[0]] >= 2 or not pair[1] or len(said) <= _ONE_RECORD_FIELDS)
+                    and pair[0].count("(") == pair[0].count(")"))
+        this = labelled or markup or (pair is None and _HEADING.match(line) is not None)
+        read += this or (after and line[:1] in (" ", "\t"))
+        after = this or (after and line[:1] in (" ", "\t"))
+    return min(1.0, read / n)
+
+
+def _tables(sample: list[str], n: int) -> Iterator[Shape]:
+    """The table readings of the sample (``n`` lines not comments): drawn with bars,
+    delimited, or fixed-width."""
+    bordered = _bordered(sample)
+    if bordered is not None and _table_delimiter(bordered) == "|":
+        header = bordered[0].split("|")
+        rules = len(sample) - len(bordered)
+        yield Shape("table", tuple(_norm(h) for h in header), "||",
+                    coverage=min(1.0, (rules + sum(len(r.split("|")) == len(header) for r in bordered)) / n))
+        return
+    delim = _table_delimiter(sample)
+    if delim is not None:
+        header = next(csv.reader(sample[:1], delimiter=delim))
+        rows = sum(len(row) == len(header) for row in _rows(sample, delim))
+        yield Shape("table", tuple(_norm(h) for h in header), delim, coverage=min(1.0, rows / n))
+        return
+    starts = _columns(sample)
+    if starts is not None:
+        fits = sum(all(c >= len(row) or row[c - 1] == " " for c in starts[1:]) and len(row) > starts[1] for row in sample)
+        yield Shape("table", tuple(_norm(h) for h in _cut(sample[0], starts)), "fixed", columns=starts, coverage=min(1.0, fits / n))
+
+
+def _rows(sample: list[str], delim: str) -> list[list[str]]:
+    try:
+        return list(csv.reader(sample, delimiter=delim))
+    except csv.Error:
+        return []
 
 
 def _fields_of(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
@@ -783,9 +981,13 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     ``numbers``), in ``shape`` (sniffed from them when None)."""
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
+    if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
+        shape = _whole(lines, shape)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
-              "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs}[shape.kind]
-    out = Records(shape=shape.kind)
+              "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs,
+              "structure": _parse_structure}[shape.kind]
+    out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
+    out.coverage = shape.coverage
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
         record.doc = doc
@@ -967,3 +1169,52 @@ def _parse_code(lines: list[str], shape: Shape) -> Iterator[Record]:
 def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:
     assert shape.slots is not None  # sniff makes a slots shape with its frame
     return _records_of(_slots.parse(lines, shape.slots))
+
+
+def _whole(lines: list[str], shape: Shape) -> Shape:
+    """The shape found in the head, measured on the whole text: its coverage there, or no
+    fields when the whole text falls under the gate (the head was not like the rest)."""
+    assert shape.structure is not None
+    items, coverage = _structure.read(lines, shape.structure)
+    if coverage < GATE:
+        return Shape("paragraphs", delimiter="\n", reason=f"the form found in the first lines reads only {coverage:.0%} "
+                                                          f"of the whole text, under the {GATE:.0%} needed")
+    return dataclasses.replace(shape, coverage=coverage, items=items)
+
+
+def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
+    """The records of a found or stated structure, each linked to its parent and children."""
+    assert shape.structure is not None  # sniff makes a structure shape with its structure
+    items = shape.items if shape.items is not None else _structure.read(lines, shape.structure)[0]
+    made: list[Record] = []
+    for start, pairs, parent in items:
+        record = Record(line=1 + start)
+        for key, value in pairs:
+            _add(record, key, value)
+        if parent >= 0:
+            record.parent = made[parent]
+            kids = made[parent]._children
+            if kids is None:
+                made[parent]._children = kids = []
+            kids.append(record)
+        made.append(record)
+        yield record
+
+
+def _form_note(shape: Shape) -> str:
+    """What a list read by a stated form says when the form reads too few lines to be trusted."""
+    found = shape.structure
+    if found is None or found.layout != "stated" or not found.reason:
+        return ""
+    return f"{found.reason}: the lines it does not read are records with only 'text'"
+
+
+def stated(lines: list[str], *, template: str | None = None, pattern: str | None = None) -> Shape:
+    """The shape of ``lines`` read by a stated form: a ``template`` (``'ID - TITLE (GROUP)'``:
+    capital words or ``{name}`` are fields) or a regular ``pattern`` with named groups (RE2).
+    Its coverage is said whatever it is: the form was asked for."""
+    if (template is None) == (pattern is None):
+        raise ContextError("records(): give a template or a pattern, not both")
+    form = _forms.from_template(template) if template is not None else _forms.from_pattern(str(pattern))
+    found = _forms.apply(lines, form)
+    return Shape("structure", found.fields, coverage=found.coverage, structure=found)

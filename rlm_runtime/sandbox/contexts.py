@@ -294,21 +294,34 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             raise ContextError(f"{n} chunks is too many to list; use chunk(i) or a larger size")
         return list(target.chunks(size, unit, **_skipped(target, include_skipped)))
 
-    def records(source: Any = None, include_skipped: bool = False) -> Any:
+    def records(source: Any = None, include_skipped: bool = False, template: str | None = None,
+                pattern: str | None = None) -> Any:
         """The context's records (dicts of fields), or those of ``source``: another handle, a
-        text the code holds (a chunk, a string), or a list of lines or grep matches."""
+        text the code holds (a chunk, a string), or a list of lines or grep matches. With a
+        ``template`` (``'ID - TITLE (GROUP)'``: capital words or ``{name}`` are fields) or a
+        ``pattern`` with named groups, each line read by that form, its coverage said."""
+        form = {"template": template, "pattern": pattern} if template is not None or pattern is not None else None
         if isinstance(source, Chunk) and source.unit == "lines":
             text = str.__str__(source)
             start = source.index * source.size + 1
-            return _records.parse(text.split("\n"), numbers=list(range(start, start + text.count("\n") + 1)))
+            lines = text.split("\n")
+            return _records.parse(lines, _records.stated(lines, **form) if form else None,
+                                  numbers=list(range(start, start + text.count("\n") + 1)))
         if isinstance(source, str):
+            if form:
+                lines = source.split("\n")
+                return _records.parse(lines, _records.stated(lines, **form))
             return _records.parse_text(source)
         if isinstance(source, (list, tuple)):
-            return _records_of_lines(source)
+            return _records_of_lines(source, form)
         target = _target(source)
         if not isinstance(target, (BufferHandle, CorpusHandle)):
             raise not_searchable(target)
-        return target.records(**_skipped(target, include_skipped))
+        if form:
+            if not isinstance(target, BufferHandle):
+                raise ContextError("records(template=...) reads one text at a time: records(contexts[0][i], template=...)")
+            return target.records(**form)
+        return target.records(include_skipped) if isinstance(target, CorpusHandle) else target.records()
 
     return {"context": main, "contexts": tuple(handles), "peek": peek, "grep": grep, "chunk": chunk, "chunks": chunks,
             "records": records}
@@ -335,7 +348,7 @@ def hop_lookup(handle: Any, kind: str, question: str, text: str) -> dict[str, An
             "line": hop.line, "field": hop.field[:cut], "target": hop.target[:cut], "own": hop.own[:cut]}
 
 
-def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
+def _records_of_lines(items: list[Any] | tuple[Any, ...], form: dict[str, Any] | None = None) -> Any:
     """``records()`` of a list of lines: grep matches keep their line numbers (and each
     match's context lines, read as the lines around it)."""
     if len(items) > _records.MAX_RECORDS:
@@ -358,7 +371,7 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...]) -> Any:
             numbers += [k + 1] * (item.count("\n") + 1)
         else:
             raise ContextError(f"records(): a list of lines or grep matches, not of {type(item).__name__}")
-    return _records.parse(lines, numbers=numbers)
+    return _records.parse(lines, _records.stated(lines, **form) if form else None, numbers=numbers)
 
 
 def grep_lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:

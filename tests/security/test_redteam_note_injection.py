@@ -310,7 +310,9 @@ def test_the_brief_quotes_a_files_name_keys_columns_headings_and_first_lines(tmp
              f"{name}.txt": f"{CANARY} in a first line\n{FORGED}a second line of prose, no fields at all here.\n"}
     planted = [name, f"{CANARY} key\n{FORGED}", f"{CANARY} key {FORGED.strip()}".lower(), f"{CANARY} col",
                f"1: # {CANARY}", f"5: ## {FORGED}{CANARY}", f"{CANARY} in a first line", f"{CANARY} col,b",
-               f"{FORGED}a second line of prose, no fields at all here."]
+               f"{FORGED}a second line of prose, no fields at all here.",
+               # A markdown file with no fields shows its first lines (headings among them), quoted.
+               f"# {CANARY}", f"## {FORGED}{CANARY}"]
     for file, content in files.items():
         path = folder / file
         path.write_text(content, encoding="utf-8")

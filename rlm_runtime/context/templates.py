@@ -1,0 +1,326 @@
+"""Templates: the constant skeleton of a text's lines and the fields between, mined Drain-style.
+
+A line is cut into *slots* (runs of words joined by single spaces or by punctuation inside a
+word: ``db-07``, ``3.5``, ``12:01``) and the *separators* between them (other punctuation,
+tabs, runs of spaces). Lines are clustered by their separators into a ``Template``; a
+template may end in a slot that runs to the line's end (free text, whatever its
+punctuation). Within a template, a slot whose value is the same on every line is a label,
+and a slot whose lines all have the same number of words is cut at the words every line
+shares (``host db-07 status up``: ``host`` and ``status`` name the values after them).
+Fields are named by the text's own labels (a constant word before a value, ``key=value``,
+a header row over a delimited or fixed-width table), otherwise ``field 1``, ``field 2``...
+
+``mine`` chooses, among the commonest exact separators and the commonest leading ones, the
+template reading most varying fields a line; it runs on a bounded sample. ``Template.read``
+cuts at most ``LINE_CAP`` characters of a line: reading a text is linear in its size.
+``structure.py`` decides which lines are records and calls these per level.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rlm_runtime.context.facts import grammar_word
+
+#: Characters of a line the miner looks at; a longer line's last field keeps the rest.
+LINE_CAP = 400
+#: Slots of a line told apart; past them the line's tail is one free-text field.
+MAX_SLOTS = 16
+#: Lines of a template needed before a value the same on all of them is taken as a label.
+MIN_CONSTANT = 5
+#: Words of a slot cut apart at its shared words, at most.
+MAX_SPLIT_WORDS = 12
+#: A line whose only field is the whole line is a name in a hierarchy when it has at most
+#: this many words (median of its level): longer ones are prose.
+NAME_WORDS = 8
+
+# A slot: words joined by single spaces or by punctuation inside a word ("db-07", "3.5",
+# "don't", "a/b", "12:01", "1,200"). Each joiner is one non-word character between word
+# runs, so matching is linear.
+_SLOT = re.compile(r"\w+(?:(?: |[-.'/@+#]|(?<=\d)[:,](?=\d))\w+)*")
+_SPACES = re.compile(r"\s+")
+
+
+def _sep(text: str) -> str:
+    """A separator with its spaces made comparable: a tab, a column gap (2+ spaces), one space."""
+    return _SPACES.sub(lambda m: "\t" if "\t" in m.group() else "  " if len(m.group()) > 1 else " ", text)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A line cut into slots: ``seps[i]`` comes before slot ``i`` (the last after the last
+    slot); ``spans`` are the slots' (start, end); ``more`` when the line goes on past what
+    was cut (over ``LINE_CAP`` characters or ``MAX_SLOTS`` slots)."""
+
+    seps: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    more: bool
+
+
+def cut(line: str) -> Cut:
+    head = line[:LINE_CAP]
+    seps: list[str] = []
+    spans: list[tuple[int, int]] = []
+    end = 0
+    more = len(line) > LINE_CAP
+    for m in _SLOT.finditer(head):
+        if len(spans) == MAX_SLOTS:
+            more = True
+            break
+        seps.append(_sep(head[end:m.start()]))
+        spans.append(m.span())
+        end = m.end()
+    seps.append(_sep(head[end:]) if not more else "")
+    return Cut(tuple(seps), tuple(spans), more)
+
+
+# ------------------------------------------------------------------------ templates
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one slot of a template holds: ``name`` (a field), or ``const`` (a label, the same
+    on every line), or ``words`` (the slot cut into words: each a constant word or None for a
+    value, and ``names`` the fields of its runs of values)."""
+
+    name: str = ""
+    const: str | None = None
+    words: tuple[str | None, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Template:
+    """One line form: its separators (``seps[i]`` before slot ``i``), what each slot holds,
+    and ``rest`` when the last slot runs to the line's end (free text)."""
+
+    seps: tuple[str, ...]
+    slots: tuple[Slot, ...]
+    rest: bool
+
+    def read(self, line: str, c: Cut | None = None) -> list[tuple[str, str]] | None:
+        """The fields of ``line``, or None when the line is not of this form."""
+        c = c or cut(line)
+        n = len(self.slots)
+        if self.rest:
+            if len(c.spans) < n or c.seps[:n] != self.seps:
+                return None
+        elif c.more or c.seps != self.seps:
+            return None
+        out: list[tuple[str, str]] = []
+        for i, slot in enumerate(self.slots):
+            a, b = c.spans[i]
+            value = line[a:].strip() if self.rest and i == n - 1 else line[a:b]
+            if slot.const is not None:
+                if value != slot.const:
+                    return None
+                continue
+            if slot.words:
+                words = value.split(" ")
+                if len(words) != len(slot.words):
+                    return None
+                run: list[str] = []
+                k = 0
+                for word, want in zip(words, [*slot.words], strict=True):
+                    if want is None:
+                        run.append(word)
+                        continue
+                    if word != want:
+                        return None
+                    if run:
+                        out.append((slot.names[k], " ".join(run)))
+                        k, run = k + 1, []
+                if run:
+                    out.append((slot.names[k], " ".join(run)))
+                continue
+            out.append((slot.name, value))
+        return out
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(n for s in self.slots for n in ((s.name,) if s.name else s.names))
+
+
+def _words_of(values: list[str]) -> tuple[str | None, ...] | None:
+    """A slot's words, each constant (the word every value has there) or None (a value), when
+    every value has the same number of words and at least one is constant and one varies."""
+    counts = {v.count(" ") for v in values}
+    if len(counts) != 1 or len(values) < MIN_CONSTANT:
+        return None
+    n = counts.pop() + 1
+    if not 2 <= n <= MAX_SPLIT_WORDS:
+        return None
+    split = [v.split(" ") for v in values]
+    words = tuple(split[0][i] if all(s[i] == split[0][i] for s in split) else None for i in range(n))
+    if all(w is None for w in words) or all(w is not None for w in words):
+        return None
+    return words
+
+
+def _labelled(text: str) -> bool:
+    """Text that can name a field: a few words, a letter first."""
+    return bool(text) and text[0].isalpha() and len(text.split()) <= 4 and len(text) <= 40
+
+
+def _label(words: list[str]) -> str:
+    """The name constant words give the value after them, grammar left out ("the owner of"
+    -> "owner"); "" when nothing is left."""
+    kept = [w for w in words if not grammar_word(w.lower())]
+    return field_name(" ".join(kept[-3:])) if kept and _labelled(" ".join(kept[-3:])) else ""
+
+
+def field_name(text: str) -> str:
+    """A field's name as records spell them: lower case, single spaces."""
+    return " ".join(text.replace("_", " ").split()).lower()
+
+
+def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]]) -> Template:
+    """The template of separators ``seps`` over the lines ``rows`` (all of that form): which
+    slots are labels, which are cut into words, and every field's name."""
+    n = len(seps) if rest else len(seps) - 1
+    values = [[(line[c.spans[i][0]:].strip() if rest and i == n - 1 else line[c.spans[i][0]:c.spans[i][1]])
+               for line, c in rows] for i in range(n)]
+    slots: list[Slot] = []
+    label = ""  # a label just read, naming the next value
+    position = 0
+    for i in range(n):
+        vals = values[i]
+        last = i == n - 1
+        if len(vals) >= MIN_CONSTANT and len(set(vals)) == 1 and _labelled(vals[0]) and not last:
+            slots.append(Slot(const=vals[0]))
+            label = _label(vals[0].split())
+            continue
+        words = None if (rest and last) else _words_of(vals)
+        if words is not None:
+            names: list[str] = []
+            constant: list[str] = [label] if label else []
+            in_value = False
+            for w in words:
+                if w is None:
+                    if not in_value:  # a run of value words is one field
+                        position += 1
+                        names.append(_label(constant) or f"field {position}")
+                        constant = []
+                    in_value = True
+                else:
+                    constant.append(w)
+                    in_value = False
+            label = _label(constant)
+            slots.append(Slot(words=words, names=tuple(names)))
+            continue
+        position += 1
+        slots.append(Slot(name=label or f"field {position}"))
+        label = ""
+    return Template(seps[:n] if rest else seps, tuple(_unique(slots)), rest)
+
+
+def _unique(slots: list[Slot]) -> Iterable[Slot]:
+    """The slots with a name said twice made distinct ("status", "status 2")."""
+    seen: Counter[str] = Counter()
+
+    def one(name: str) -> str:
+        seen[name] += 1
+        return name if seen[name] == 1 else f"{name} {seen[name]}"
+
+    for s in slots:
+        if s.name:
+            yield Slot(name=one(s.name))
+        elif s.names:
+            yield Slot(words=s.words, names=tuple(one(n) for n in s.names))
+        else:
+            yield s
+
+
+def header(template: Template, first: tuple[str, Cut], rows: list[tuple[str, Cut]]) -> tuple[str, ...] | None:
+    """Field names from a first line of the same separators over a table of plain fields: each
+    cell a label-like text, none of them found in its column below, and the row unlike the
+    rows below (a number or date column under a word, or another letter case)."""
+    line, c = first
+    if template.rest or c.seps != template.seps or any(s.name == "" for s in template.slots):
+        return None
+    rows = [(ln, d) for ln, d in rows if d.seps == template.seps and not d.more]
+    cells = [line[a:b] for a, b in c.spans]
+    if len(rows) < 2 or len(set(cells)) != len(cells) or not all(_labelled(x) for x in cells):
+        return None
+    unlike = 0
+    for i, cell in enumerate(cells):
+        column = [ln[d.spans[i][0]:d.spans[i][1]] for ln, d in rows]
+        if cell in column:
+            return None
+        lead = sum(not v[:1].isalpha() for v in column)
+        unlike += lead >= 0.8 * len(column) or sum(_case(v) != _case(cell) for v in column) >= 0.8 * len(column)
+    return tuple(field_name(x) for x in cells) if 2 * unlike >= len(cells) else None
+
+
+def _case(text: str) -> str:
+    return "upper" if text.isupper() else "title" if text[:1].isupper() else "lower"
+
+
+def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int] | None:
+    """The template reading most fields per line over ``rows``, and how many rows it reads;
+    ``whole_ok`` lets a line's one field be the whole line (a name in a hierarchy). Candidates
+    are the commonest exact separators and, for each number of leading slots, the commonest
+    leading separators with the rest of the line one field."""
+    if not rows:
+        return None
+    exact: Counter[tuple[str, ...]] = Counter()
+    lead: Counter[tuple[str, ...]] = Counter()
+    for _, c in rows:
+        if not c.more:
+            exact[c.seps] += 1
+        for j in range(1, len(c.spans) + 1):
+            lead[c.seps[:j]] += 1
+    by_length: dict[int, tuple[tuple[str, ...], int]] = {}
+    for seps, n in lead.items():
+        if n > by_length.get(len(seps), ((), 0))[1]:
+            by_length[len(seps)] = (seps, n)
+    candidates = [(seps, False, n) for seps, n in exact.most_common(3)]
+    candidates += [(seps, True, n) for seps, n in by_length.values()]
+    best: tuple[float, int, Template] | None = None
+    for seps, rest, _ in candidates:
+        n = len(seps) if rest else len(seps) - 1
+        mine_rows = [(ln, c) for ln, c in rows if (len(c.spans) >= n and c.seps[:n] == seps) if rest
+                     ] if rest else [(ln, c) for ln, c in rows if not c.more and c.seps == seps]
+        if not mine_rows or n == 0:
+            continue
+        t = _build(seps, rest, mine_rows)
+        got = [r for ln, c in rows if (r := t.read(ln, c)) is not None]
+        read = len(got)
+        # A field is one whose value varies: the same words on every line are text, not data.
+        seen: dict[str, set[str]] = {}
+        for r in got:
+            for name, value in r:
+                if len(seen.setdefault(name, set())) < 2:
+                    seen[name].add(value)
+        fields = sum(len(v) > 1 for v in seen.values()) if read >= MIN_CONSTANT else len(t.fields)
+        if whole_ok and t.fields:
+            fields = max(fields, 1)  # a node of a hierarchy may say the same on every line ("spare parts")
+        if fields < (1 if whole_ok else 2):
+            continue
+        if len(t.fields) == 1 and _median_words([v for r in got for _, v in r]) > NAME_WORDS:
+            continue  # a long line alone is prose, not a name
+        if _prose(t, rows):
+            continue
+        score = (read * fields / len(rows), read)
+        if best is None or score > best[:2]:
+            best = (score[0], read, t)
+    return (best[2], best[1]) if best else None
+
+
+def _median_words(values: list[str]) -> int:
+    counts = sorted(v.count(" ") + 1 for v in values)
+    return counts[len(counts) // 2] if counts else 0
+
+
+def _prose(t: Template, rows: list[tuple[str, Cut]]) -> bool:
+    """Sentences split at their punctuation are not fields: every field of many words, or a
+    template whose only separators are a sentence's (", ", ". ") around long values."""
+    read = [r for ln, c in rows if (r := t.read(ln, c))]
+    if not read or len(t.fields) < 2:
+        return False
+    long = sum(_median_words([r[i][1] for r in read if i < len(r)]) > 4 for i in range(len(t.fields)))
+    sentence_seps = all(s.strip() in ("", ",", ".", ";", "!", "?") for s in t.seps)
+    return long >= len(t.fields) - (0 if sentence_seps else 1) and long >= 2
