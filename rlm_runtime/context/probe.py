@@ -253,9 +253,19 @@ def decide(tokens: int, relevance: float | None, config: ProbeConfig, *, binary:
 
 
 def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
-    """What ``records()`` will make of the text, from its head (whose last line may be cut);
-    None for source code and JSON documents."""
-    if kind in _CODE_DEFS or kind == "json" or not buf.nbytes:
+    """What ``records()`` will make of the text, from its head (whose last line may be cut),
+    or from the whole of a JSON document up to ``_JSON_PARSED_BYTES``; None for source code
+    and a larger JSON document."""
+    if kind in _CODE_DEFS or not buf.nbytes:
+        return None
+    if head.lstrip()[:1] in ("{", "[") and buf.nbytes <= _JSON_PARSED_BYTES:
+        try:  # one JSON document (not JSON lines): its objects are the records
+            found = _records.json_shape(buf.decode(0, buf.nbytes))
+        except ContextError:
+            found = None
+        if found is not None:
+            return found
+    if kind == "json":
         return None
     lines = head.split("\n")
     return _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
@@ -286,8 +296,12 @@ def _structure(buf: TextBuffer, kind: str, head: str, shape: _records.Shape | No
     return out
 
 
+#: The largest JSON document a probe parses for its shape.
+_JSON_PARSED_BYTES = 5_000_000
+
+
 def _json_shape(buf: TextBuffer) -> dict[str, Any]:
-    if buf.nbytes > 5_000_000:
+    if buf.nbytes > _JSON_PARSED_BYTES:
         return {"json": "too large to parse in a probe; grep for keys"}
     try:
         obj = json.loads(buf.decode(0, buf.nbytes))

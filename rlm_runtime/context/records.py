@@ -59,6 +59,7 @@ from rlm_runtime.context import about as _about
 from rlm_runtime.context import code as _code
 from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import forms as _forms
+from rlm_runtime.context import nested as _nested
 from rlm_runtime.context import slots as _slots
 from rlm_runtime.context import structure as _structure
 from rlm_runtime.errors import ContextError
@@ -107,11 +108,13 @@ SHAPE_TEXT = {
     "slots": "lines stating several facts in the same words, each value a field named by the words before it",
     "code": "source code, one record a definition",
     "structure": "records found in the text's own layout",
+    "json": "a JSON document: a record an object that holds values, its key first; the objects it holds are its children "
+            "(recs.children_of(name), recs.parent_of(name))",
     "paragraphs": "no fields it could read (a record a paragraph, only its text: search it)",
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots", "structure"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots", "structure", "json"})
 #: How each layout of a found structure is said.
 _LAYOUT_TEXT = {
     "lines": "one record a line",
@@ -972,7 +975,20 @@ def parse_text(text: str, *, doc: str | None = None) -> Records:
     if len(text) > MAX_PARSE_BYTES:
         raise ContextError(f"records(): the text has {len(text)} characters, over the {MAX_PARSE_BYTES} "
                            "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
-    return parse(text.split("\n"), doc=doc)
+    lines = text.split("\n")
+    return parse(lines, json_shape(text), doc=doc)
+
+
+def json_shape(text: str) -> Shape | None:
+    """The shape of a text that is one JSON document (``nested.py``): its records read, all
+    of its lines covered (it parses); None for any other text."""
+    try:
+        items = _nested.read_json(text, most=MAX_RECORDS)
+    except ValueError:
+        raise ContextError(f"records(): more than {MAX_RECORDS} records; narrow the text first (records(grep(...)))") from None
+    if items is None:
+        return None
+    return Shape("json", _fields_of([k for k, _ in pairs] for _, pairs, _ in items[:SNIFF_LINES]), coverage=1.0, items=items)
 
 
 def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int] | None = None, doc: str | None = None,
@@ -985,7 +1001,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
         shape = _whole(lines, shape)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
               "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs,
-              "structure": _parse_structure}[shape.kind]
+              "structure": _parse_structure, "json": _parse_items}[shape.kind]
     out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
     out.coverage = shape.coverage
     for record in parser(lines, shape):
@@ -1185,7 +1201,15 @@ def _whole(lines: list[str], shape: Shape) -> Shape:
 def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
     """The records of a found or stated structure, each linked to its parent and children."""
     assert shape.structure is not None  # sniff makes a structure shape with its structure
-    items = shape.items if shape.items is not None else _structure.read(lines, shape.structure)[0]
+    if shape.items is None:
+        shape = dataclasses.replace(shape, items=_structure.read(lines, shape.structure)[0])
+    return _parse_items(lines, shape)
+
+
+def _parse_items(lines: list[str], shape: Shape) -> Iterator[Record]:
+    """The records of items already read (a structure's, a document's), each linked to its
+    parent and children."""
+    items = shape.items or []
     made: list[Record] = []
     for start, pairs, parent in items:
         record = Record(line=1 + start)

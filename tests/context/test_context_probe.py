@@ -54,11 +54,18 @@ def test_probe_of_python_file_lists_definitions(write_file: Callable[..., Path])
     assert probe.structure["definitions"] == ["4: class Store:", "5: def get(self):", "9: async def fetch():", "13: def main():"]
 
 
+#: How a probe describes a JSON document's records (``records.SHAPE_TEXT["json"]``), before its fields.
+JSON_DOC = ("a JSON document: a record an object that holds values, its key first; the objects it holds are its children "
+            "(recs.children_of(name), recs.parent_of(name)); fields: ")
+
+
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
-        ("obj.json", '{"name": "x", "items": [1, 2], "n": 3}', {"json_top": "object", "keys": ["name", "items", "n"], "n_keys": 3}),
-        ("arr.json", '[{"id": 1, "title": "a"}, {"id": 2}]', {"json_top": "array", "length": 2, "item_keys": ["id", "title"]}),
+        ("obj.json", '{"name": "x", "items": [1, 2], "n": 3}', {"json_top": "object", "keys": ["name", "items", "n"], "n_keys": 3,
+                                                               "shape": JSON_DOC + "'name', 'items', 'n' (reads 100% of lines)"}),
+        ("arr.json", '[{"id": 1, "title": "a"}, {"id": 2}]', {"json_top": "array", "length": 2, "item_keys": ["id", "title"],
+                                                               "shape": JSON_DOC + "'id', 'title' (reads 100% of lines)"}),
         ("num.json", "42", {"json_top": "int"}),
         ("rows.jsonl", '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n{"id": 3, "text": "c"}\n',
          {"record_keys": ["id", "text"], "records": 3, "shape": "JSON lines (one object a line); fields: 'id', 'text'"}),

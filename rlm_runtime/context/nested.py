@@ -1,0 +1,160 @@
+"""Nested documents read as records: a JSON document's objects, each knowing its parent.
+
+A document that parses verifies its own structure, so it needs no coverage gate: every
+object that holds a value of its own (a string, a number, a list of them) is a record of
+those values, its key first (``key``: the name it sits under in its parent, when it sits
+under one); an object or list that only holds others is no record, and what it holds
+belongs to the record around it. So "which X holds Y" is the parent of Y's record, and
+"how many Y under X" its children, whatever the document's schema.
+
+Each record starts on the line of its object's first key, found by one forward scan of the
+text in document order (objects open in the order the walk visits them), so reading is
+linear in the text; a key the scan does not find as written (other escapes) ends the scan,
+and the records after it keep the last line found. Values stay as JSON typed them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: An item: (0-based line the record starts on, its fields, the index of its parent item or -1).
+Item = tuple[int, list[tuple[str, Any]], int]
+
+#: The field that holds the name an object sits under in its parent object.
+KEY = "key"
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def read_json(text: str, *, most: int) -> list[Item] | None:
+    """The records of ``text`` when it is one JSON document (an object or an array), or a
+    window of one, holding at least one object with a value of its own; None otherwise (not
+    JSON, JSON lines, a scalar, nesting deeper than the parser takes). ``most``: the most records made (more
+    raise ValueError, as the caller's own limit)."""
+    document = _document(text)
+    if document is None:
+        return None
+    items: list[Item] = []
+    cursor, line, searching = 0, 0, True
+    # (value, the key it sits under or None, the index of the record around it or -1)
+    stack: list[tuple[Any, str | None, int]] = [(document, None, -1)]
+    while stack:
+        value, key, parent = stack.pop()
+        if isinstance(value, list):
+            # An item of a list is named by nothing: the list's key names the list.
+            stack.extend((v, None, parent) for v in reversed(value) if isinstance(v, (dict, list)))
+            continue
+        if not isinstance(value, dict):
+            continue
+        own = [(k, v) for k, v in value.items() if _plain(v)]
+        here = parent
+        if own:
+            found = _where(text, key if key is not None else next(iter(value)), cursor) if searching else -1
+            if found >= 0:
+                line += text.count("\n", cursor, found)
+                cursor = found + 1  # the next object's key is after this one's
+            else:  # a key written with other escapes: later records keep this line (no scan per record)
+                searching = False
+            items.append((line, ([(KEY, key)] if key is not None and KEY not in value else []) + own, parent))
+            if len(items) > most:
+                raise ValueError(f"more than {most} records")
+            here = len(items) - 1
+        stack.extend((v, k, here) for k, v in reversed(list(value.items())) if isinstance(v, (dict, list)))
+    return items if items else None
+
+
+def _document(text: str) -> Any:
+    """``text`` parsed as one JSON document, or as the window of one it may be (a chunk, a
+    file cut short): its first key's object opened, its last complete value's brackets
+    closed. None when neither parses."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "[", '"'):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    mended = _mended(("{" if head == '"' else "") + text)
+    if mended is None:
+        return None
+    try:
+        return json.loads(mended)
+    except (ValueError, RecursionError):
+        return None
+
+
+#: The deepest nesting ``_mended`` follows (deeper, it gives up: no window is mended).
+_MENDED_DEPTH = 200
+_CLOSE = {"{": "}", "[": "]"}
+
+
+def _mended(text: str) -> str | None:
+    """``text`` as a whole document: cut after its last closed value and closed there (the
+    brackets open at that point closed in order), and opened before its start where it climbs
+    out of the level it started in (a closing bracket with none open, or more items after its
+    first value). One pass over the text (strings skipped whole); None when its brackets do
+    not match or nest deeper than ``_MENDED_DEPTH``."""
+    stack: list[str] = []
+    prefix = ""
+    cut, closers = -1, ""
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            i = _string_end(text, i)
+        elif ch in "{[":
+            stack.append(ch)
+            if len(stack) > _MENDED_DEPTH:
+                return None
+        elif ch in "}]":
+            if not stack:  # the level the window started in ends: open it before the start
+                prefix = ('{"": ' if ch == "}" else "[") + prefix
+            elif _CLOSE[stack.pop()] != ch:
+                return None
+            cut, closers = i + 1, "".join(_CLOSE[b] for b in reversed(stack))
+        elif ch == "," and not stack:  # more after the first value, at a level opened before the window
+            opener = "{" if _member_next(text, i + 1) else "["
+            prefix = ('{"": ' if opener == "{" else "[") + prefix
+            stack.insert(0, opener)
+        i += 1
+    return prefix + text[:cut] + closers if cut > 0 else None
+
+
+def _string_end(text: str, i: int) -> int:
+    """The index of the quote that ends the string opening at ``i`` (or the text's end)."""
+    i += 1
+    while i < len(text):
+        found = text.find('"', i)
+        if found < 0:
+            return len(text)
+        backslashes = 0
+        while found - 1 - backslashes >= 0 and text[found - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return found
+        i = found + 1
+    return len(text)
+
+
+def _member_next(text: str, i: int) -> bool:
+    """Whether what follows ``i`` (spaces aside) is an object's member (``"key":``)."""
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    if i >= len(text) or text[i] != '"':
+        return False
+    j = _string_end(text, i) + 1
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    return j < len(text) and text[j] == ":"
+
+
+def _plain(value: Any) -> bool:
+    """A value of the object's own: a scalar, or a list of scalars (not a list of objects)."""
+    return isinstance(value, _SCALARS) or (isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value))
+
+
+def _where(text: str, key: str, cursor: int) -> int:
+    """Where ``key`` is next written as a JSON string from ``cursor`` (-1 when it is not, as
+    written with other escapes): the object's line."""
+    found = text.find(json.dumps(key, ensure_ascii=False), cursor)
+    return found if found >= 0 else text.find(json.dumps(key), cursor)
