@@ -186,3 +186,17 @@ class Assist:
 
     def last_reply(self, host: Host, state: AssistState, turn: Turn) -> str | None:
         return None
+
+
+class Checker(Assist):
+    """An assist that may question an answer before the last turn: ``question`` gives the
+    note (the model gets one more turn), or None to let the answer be taken."""
+
+    def on_answer(self, host: Host, state: AssistState, answer: Answer) -> str | Question | None:
+        if answer.last:
+            return None
+        note = self.question(host, answer.text)
+        return Question(note) if note else None
+
+    def question(self, host: Host, answer: str) -> str | None:
+        return None

@@ -28,7 +28,7 @@ Both read only records the model's code already parsed (the host parses nothing)
 from __future__ import annotations
 
 from rlm_runtime.assist import lookups
-from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question
+from rlm_runtime.assist.base import AssistState, Cell, Checker, Host
 from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, counted, printed
 
@@ -45,7 +45,7 @@ def _values(hop: dict[str, object]) -> dict[str, object]:
             "start_code": start, "link_code": quoted(hop["link"]), "target": quoted(hop["target"], VALUE_CHARS)}
 
 
-class FollowLink(Assist):
+class FollowLink(Checker):
     name = "follow_link"
 
     def __init__(self) -> None:
@@ -103,13 +103,7 @@ class FollowLink(Assist):
             return ""
         return " " + host.prompts.text("notes/follow_link_found", **_values(hop)).strip()
 
-    def on_answer(self, host: Host, state: AssistState, given: Answer) -> Question | None:
-        if given.last:
-            return None
-        note = self._questioned(host, given.text)
-        return Question(note) if note else None
-
-    def _questioned(self, host: Host, answer: str) -> str | None:
+    def question(self, host: Host, answer: str) -> str | None:
         said = answer.strip().casefold()
         insisted = said in self.questioned
         if not said or self.insisted or (not insisted and len(self.questioned) >= QUESTIONED_A_RUN):

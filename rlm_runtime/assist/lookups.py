@@ -22,7 +22,7 @@ def _lookup(host: Host, reader: str, **args: Any) -> dict[str, Any]:
     try:
         return host.lookup(reader, **args)
     except ValueError as e:
-        empty = {"lines": [], "count": 0, "tally": [], "hop": None}
+        empty = {"lines": [], "count": 0, "tally": []}
         return {**{k: empty.get(k) for k in READERS[reader].reply.fields}, "error": str(e)[:200]}
 
 
@@ -106,3 +106,14 @@ def _whole(hop: dict[str, Any] | None) -> dict[str, Any] | None:
     if any(len(str(hop.get(k, ""))) > most for k, most in _SHOWN.items()):
         return None
     return hop
+
+
+def asked_count(host: Host) -> dict[str, object] | None:
+    """The count the question asks of the records (``hops.asked_count``: ``field``,
+    ``value``, ``n``, ``children``), or None when it names no such count or the lookup failed."""
+    found = _lookup(host, "asked_count", question=host.query[:TEXT_MAX])
+    asked = found.get("asked")
+    host.note_lookup(f"asked_count: {asked['value']!s} -> {asked['n']!s}" if asked else "asked_count: none")
+    if found["error"] or not asked or any(len(str(asked[k])) > VALUE_CHARS for k in ("field", "value")):
+        return None
+    return dict(asked)

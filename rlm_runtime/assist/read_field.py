@@ -27,7 +27,7 @@ A question is a read only when the answer is not a count (``hops.counted``).
 from __future__ import annotations
 
 from rlm_runtime.assist import lookups
-from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question
+from rlm_runtime.assist.base import AssistState, Cell, Checker, Host
 from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
 
@@ -49,7 +49,7 @@ def _shown(read: dict[str, object], outputs: list[str]) -> bool:
                for out in outputs)
 
 
-class ReadField(Assist):
+class ReadField(Checker):
     name = "read_field"
 
     def __init__(self) -> None:
@@ -78,13 +78,7 @@ class ReadField(Assist):
             return ""
         return " " + host.prompts.text("notes/read_field_shown", **_values(read)).strip()
 
-    def on_answer(self, host: Host, state: AssistState, given: Answer) -> Question | None:
-        if given.last:
-            return None
-        note = self._questioned(host, given.text)
-        return Question(note) if note else None
-
-    def _questioned(self, host: Host, answer: str) -> str | None:
+    def question(self, host: Host, answer: str) -> str | None:
         said = answer.strip().casefold()
         if not said or self.insisted:
             return None

@@ -13,6 +13,7 @@ from rlm_runtime.assist.answers import DatedFinal, QuestionEcho, QuestionWords, 
 from rlm_runtime.assist.base import Assist
 from rlm_runtime.assist.follow_link import FollowLink
 from rlm_runtime.assist.read_field import ReadField
+from rlm_runtime.assist.records_count import RecordsCount
 from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, InsistedProse, RecordsReprompt, RepeatCut
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
@@ -34,8 +35,11 @@ REGISTRY: dict[str, type[Assist]] = {
     "echo_lines": EchoLines, "final_spelling": FinalSpelling, "repeat_cut": RepeatCut, "insisted_prose": InsistedProse,
     "records_reprompt": RecordsReprompt, "value_as_code": ValueAsCode, "dated_final": DatedFinal,
     "question_echo": QuestionEcho, "question_words": QuestionWords, "follow_link": FollowLink, "read_field": ReadField,
-    "forced_reading": ForcedReading,
+    "records_count": RecordsCount, "forced_reading": ForcedReading,
 }
+#: Assists registered (callable by name) but not yet in the small-model set: ``records_count``
+#: (a count the records contradict, questioned; 2026-12-06) awaits its held-out measure.
+_NOT_MEASURED = frozenset({"records_count"})
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"
@@ -50,7 +54,7 @@ AUTO, SMALL, NONE = "auto", "small", "none"
 #: rules were in every run of those measures, ``none`` included; they stay in the set until
 #: they are measured against none on held-out formats (issue 40). No set is measured for
 #: larger models: ``auto`` gives them none until a held-out run shows a gain.
-SMALL_MODEL_ASSISTS: tuple[str, ...] = tuple(REGISTRY)
+SMALL_MODEL_ASSISTS: tuple[str, ...] = tuple(n for n in REGISTRY if n not in _NOT_MEASURED)
 
 
 def normalize(setting: str | Sequence[str]) -> str | tuple[str, ...]:

@@ -158,3 +158,46 @@ def next_hop(records: _records.Records, question: str, shown: str) -> Hop | None
     return next((h for h in chains(records, question)
                  if (printed(h.value, shown) or (not listing and h.own and printed(h.own, shown)))
                  and (listing or not printed(h.target, shown))), None)
+
+
+@dataclass(frozen=True)
+class Count:
+    """What a question that counts asks of the records: how many have ``field`` equal to
+    ``value`` (``children`` False), or how many the record named ``value`` holds (``children``
+    True, ``field`` its name field); ``n`` the count."""
+
+    field: str
+    value: str
+    n: int
+    children: bool
+
+
+def asked_count(records: _records.Records, question: str) -> Count | None:
+    """The count the question asks when it names exactly one value the records hold: of the
+    records holding it in the field the question names (or in the one field that holds it),
+    or, when it names a record that holds others, of those. None when the question names no
+    such value, several, or a value in several fields none of which it names. Nothing here
+    knows a wording: the caller says whether the question counts."""
+    fields = _records.fields_of(records)
+    if not fields:
+        return None
+    first, index = fields[0], _records.value_index_of(records)
+    named, values = _about.within(question, fields, index)
+    if len(values) != 1:
+        return None
+    value = values[0]
+    held = index[value.casefold()]
+    fields_named = [f for f in named if f in held and f != first]
+    if len(fields_named) == 1:
+        field = fields_named[0]
+    elif not fields_named and len(held) == 1:
+        field = next(iter(held))
+    elif not fields_named and held.get(first) == 1:
+        field = first
+    else:
+        return None
+    if field == first:  # a record named so: the question counts what it holds
+        own = _records.named_of(records).get(value.casefold())
+        kids = own.children if own is not None else None
+        return Count(first, value, len(kids), True) if kids else None
+    return Count(field, value, held[field], False)

@@ -258,7 +258,7 @@ def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
     and a larger JSON document."""
     if kind in _CODE_DEFS or not buf.nbytes:
         return None
-    if head.lstrip()[:1] in ("{", "[") and buf.nbytes <= _JSON_PARSED_BYTES:
+    if head.lstrip()[:1] in ("{", "[", '"') and buf.nbytes <= _JSON_PARSED_BYTES:
         try:  # one JSON document (not JSON lines): its objects are the records
             found = _records.json_shape(buf.decode(0, buf.nbytes))
         except ContextError:

@@ -442,8 +442,11 @@ class Records(list[Record]):
                 [], f"{value!r} is a field of the records, not a value. Its values, most common first "
                     f"(recs.tally({field_code})): {{{top}}}.{most} recs.where({field_code}, value) keeps the "
                     f"records of one value.", note_only=True))
-        note = f"no record has {value!r} as a whole field value" + (
-            "" if partial else self._named_in(value) if isinstance(value, str) else "; grep for part of it")
+        # Said as what was found first: a small model read "no record has ..." above the
+        # records holding it and answered that there were none.
+        note = (f"{len(partial)} record{'s hold' if len(partial) != 1 else ' holds'} {value!r} within a value (no field is "
+                f"{value!r} whole)" if partial else f"no record has {value!r} as a whole field value"
+                + (self._named_in(value) if isinstance(value, str) else "; grep for part of it"))
         return _kept_if_empty(self._derived(partial, note))
 
     def _named_in(self, phrase: str) -> str:
@@ -944,7 +947,11 @@ def _tables(sample: list[str], n: int) -> Iterator[Shape]:
     delim = _table_delimiter(sample)
     if delim is not None:
         header = next(csv.reader(sample[:1], delimiter=delim))
-        rows = sum(len(row) == len(header) for row in _rows(sample, delim))
+        # A row indented otherwise than the header is no row of its table: the indentation
+        # says which lines hold which (a hierarchy the structure reads, not a table).
+        margin = _indent(sample[0])
+        rows = sum(len(row) == len(header) and _indent(line) == margin
+                   for line, row in zip(sample, _rows(sample, delim), strict=False))
         yield Shape("table", tuple(_norm(h) for h in header), delim, coverage=min(1.0, rows / n))
         return
     starts = _columns(sample)

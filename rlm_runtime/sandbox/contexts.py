@@ -374,6 +374,31 @@ def _records_of_lines(items: list[Any] | tuple[Any, ...], form: dict[str, Any] |
     return _records.parse(lines, _records.stated(lines, **form) if form else None, numbers=numbers)
 
 
+#: The largest text the ``asked_count`` reader parses into records when the model's code has
+#: not (a lookup must stay short; ``records()`` then reuses the parse).
+COUNT_PARSE_CHARS = 2_000_000
+
+
+def count_lookup(handle: Any, question: str) -> dict[str, Any] | None:
+    """The ``asked_count`` reader: the count ``question`` asks of the records of a single
+    text (``hops.asked_count``), parsing them when the model's code has not and the text is
+    at most ``COUNT_PARSE_CHARS``; None when there is none."""
+    from rlm_runtime.sandbox.readers import LINE_CHARS as cut
+
+    if not isinstance(handle, BufferHandle):
+        return None
+    try:
+        parsed = handle._records
+        if parsed is None and handle._buf().nbytes <= COUNT_PARSE_CHARS:
+            parsed = handle._parsed()
+        found = _hops.asked_count(parsed, question) if parsed else None
+    except Exception:  # a courtesy to the host: never the worker's failure
+        return None
+    if found is None:
+        return None
+    return {"field": found.field[:cut], "value": found.value[:cut], "n": found.n, "children": found.children}
+
+
 def grep_lookup(handle: Any, kind: str, pattern: str, ignore_case: bool, max_lines: int) -> dict[str, Any]:
     """The ``lines``, ``count`` or ``tally`` reader's reading of ``handle`` (the worker's main
     context; ``readers.py`` says what each holds): read through the grep module, so the

@@ -158,6 +158,14 @@ _HOP = Fields({"start": Text(LINE_CHARS), "link": Text(LINE_CHARS), "value": Tex
                "name_field": Text(LINE_CHARS), "line": Int(), "field": Text(LINE_CHARS), "target": Text(LINE_CHARS),
                "own": Text(LINE_CHARS)}, optional=True)
 _QUESTION = Fields({"question": Text(TEXT_MAX), "text": Text(TEXT_MAX)})
+#: A count a question asks of the records (``hops.asked_count``).
+_COUNT = Fields({"field": Text(LINE_CHARS), "value": Text(LINE_CHARS), "n": Int(), "children": Bool()}, optional=True)
+
+
+def _asked_count(handle: Any, args: dict[str, Any]) -> dict[str, Any]:
+    from rlm_runtime.sandbox import contexts
+
+    return {"asked": contexts.count_lookup(handle, args["question"]) or {}}
 
 #: Every reader by name. ``lines``: the first ``max_lines`` matching lines (document or "",
 #: number, text) and how many match; ``count``: how many lines match; ``tally``: matching
@@ -165,7 +173,8 @@ _QUESTION = Fields({"question": Text(TEXT_MAX), "text": Text(TEXT_MAX)})
 #: texts; over the records the model's code already read, with ``question`` a question:
 #: ``hop`` (the next hop of its chain that ``text``, a cell's output, reached), ``chain``
 #: (its first chain), ``read`` (the one field of the one record it asks, when ``text``, an
-#: answer, gave another value).
+#: answer, gave another value); ``asked_count``: the count the question asks of the records
+#: (parsed for it when the model's code has not and the text is small).
 READERS: dict[str, Reader] = {
     "lines": Reader(_GREP, Fields({"lines": _LINES, "count": Int()}), _lines, {"ignore_case": False, "max_lines": 20}),
     "count": Reader(_PATTERN, Fields({"count": Int()}), _count, {"ignore_case": False}),
@@ -173,6 +182,7 @@ READERS: dict[str, Reader] = {
     "hop": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("hop"), {"text": ""}),
     "chain": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("chain"), {"text": ""}),
     "read": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("read"), {"text": ""}),
+    "asked_count": Reader(Fields({"question": Text(TEXT_MAX)}), Fields({"asked": _COUNT}), _asked_count),
 }
 
 

@@ -53,7 +53,7 @@ _ATTACH_PER_FD_S = 0.002
 def _empty(fields: Any) -> dict[str, Any]:
     """What a failed lookup's ``fields`` hold (an empty list, 0, or None for a reader's map):
     new lists each call, so a caller that changes one changes no later failed lookup."""
-    fresh: dict[str, Any] = {"lines": [], "count": 0, "tally": [], "hop": None}
+    fresh: dict[str, Any] = {"lines": [], "count": 0, "tally": []}
     return {k: fresh.get(k) for k in fields}
 
 
