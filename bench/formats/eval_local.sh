@@ -8,13 +8,14 @@
 # once its trajectories are read it is development.
 #
 #   [ASSISTS="auto none"] [DIRECT=1] [LENGTHS=100000] sh bench/formats/eval_local.sh SPLIT [OUT] [MODEL]
+# (ASSISTS="" runs no rlm setting: DIRECT=1 ASSISTS="" measures direct alone)
 set -eu
 SPLIT=${1:?dev or heldout}
 OUT=${2:-eval-runs/formats-$SPLIT}
 MODEL=${3:-local:qwen2.5-coder-1.5b}
 RLM=${RLM:-.venv/bin/rlm}
 PYTHON=${PYTHON:-.venv/bin/python}
-ASSISTS=${ASSISTS:-auto none}
+ASSISTS=${ASSISTS-auto none}
 LENGTHS=${LENGTHS:-100000}
 mkdir -p "$OUT"
 [ -f "$OUT/tasks.jsonl" ] || $PYTHON bench/formats/build.py --split "$SPLIT" --lengths "$LENGTHS" -o "$OUT"
