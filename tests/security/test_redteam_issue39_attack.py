@@ -726,6 +726,12 @@ def test_a_symlink_at_the_token_path_refuses_everything(tmp_path: Path) -> None:
 # ============================================================== 3. what a stopped server leaves
 
 
+def _hangup_as_default() -> None:
+    """The server's SIGHUP as a terminal gives it, whatever runs this test (under ``nohup``
+    it is ignored, and an ignored signal is inherited: the server then rightly survives)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def test_sighup_leaves_no_server_record(tmp_path: Path) -> None:
     """It starts ``rlm serve --http`` and hangs up on it."""
     home = tmp_path / "home"
@@ -737,7 +743,8 @@ def test_sighup_leaves_no_server_record(tmp_path: Path) -> None:
     paths = Paths(home=home)
     process = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "serve", "--http", "--port", "0", "-m",
                                 f"scripted:{script}", "--root", str(root), "--no-memory", "--sessions", "1"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=_hangup_as_default)
     try:
         deadline = time.monotonic() + 60 + SLACK_S
         while running.find(paths) is None and time.monotonic() < deadline and process.poll() is None:
