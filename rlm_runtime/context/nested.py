@@ -20,20 +20,24 @@ from typing import Any
 
 #: An item: (0-based line the record starts on, its fields, the index of its parent item or -1).
 Item = tuple[int, list[tuple[str, Any]], int]
+#: What a document gives: its items, and the share of the text's non-blank lines they come
+#: from (a window's last value, cut short, is not read).
+Read = tuple[list[Item], float]
 
 #: The field that holds the name an object sits under in its parent object.
 KEY = "key"
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def read_json(text: str, *, most: int) -> list[Item] | None:
+def read_json(text: str, *, most: int) -> Read | None:
     """The records of ``text`` when it is one JSON document (an object or an array), or a
-    window of one, holding at least one object with a value of its own; None otherwise (not
-    JSON, JSON lines, a scalar, nesting deeper than the parser takes). ``most``: the most records made (more
-    raise ValueError, as the caller's own limit)."""
-    document = _document(text)
-    if document is None:
+    window of one, holding at least one object with a value of its own, with the share of
+    lines read; None otherwise (not JSON, JSON lines, a scalar, nesting deeper than the parser
+    takes). ``most``: the most records made (more raise ValueError, as the caller's own limit)."""
+    parsed = _document(text)
+    if parsed is None:
         return None
+    document, kept = parsed
     items: list[Item] = []
     cursor, line, searching = 0, 0, True
     # (value, the key it sits under or None, the index of the record around it or -1)
@@ -60,25 +64,33 @@ def read_json(text: str, *, most: int) -> list[Item] | None:
                 raise ValueError(f"more than {most} records")
             here = len(items) - 1
         stack.extend((v, k, here) for k, v in reversed(list(value.items())) if isinstance(v, (dict, list)))
-    return items if items else None
+    if not items:
+        return None
+    return items, _lines(text, kept) / max(1, _lines(text, len(text)))
 
 
-def _document(text: str) -> Any:
+def _lines(text: str, end: int) -> int:
+    """Non-blank lines of ``text[:end]`` (a line cut at ``end`` counts)."""
+    return sum(1 for line in text[:end].split("\n") if line.strip())
+
+
+def _document(text: str) -> tuple[Any, int] | None:
     """``text`` parsed as one JSON document, or as the window of one it may be (a chunk, a
     file cut short): its first key's object opened, its last complete value's brackets
-    closed. None when neither parses."""
+    closed; with how much of the text it reads. None when neither parses."""
     head = text.lstrip()[:1]
     if head not in ("{", "[", '"'):
         return None
     try:
-        return json.loads(text)
+        return json.loads(text), len(text)
     except (ValueError, RecursionError):
         pass
-    mended = _mended(("{" if head == '"' else "") + text)
+    opened = "{" if head == '"' else ""
+    mended = _mended(opened + text)
     if mended is None:
         return None
     try:
-        return json.loads(mended)
+        return json.loads(mended[0]), mended[1] - len(opened)
     except (ValueError, RecursionError):
         return None
 
@@ -88,12 +100,12 @@ _MENDED_DEPTH = 200
 _CLOSE = {"{": "}", "[": "]"}
 
 
-def _mended(text: str) -> str | None:
+def _mended(text: str) -> tuple[str, int] | None:
     """``text`` as a whole document: cut after its last closed value and closed there (the
     brackets open at that point closed in order), and opened before its start where it climbs
     out of the level it started in (a closing bracket with none open, or more items after its
     first value). One pass over the text (strings skipped whole); None when its brackets do
-    not match or nest deeper than ``_MENDED_DEPTH``."""
+    not match or nest deeper than ``_MENDED_DEPTH``. With it, how much of ``text`` it keeps."""
     stack: list[str] = []
     prefix = ""
     cut, closers = -1, ""
@@ -117,7 +129,7 @@ def _mended(text: str) -> str | None:
             prefix = ('{"": ' if opener == "{" else "[") + prefix
             stack.insert(0, opener)
         i += 1
-    return prefix + text[:cut] + closers if cut > 0 else None
+    return (prefix + text[:cut] + closers, cut) if cut > 0 else None
 
 
 def _string_end(text: str, i: int) -> int:

@@ -253,9 +253,10 @@ def decide(tokens: int, relevance: float | None, config: ProbeConfig, *, binary:
 
 
 def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
-    """What ``records()`` will make of the text, from its head (whose last line may be cut),
-    or from the whole of a JSON document up to ``_JSON_PARSED_BYTES``; None for source code
-    and a larger JSON document."""
+    """What ``records()`` will make of the text, from its head (whose last line may be cut), a
+    structure found there measured on the whole text up to ``_WHOLE_CHECKED_BYTES``; or from
+    the whole of a JSON document up to ``_JSON_PARSED_BYTES``; None for source code and a
+    larger JSON document."""
     if kind in _CODE_DEFS or not buf.nbytes:
         return None
     if head.lstrip()[:1] in ("{", "[", '"') and buf.nbytes <= _JSON_PARSED_BYTES:
@@ -268,7 +269,10 @@ def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
     if kind == "json":
         return None
     lines = head.split("\n")
-    return _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
+    shape = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
+    if buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() will offer: the head's structure, measured on the whole
+        shape = _records.whole(buf.decode(0, buf.nbytes).split("\n"), shape)
+    return shape
 
 
 def _structure(buf: TextBuffer, kind: str, head: str, shape: _records.Shape | None) -> dict[str, Any]:
@@ -298,6 +302,9 @@ def _structure(buf: TextBuffer, kind: str, head: str, shape: _records.Shape | No
 
 #: The largest JSON document a probe parses for its shape.
 _JSON_PARSED_BYTES = 5_000_000
+#: The largest text whose structure found in the head a probe measures on the whole text (about a
+#: second here), so that the brief offers what ``records()`` reads; a larger text's brief is the head's.
+_WHOLE_CHECKED_BYTES = 4_000_000
 
 
 def _json_shape(buf: TextBuffer) -> dict[str, Any]:

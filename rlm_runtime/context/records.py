@@ -6,28 +6,19 @@ list of records (dicts of field -> value) whatever its shape, and the probe brie
 which shape it found, so "how many X have Y" is ``len(recs.where("y", "..."))`` and a
 chain of facts is two ``find`` calls.
 
-Shapes, read from the first ``SNIFF_LINES`` non-blank lines. JSON lines and code check
-themselves by parsing and come first; every other reader says its *coverage*, the share of
+Shapes, read from the first ``SNIFF_LINES`` non-blank lines. JSON lines check themselves
+by parsing and come first; every other reader says its *coverage*, the share of
 the sample's non-blank, non-comment lines it reads into fields (not into ``text``), and the
 best at or over ``GATE`` is offered (on a tie, the earlier in this list). Under the gate the
 text has no fields, and says why: a structure that is wrong is worse than none.
 
 * ``jsonl``: one JSON object a line (values keep their JSON types);
-* ``code``: source code, one record a definition (``code.py``: its name, kind, enclosing
-  definition, parameters, return annotation, doc line, the names it calls, its text); not a
-  shape the prompts offer records for (no code-shaped task is measured yet);
 * ``fields``: several ``key=value`` or ``key: value`` pairs on each line, separated by
   ``|``, ``;``, tabs or commas;
 * ``table``: delimited rows (tab, comma, semicolon or bar) with a header row;
 * ``blocks``: ``key: value`` lines (bullets allowed) grouped into records by blank lines,
   by markdown headings, or by the record's first field coming round again; indented lines
   continue the field above; other lines go to the field ``text``;
-* ``facts``: prose whose sentences each state one fact about one named thing ("The owner
-  of db-07 is Ana. db-07 runs in rack 3."): the sentence forms are found in the sample
-  (``facts.py``), each paragraph (or line) is a record, its ``name`` first;
-* ``slots``: lines that each state several facts between the same words ("... host db-07
-  reported status down (rack r3)"): a field per value, named by the words before it
-  (``slots.py``);
 * ``structure``: a structure found in the text itself (``structure.py``: records one a
   line, nested by indentation, in blocks under a title or in stanzas, their fields from
   line templates mined from the sample, ``templates.py``), each record knowing its parent
@@ -56,11 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_runtime.context import about as _about
-from rlm_runtime.context import code as _code
-from rlm_runtime.context import facts as _facts
 from rlm_runtime.context import forms as _forms
 from rlm_runtime.context import nested as _nested
-from rlm_runtime.context import slots as _slots
 from rlm_runtime.context import structure as _structure
 from rlm_runtime.errors import ContextError
 
@@ -104,9 +92,6 @@ SHAPE_TEXT = {
     "fields": "one record a line, as key=value or key: value pairs",
     "table": "a table with a header row",
     "blocks": "records of key: value lines",
-    "facts": "sentences of facts about named things, read into fields",
-    "slots": "lines stating several facts in the same words, each value a field named by the words before it",
-    "code": "source code, one record a definition",
     "structure": "records found in the text's own layout",
     "json": "a JSON document: a record an object that holds values, its key first; the objects it holds are its children "
             "(recs.children_of(name), recs.parent_of(name))",
@@ -114,7 +99,7 @@ SHAPE_TEXT = {
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "facts", "slots", "structure", "json"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "structure", "json"})
 #: How each layout of a found structure is said.
 _LAYOUT_TEXT = {
     "lines": "one record a line",
@@ -598,16 +583,14 @@ class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
     the sample, the delimiter of a table's cells or of a line's fields (" ": logfmt; "||":
     a table drawn with outer bars; "fixed": fixed-width ``columns``; for paragraphs, "\n":
-    a record a line), and the sentence forms of ``facts``."""
+    a record a line)."""
 
     kind: str
     fields: tuple[str, ...] = ()
     delimiter: str = ""
-    facts: _facts.Facts | None = field(default=None, compare=False)
-    slots: _slots.Slots | None = field(default=None, compare=False)
     columns: tuple[int, ...] = ()
-    #: The share of the sample's lines this shape reads into fields (None: a shape that checks
-    #: itself by parsing, JSON lines or code).
+    #: The share of the sample's lines this shape reads into fields (None: JSON lines, which
+    #: check themselves by parsing).
     coverage: float | None = None
     #: A structure found in the text (``structure.py``) or stated (``forms.py``).
     structure: _structure.Structure | None = field(default=None, compare=False)
@@ -847,15 +830,14 @@ def sniff(lines: Iterable[str]) -> Shape:
     objects = [o for o in map(_json_object, sample) if o is not None]
     if len(objects) >= enough:
         return Shape("jsonl", _fields_of(o.keys() for o in objects))
-    if _code.looks_like_code(sample):
-        return Shape("code", _code.FIELDS)
-    # Every reader says the share of the sample's lines it reads into fields; the best at or
-    # over the gate is offered (on a tie, the earlier: the specific readers before the
-    # discovered structure), and under it the text has no fields.
+    # Every reader says the share of the sample's lines it reads into fields; at or over the
+    # gate, one naming its fields by the text's own labels beats one naming them by place, then
+    # the most read is offered (on a tie, the earlier: the specific readers before the
+    # discovered structure); under the gate the text has no fields.
     candidates = [c for c in _candidates(sample, raw) if c.coverage is not None]
     passing = [c for c in candidates if c.coverage is not None and c.coverage >= GATE]
     if passing:
-        return max(passing, key=lambda c: round(c.coverage or 0.0, 3))
+        return max(passing, key=lambda c: (any(not f.startswith("field ") for f in c.fields), round(c.coverage or 0.0, 3)))
     best = max(candidates, key=lambda c: c.coverage or 0.0, default=None)
     found = _structure.discover(raw)  # said even when another reader came closer
     reason = (f"the best reading ({SHAPE_TEXT[best.kind].split(',')[0]}) reads {best.coverage:.0%} of lines, under the "
@@ -893,17 +875,6 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
             singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
     if singles:
         yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n))
-    # Lines of one sentence each are read by the words around their values (slots); lines of
-    # several sentences, and paragraphs, by their sentences' forms (facts).
-    by_line = len(raw) - len(sample) < 2
-    frame = _slots.mine(sample) if by_line and _facts.sentences_a_line(sample) < 1.5 else None
-    if frame is not None:
-        slotted = sum(len(_slots.read_line(w, frame.frame)) >= _slots.MIN_SLOTS
-                      for line in sample if len(w := _slots.line_words(line)) <= _slots.MAX_WORDS)
-        yield Shape("slots", frame.fields, slots=frame, coverage=min(1.0, slotted / n))
-    forms = _facts.mine(raw)
-    if forms is not None:
-        yield Shape("facts", ("name", *forms.fields), facts=forms, coverage=_facts.coverage(raw, forms))
     found = _structure.discover(raw)
     if found.ok:
         yield Shape("structure", found.fields, coverage=found.coverage, structure=found)
@@ -917,20 +888,25 @@ def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: 
     """The share of the sample's lines the blocks reader reads into fields: a heading, an
     element opened or closed, a declaration, a ``label: value`` line whose label comes round
     again (a label said once is a value, not a field's name: "ash: a tree" one term a line;
-    unless the sample has only a record's worth of labels, or the line is a title over
-    fields, "name:") and has no parenthesis left open ("ash (part of: elm)"), or a line
-    indented under such a field (its value goes on)."""
+    unless the sample has only a record's worth of labels, or the line is a title over a
+    field, "name:" over "  key: value") and has no parenthesis left open ("ash (part of:
+    elm)"), or a line indented under a field with a value or a recurring label (its value
+    goes on). A line ending in a colon over indented lines that are no fields (a block of
+    code, "if x:") is no title."""
     said = Counter(pair[0] for pair in pairs if pair is not None)
     read = 0
     after = False
-    for line, pair in zip(sample, pairs, strict=True):
+    for k, (line, pair) in enumerate(zip(sample, pairs, strict=True)):
         head = line[:_LINE_HEAD]
         markup = line.lstrip()[:2] in ("<?", "<!") or bool(_XML_CLOSE.match(head) or _XML_OPEN.match(head))
-        labelled = (pair is not None and (said[pair[0]] >= 2 or not pair[1] or len(said) <= _ONE_RECORD_FIELDS)
+        titles = pair is not None and not pair[1] and k + 1 < len(pairs) and pairs[k + 1] is not None
+        labelled = (pair is not None and (said[pair[0]] >= 2 or titles or len(said) <= _ONE_RECORD_FIELDS)
                     and pair[0].count("(") == pair[0].count(")"))
         this = labelled or markup or (pair is None and _HEADING.match(line) is not None)
-        read += this or (after and line[:1] in (" ", "\t"))
-        after = this or (after and line[:1] in (" ", "\t"))
+        indented = line[:1] in (" ", "\t")
+        read += this or (after and indented)
+        after = (labelled and (bool(pair and pair[1]) or said[pair[0] if pair else ""] >= 2)) or markup or (
+            after and indented and not this)
     return min(1.0, read / n)
 
 
@@ -987,15 +963,19 @@ def parse_text(text: str, *, doc: str | None = None) -> Records:
 
 
 def json_shape(text: str) -> Shape | None:
-    """The shape of a text that is one JSON document (``nested.py``): its records read, all
-    of its lines covered (it parses); None for any other text."""
+    """The shape of a text that is one JSON document, or a window of one (``nested.py``): its
+    records read, covering the lines up to its last whole value; None for any other text."""
     try:
-        items = _nested.read_json(text, most=MAX_RECORDS)
+        read = _nested.read_json(text, most=MAX_RECORDS)
     except ValueError:
         raise ContextError(f"records(): more than {MAX_RECORDS} records; narrow the text first (records(grep(...)))") from None
-    if items is None:
+    if read is None:
         return None
-    return Shape("json", _fields_of([k for k, _ in pairs] for _, pairs, _ in items[:SNIFF_LINES]), coverage=1.0, items=items)
+    items, coverage = read
+    if coverage < GATE:  # a window whose last value runs on: what parses is too little of it
+        return Shape("paragraphs", delimiter="\n", coverage=coverage, reason=(
+            f"the JSON values that close in it read {coverage:.0%} of its lines, under the {GATE:.0%} needed"))
+    return Shape("json", _fields_of([k for k, _ in pairs] for _, pairs, _ in items[:SNIFF_LINES]), coverage=coverage, items=items)
 
 
 def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int] | None = None, doc: str | None = None,
@@ -1005,9 +985,9 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     lines = [line.rstrip("\r\n") for line in lines]
     shape = shape or sniff(lines)
     if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
-        shape = _whole(lines, shape)
+        shape = whole(lines, shape)
     parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
-              "facts": _parse_facts, "slots": _parse_slots, "code": _parse_code, "paragraphs": _parse_paragraphs,
+              "paragraphs": _parse_paragraphs,
               "structure": _parse_structure, "json": _parse_items}[shape.kind]
     out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
     out.coverage = shape.coverage
@@ -1171,38 +1151,35 @@ def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
         yield Record([("text", " ".join(paragraph))], start)
 
 
-def _records_of(read: Iterator[tuple[int, list[tuple[str, Any]]]]) -> Iterator[Record]:
-    """Records from (first line, fields) pairs, a repeated field kept as a list."""
-    for start, pairs in read:
-        record = Record(line=start)
-        for key, value in pairs:
-            _add(record, key, value)
-        yield record
-
-
-def _parse_facts(lines: list[str], shape: Shape) -> Iterator[Record]:
-    assert shape.facts is not None  # sniff makes a facts shape with its forms
-    return _records_of(_facts.parse(lines, shape.facts))
-
-
-def _parse_code(lines: list[str], shape: Shape) -> Iterator[Record]:
-    return _records_of(_code.parse(lines))
-
-
-def _parse_slots(lines: list[str], shape: Shape) -> Iterator[Record]:
-    assert shape.slots is not None  # sniff makes a slots shape with its frame
-    return _records_of(_slots.parse(lines, shape.slots))
-
-
-def _whole(lines: list[str], shape: Shape) -> Shape:
-    """The shape found in the head, measured on the whole text: its coverage there, or no
-    fields when the whole text falls under the gate (the head was not like the rest)."""
-    assert shape.structure is not None
+def whole(lines: list[str], shape: Shape) -> Shape:
+    """The shape found in the head, measured on the whole text: its coverage there. When the
+    whole text falls under the gate (the head was not like the rest), the structure is found
+    again from runs of lines spread over the whole text and measured the same way; under the
+    gate again, no fields. Only a found structure is measured; another shape is returned as it is."""
+    if shape.kind != "structure" or shape.structure is None or shape.structure.layout == "stated":
+        return shape
     items, coverage = _structure.read(lines, shape.structure)
-    if coverage < GATE:
-        return Shape("paragraphs", delimiter="\n", reason=f"the form found in the first lines reads only {coverage:.0%} "
-                                                          f"of the whole text, under the {GATE:.0%} needed")
-    return dataclasses.replace(shape, coverage=coverage, items=items)
+    if coverage >= GATE:
+        return dataclasses.replace(shape, coverage=coverage, items=items)
+    again = sniff(_spread(lines))
+    if again.kind == "structure" and again.structure is not None:
+        items, found = _structure.read(lines, again.structure)
+        if found >= GATE:
+            return dataclasses.replace(again, coverage=found, items=items)
+    return Shape("paragraphs", delimiter="\n", reason=f"the form found in the first lines reads only {coverage:.0%} "
+                                                      f"of the whole text, under the {GATE:.0%} needed")
+
+
+#: Runs of lines, and lines a run, that ``_spread`` takes across a text.
+_RUNS = 10
+_RUN_LINES = SNIFF_LINES // _RUNS
+
+
+def _spread(lines: list[str]) -> list[str]:
+    """``_RUNS`` runs of ``_RUN_LINES`` lines evenly spaced over ``lines`` (each run whole, so
+    that indentation under a line is seen)."""
+    step = max(_RUN_LINES, len(lines) // _RUNS)
+    return [line for start in range(0, len(lines), step) for line in lines[start:start + _RUN_LINES]][:SNIFF_LINES]
 
 
 def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:

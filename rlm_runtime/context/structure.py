@@ -153,7 +153,7 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
     read = 0
     for lv in range(depth):
         rows = [cuts[i] for i, x in enumerate(levels) if x == lv]
-        found = mine(rows, whole_ok=layout != "lines") if rows else None
+        found = mine(rows, whole_ok=layout != "lines", bar=GATE) if rows else None
         if found is None:
             if rows:
                 return None
@@ -170,7 +170,7 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
         header = header_of(templates[0], cuts[0], cuts[1:]) or ()
         if header:
             t = templates[0]
-            templates[0] = Template(t.seps, tuple(Slot(name=h) for h in header), t.rest)
+            templates[0] = Template(t.seps, tuple(Slot(name=h) for h in header), t.rest, t.delimiter)
     fields: dict[str, str] = {}
     for (line, c), lv in list(zip(cuts, levels, strict=True))[1 if header else 0:]:
         got = templates[lv].read(line, c)
@@ -252,8 +252,8 @@ def read(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
     items: list[Item] = []
     n_read = 0
     start = 0
-    first = cut(body[0][1].strip())
-    if s.header and tuple(field_name(body[0][1].strip()[a:b]) for a, b in first.spans) == s.header:
+    first = s.levels[0].cells(body[0][1].strip()) if s.header and s.levels else None
+    if first is not None and tuple(field_name(x.strip()) for x in first) == s.header:
         start, n_read = 1, 1  # the header row: read, as the fields' names
     for i in range(start, len(body)):
         k, line = body[i]

@@ -23,8 +23,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rlm_runtime.context.facts import grammar_word
-
 #: Characters of a line the miner looks at; a longer line's last field keeps the rest.
 LINE_CAP = 400
 #: Slots of a line told apart; past them the line's tail is one free-text field.
@@ -42,6 +40,9 @@ NAME_WORDS = 8
 # runs, so matching is linear.
 _SLOT = re.compile(r"\w+(?:(?: |[-.'/@+#]|(?<=\d)[:,](?=\d))\w+)*")
 _SPACES = re.compile(r"\s+")
+#: Grammar words: never a field's name on their own ("the owner of" names "owner").
+_GRAMMAR = frozenset("""a an the of is are was were be been being has have had its it it's their his her this that
+these those by in on at to for from with and or as called named which who whose there here 's also""".split())
 
 
 def _sep(text: str) -> str:
@@ -95,14 +96,27 @@ class Slot:
 @dataclass(frozen=True)
 class Template:
     """One line form: its separators (``seps[i]`` before slot ``i``), what each slot holds,
-    and ``rest`` when the last slot runs to the line's end (free text)."""
+    and ``rest`` when the last slot runs to the line's end (free text); or, with ``delimiter``,
+    cells between one character (``a;;b;c``), as many on every line, any of them empty."""
 
     seps: tuple[str, ...]
     slots: tuple[Slot, ...]
     rest: bool
+    delimiter: str = ""
+
+    def cells(self, line: str, c: Cut | None = None) -> list[str] | None:
+        """The text of each slot of ``line`` (a delimited line's cells, a cut line's slots
+        when its separators are the template's), or None."""
+        if self.delimiter:
+            cells = line.split(self.delimiter)
+            return cells if len(cells) == len(self.slots) else None
+        c = c or cut(line)
+        return [line[a:b] for a, b in c.spans] if c.seps == self.seps and not c.more else None
 
     def read(self, line: str, c: Cut | None = None) -> list[tuple[str, str]] | None:
         """The fields of ``line``, or None when the line is not of this form."""
+        if self.delimiter:
+            return self._read_cells(line)
         c = c or cut(line)
         n = len(self.slots)
         if self.rest:
@@ -139,6 +153,20 @@ class Template:
             out.append((slot.name, value))
         return out
 
+    def _read_cells(self, line: str) -> list[tuple[str, str]] | None:
+        cells = self.cells(line)
+        if cells is None:
+            return None
+        out: list[tuple[str, str]] = []
+        for slot, cell in zip(self.slots, cells, strict=True):
+            value = cell.strip()
+            if slot.const is not None:
+                if value != slot.const:
+                    return None
+            elif value:  # an empty cell is a field the line does not have
+                out.append((slot.name, value))
+        return out
+
     @property
     def fields(self) -> tuple[str, ...]:
         return tuple(n for s in self.slots for n in ((s.name,) if s.name else s.names))
@@ -168,7 +196,7 @@ def _labelled(text: str) -> bool:
 def _label(words: list[str]) -> str:
     """The name constant words give the value after them, grammar left out ("the owner of"
     -> "owner"); "" when nothing is left."""
-    kept = [w for w in words if not grammar_word(w.lower())]
+    kept = [w for w in words if w.lower() not in _GRAMMAR]
     return field_name(" ".join(kept[-3:])) if kept and _labelled(" ".join(kept[-3:])) else ""
 
 
@@ -239,15 +267,16 @@ def header(template: Template, first: tuple[str, Cut], rows: list[tuple[str, Cut
     cell a label-like text, none of them found in its column below, and the row unlike the
     rows below (a number or date column under a word, or another letter case)."""
     line, c = first
-    if template.rest or c.seps != template.seps or any(s.name == "" for s in template.slots):
+    cells = template.cells(line, c)
+    if template.rest or cells is None or any(s.name == "" for s in template.slots):
         return None
-    rows = [(ln, d) for ln, d in rows if d.seps == template.seps and not d.more]
-    cells = [line[a:b] for a, b in c.spans]
-    if len(rows) < 2 or len(set(cells)) != len(cells) or not all(_labelled(x) for x in cells):
+    cells = [x.strip() for x in cells]
+    table = [x for ln, d in rows if (x := template.cells(ln, d)) is not None]
+    if len(table) < 2 or len(set(cells)) != len(cells) or not all(_labelled(x) for x in cells):
         return None
     unlike = 0
     for i, cell in enumerate(cells):
-        column = [ln[d.spans[i][0]:d.spans[i][1]] for ln, d in rows]
+        column = [x[i].strip() for x in table]
         if cell in column:
             return None
         lead = sum(not v[:1].isalpha() for v in column)
@@ -259,9 +288,11 @@ def _case(text: str) -> str:
     return "upper" if text.isupper() else "title" if text[:1].isupper() else "lower"
 
 
-def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int] | None:
+def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tuple[Template, int] | None:
     """The template reading most fields per line over ``rows``, and how many rows it reads;
-    ``whole_ok`` lets a line's one field be the whole line (a name in a hierarchy). Candidates
+    those reading at least ``bar`` of the rows first (a form of many fields on a few rows
+    loses to one of fewer on nearly all). ``whole_ok`` lets a line's one field be the whole
+    line (a name in a hierarchy). Candidates
     are the commonest exact separators and, for each number of leading slots, the commonest
     leading separators with the rest of the line one field."""
     if not rows:
@@ -279,14 +310,10 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int]
             by_length[len(seps)] = (seps, n)
     candidates = [(seps, False, n) for seps, n in exact.most_common(3)]
     candidates += [(seps, True, n) for seps, n in by_length.values()]
-    best: tuple[float, int, Template] | None = None
-    for seps, rest, _ in candidates:
-        n = len(seps) if rest else len(seps) - 1
-        mine_rows = [(ln, c) for ln, c in rows if (len(c.spans) >= n and c.seps[:n] == seps) if rest
-                     ] if rest else [(ln, c) for ln, c in rows if not c.more and c.seps == seps]
-        if not mine_rows or n == 0:
+    best: tuple[bool, float, int, Template] | None = None
+    for t in [*(_template(rows, seps, rest) for seps, rest, _ in candidates), _delimited(rows)]:
+        if t is None:
             continue
-        t = _build(seps, rest, mine_rows)
         got = [r for ln, c in rows if (r := t.read(ln, c)) is not None]
         read = len(got)
         # A field is one whose value varies: the same words on every line are text, not data.
@@ -304,10 +331,39 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool) -> tuple[Template, int]
             continue  # a long line alone is prose, not a name
         if _prose(t, rows):
             continue
-        score = (read * fields / len(rows), read)
-        if best is None or score > best[:2]:
-            best = (score[0], read, t)
-    return (best[2], best[1]) if best else None
+        score = (read >= bar * len(rows), read * fields / len(rows), read)
+        if best is None or score > best[:3]:
+            best = (*score, t)
+    return (best[3], best[2]) if best else None
+
+
+def _template(rows: list[tuple[str, Cut]], seps: tuple[str, ...], rest: bool) -> Template | None:
+    """The template of separators ``seps`` (the first of them, with ``rest``) built on the rows of that form."""
+    n = len(seps) if rest else len(seps) - 1
+    mine_rows = [(ln, c) for ln, c in rows if (len(c.spans) >= n and c.seps[:n] == seps) if rest
+                 ] if rest else [(ln, c) for ln, c in rows if not c.more and c.seps == seps]
+    return _build(seps, rest, mine_rows) if mine_rows and n else None
+
+
+#: Characters that may delimit a line's cells one for one, empty cells allowed ("0041;A;;Lu").
+DELIMITERS = (";", "|", "\t", ",")
+
+
+def _delimited(rows: list[tuple[str, Cut]]) -> Template | None:
+    """Cells between one delimiter, as many on most rows (two at least, three between commas,
+    which also punctuate sentences): the delimiter with
+    the most such rows. Every cell is a field, by position (an empty cell is a value the row
+    does not have): a column the same on every row of the sample may differ further on."""
+    best: tuple[int, str, int] | None = None
+    for d in DELIMITERS:
+        counts = Counter(ln.count(d) for ln, _ in rows)
+        k, n = counts.most_common(1)[0]
+        if k >= (2 if d == "," else 1) and 2 * n >= len(rows) and (best is None or n > best[0]):
+            best = (n, d, k)
+    if best is None:
+        return None
+    _, d, k = best
+    return Template((), tuple(Slot(name=f"field {i + 1}") for i in range(k + 1)), False, d)
 
 
 def _median_words(values: list[str]) -> int:

@@ -13,6 +13,7 @@ frame as a whole by ``frames.LOOKUP_REPLY_MAX`` bytes.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +34,12 @@ class ShapeError(ValueError):
     """A value is not of a reader's declared shape (the message names no value)."""
 
 
-class Shape:
+class Shape(abc.ABC):
     """What a value must be; ``clean`` returns it checked (rows as tuples) or raises ShapeError."""
 
+    @abc.abstractmethod
     def clean(self, value: Any, where: str) -> Any:
-        raise NotImplementedError
+        """``value`` checked, or ShapeError naming ``where``."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,20 @@ def test_a_window_of_a_document_reads_its_whole_objects() -> None:
     assert recs.shape == "json"
     assert [r.get("key") or r.get("name") for r in recs] == ["fern house", "bed 1", "bed 2", "cactus house", "bed 9", "rake"]
     assert recs.parent_of("bed 2")[0]["key"] == "fern house"
+    assert 0.9 < recs.coverage < 1.0  # the last object's opening line is cut off
+
+
+def test_a_window_cut_inside_a_long_value_says_the_share_it_reads() -> None:
+    """A window whose last object runs on past its end reads only what comes before that
+    object, and its coverage says so rather than claiming every line."""
+    doc = {"crates": [{"id": "c1", "fruit": "plum"}, {"id": "c2", "fruit": "fig", "labels": [f"l{i}" for i in range(300)]}]}
+    text = json.dumps(doc, indent=2)
+    window = text[:text.index('"l150"')]  # half of c2's labels, and c2 never closes
+    assert nested.read_json(window, most=10) is not None
+    items, coverage = nested.read_json(window, most=10) or ([], 1.0)
+    assert [dict(pairs)["id"] for _, pairs, _ in items] == ["c1"] and 0.0 < coverage < 0.1, coverage
+    recs = R.parse_text(window)  # under the gate: no fields offered, and why
+    assert recs.shape == "paragraphs" and "under the 80% needed" in recs._note
 
 
 def test_it_leaves_other_text_to_the_other_readers() -> None:
@@ -75,8 +89,10 @@ def test_hostile_documents_are_refused_or_read_in_one_pass() -> None:
         pass
     escaped = "[" + ",".join(['{"\\u0041": 1}'] * 20_000) + "]"  # "A" written as an escape
     began = time.perf_counter()
-    items = nested.read_json(escaped, most=100_000)
-    assert items is not None and len(items) == 20_000 and {line for line, _, _ in items} == {0}
+    read = nested.read_json(escaped, most=100_000)
+    assert read is not None
+    items, _ = read
+    assert len(items) == 20_000 and {line for line, _, _ in items} == {0}
     assert time.perf_counter() - began < 5
 
 

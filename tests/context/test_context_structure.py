@@ -225,6 +225,22 @@ def test_it_refuses_a_form_the_rest_of_the_text_does_not_follow() -> None:
     recs = parse_text(text)
     assert recs.shape == "paragraphs" and recs.fields == ["text"]
     assert "the form found in the first lines reads only" in repr(recs)
+    probe = open_context(text).probe()  # the brief offers what records() reads: no fields
+    assert probe.shape == "paragraphs" and "reads only" in probe.structure["shape"]
+    assert open_context(glossary() * 30).probe().shape == "structure"
+
+
+def test_it_reads_delimited_cells_with_empty_ones_as_fields_by_place() -> None:
+    """Cells between one delimiter, some empty, are fields by position on every line, even
+    where the first lines happen to share words the rest do not (no constant is assumed)."""
+    rng = random.Random(3)
+    rows = [f"{i:04X};SPARE BOLT {i};steel;;{rng.choice(['', 'zinc'])};{i % 7}" for i in range(300)]
+    rows += [f"{i:04X};{rng.choice(['HINGE', 'LATCH'])} {i};brass;{i % 3};;{i % 5}" for i in range(300, 600)]
+    recs = parse_text("\n".join(rows))
+    assert recs.shape == "structure" and recs.coverage == 1.0 and len(recs) == 600
+    assert recs.fields[:3] == ["field 1", "field 2", "field 3"]
+    assert recs.find("0150")[0]["field 3"] == "brass" and "field 5" not in recs.find("0150")[0]
+    assert recs.count("field 3", "steel") == 300
 
 
 def test_a_comment_line_is_set_aside() -> None:
