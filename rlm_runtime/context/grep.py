@@ -173,16 +173,22 @@ class GrepResult(list[GrepMatch]):
 
     def suggestion(self) -> str | None:
         """For an empty result, the pattern that would match, ignoring case: the same one
-        (when only case stopped it) or the rarest of its words that occurs; None when there
-        is none (or nothing to count with). Counted over the whole context once, then kept."""
+        (when only case stopped it), its words written together (``TableName`` for "table
+        name"), or the rarest of its words that occurs; None when there is none (or nothing to
+        count with). Counted over the whole context once, then kept."""
         if self or self._prober is None:
             return None
         if not hasattr(self, "_suggested"):
             self._hint_counts: list[tuple[int, str]] = []
             self._suggested: str | None = None
+            words = _hint_words(self.pattern, most=_JOINED_MOST, ordered=True)
+            joined = "".join(words) if len(words) >= 2 else ""
             if not self._ignore_case and (n := self._prober(self.pattern)):
                 self._hint_counts = [(n, self.pattern)]
                 self._suggested = self.pattern
+            elif joined and (n := self._prober(re2_escape(joined))):
+                self._hint_counts = [(n, joined)]
+                self._suggested = self._joined = joined
             else:
                 self._hint_counts = [(n, w) for w in _hint_words(self.pattern) if (n := self._prober(re2_escape(w)))]
                 self._suggested = min(self._hint_counts)[1] if self._hint_counts else None
@@ -200,6 +206,10 @@ class GrepResult(list[GrepMatch]):
             n = self._hint_counts[0][0]
             return (f"(no lines match /{self.pattern}/ as written, but {n} line{'s' if n != 1 else ''} match it ignoring case: "
                     f"use grep({self.pattern!r}, ignore_case=True))")
+        if suggested == getattr(self, "_joined", None):
+            n = self._hint_counts[0][0]
+            return (f"(no lines match /{self.pattern}/; its words written together do, ignoring case: {suggested!r} {n} "
+                    f"line{'s' if n != 1 else ''}. Try grep({suggested!r}, ignore_case=True))")
         counts = ", ".join(f"{w!r} {n} line{'s' if n != 1 else ''}" for n, w in self._hint_counts)
         return (f"(no lines match /{self.pattern}/; single words of it do, ignoring case: {counts}. "
                 f"Try grep({suggested!r}, ignore_case=True))")
@@ -213,17 +223,24 @@ _WORD = re.compile(r"[^\W_]{3,}")
 _GLUE = re.compile(r"\\[sSwWbB][*+?]?|\.[*+?]|[()^$*+?|]")
 
 
-def _hint_words(pattern: str, most: int = 3) -> list[str]:
+#: The most words of a phrase tried written together.
+_JOINED_MOST = 4
+
+
+def _hint_words(pattern: str, most: int = 3, *, ordered: bool = False) -> list[str]:
     """Up to ``most`` words of a multi-word pattern worth grepping alone: names first
-    (capitalised), then the longest. A pattern may join its words with regex glue
-    (``train\\s+left\\s+late``, ``tea.*green``, alternatives ``a b|c d``); one with anything
-    else (a class, a count, another escape) says nothing about its words: none."""
+    (capitalised), then the longest; or, ``ordered``, the pattern's words in its order (none
+    past ``most``). A pattern may join its words with regex glue (``train\\s+left\\s+late``,
+    ``tea.*green``, alternatives ``a b|c d``); one with anything else (a class, a count,
+    another escape) says nothing about its words: none."""
     plain = _GLUE.sub(" ", pattern)
     if re.search(r"[\\\[\]{}|*+?.]", plain):
         return []
     words = list(dict.fromkeys(_WORD.findall(plain)))
     if len(words) < (2 if plain == pattern else 1):  # one plain word that matched nothing matches nothing alone
         return []
+    if ordered:
+        return words if len(words) <= most and "|" not in pattern else []
     words.sort(key=lambda w: (not w[0].isupper(), -len(w)))
     return words[:most]
 

@@ -402,9 +402,10 @@ class Records(list[Record]):
         words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
         partial = [r for r in self if words is not None and any(
             words.search(str(v).casefold()) for v in (x for val in r.values() for x in (val if isinstance(val, list) else [val])))]
-        if not partial and isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
+        if isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
             # A field's name given as a value ("find('department')" for "which department is
-            # most common"): say so, with what the field holds.
+            # most common"): say so, with what the field holds, even where a few records hold
+            # the word within a text (a small model counted those as the field's records).
             field = next(f for f in self.fields if _norm(f) == _norm(value))
             field_code = _about.quoted(field)
             counts = list(self.tally(field).items())
@@ -427,12 +428,34 @@ class Records(list[Record]):
                 [], f"{value!r} is a field of the records, not a value. Its values, most common first "
                     f"(recs.tally({field_code})): {{{top}}}.{most} recs.where({field_code}, value) keeps the "
                     f"records of one value.", note_only=True))
+        if not partial and isinstance(value, str):
+            found = self._by_named_value(value)
+            if found is not None:
+                return found
         # Said as what was found first: a small model read "no record has ..." above the
         # records holding it and answered that there were none.
         note = (f"{len(partial)} record{'s hold' if len(partial) != 1 else ' holds'} {value!r} within a value (no field is "
                 f"{value!r} whole)" if partial else f"no record has {value!r} as a whole field value"
                 + (self._named_in(value) if isinstance(value, str) else "; grep for part of it"))
         return _kept_if_empty(self._derived(partial, note))
+
+    def _by_named_value(self, phrase: str) -> Records | None:
+        """The records of the one value a phrase names (``find("keys of type 'd'")``): those
+        whose field (the one the phrase names, else the one holding it most) is that value,
+        said so; None when the phrase names no value, several, or a record's name (first
+        field). A small model handed "0 records" with the count in a note answered 0."""
+        index = value_index_of(self)
+        fields, values = _about.within(phrase, self.fields, index)
+        if len(values) != 1:
+            return None
+        held = index[values[0].casefold()]
+        if held.get(next(iter(self.fields), "")):
+            return None  # a record's name: the note says how to read the fields the phrase names
+        field = next((f for f in fields if held.get(f)), None) or held.most_common(1)[0][0]
+        kept = [r for r in self if _same(r.get(field), values[0])]
+        shown = _about.quoted(values[0], _about.VALUE_CHARS)
+        return self._derived(kept, f"no field is {phrase!r} whole; it names {shown}, the {_about.quoted(field)} of these "
+                                   f"{len(kept)} record{'s' if len(kept) != 1 else ''}: recs.where({_about.quoted(field)}, {shown})")
 
     def _named_in(self, phrase: str) -> str:
         """What a phrase given to ``find`` names, when it is no value (``find("failover of
@@ -864,9 +887,14 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
         yield from _tables(sample, n)
     singles, headings = [], 0
     pairs: list[tuple[str, str] | None] = []
+    label: int | None = None
     for line in sample:
         heading = _HEADING.match(line)
         pair = _field(_heading_text(heading)) if heading else _field(line)
+        if heading is None and _continues(line, label):
+            pair = None  # a wrapped value's line, whatever it looks like
+        else:
+            label = _label_column(line) if pair is not None and pair[1] and heading is None else None
         headings += heading is not None
         pairs.append(pair if heading is None else None)
         if pair is not None:
@@ -1056,12 +1084,32 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
+def _label_column(line: str) -> int:
+    """Where a field line's label starts (after its indentation and bullet)."""
+    bullet = _BULLET.match(line)
+    return bullet.end() if bullet else _indent(line)
+
+
+def _continues(line: str, label: int | None) -> bool:
+    """Whether ``line`` goes on with the value of the field whose label starts at column
+    ``label`` (None: no field with a value is open): indented deeper than that label, and no
+    bullet. It does whatever it looks like: a wrapped text's "are met:" is no field."""
+    return label is not None and line[:1] in (" ", "\t") and _indent(line) > label and not _BULLET.match(line)
+
+
 def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
     headed = any(_HEADING.match(line) for line in lines[:SNIFF_LINES * 4])
     record: Record | None = None
     first_key = last_key = None
+    label: int | None = None  # where the label of the last field with a value starts
     for k, raw in enumerate(lines):
         line_no = 1 + k
+        if record is not None and last_key is not None and _continues(raw, label):
+            value = dict.__getitem__(record, last_key)
+            if isinstance(value, str):
+                record[last_key] = f"{value} {raw.strip()}".strip()
+            continue
+        label = None
         heading = _HEADING.match(raw)
         if heading:
             if record and list(record) != ["title"]:  # a heading over headings (a title) is no record
@@ -1127,6 +1175,7 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
         else:
             _add(record, *pair)
             last_key = pair[0]
+            label = _label_column(raw) if pair[1] else None
     if record and list(record) != ["title"]:
         yield record
 

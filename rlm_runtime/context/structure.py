@@ -11,7 +11,8 @@ could read, with the reason, never a guess.
   it differs from the rest (``blocks``), or ``Label: value`` lines grouped into stanzas by
   blank lines or by their first label coming round again (``stanzas``; a label said on one
   line only is a value, not a field's name).
-* *What a line holds*: one template a level, mined from that level's lines (``templates.py``).
+* *What a line holds*: a template a level (or a few, ``templates.Forms``), mined from that
+  level's lines (``templates.py``).
 
 Every layout is scored by coverage, the share of the sample's non-blank, non-comment lines
 read into fields; the one reading most fields a line among those at or over ``GATE`` is
@@ -30,13 +31,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rlm_runtime.context.templates import LINE_CAP, Slot, Template, cut, field_name, mine
+from rlm_runtime.context.templates import LINE_CAP, Forms, Slot, Template, cut, field_name, mine_forms
 from rlm_runtime.context.templates import header as header_of
 
 #: A structure is offered only when it parses at least this share of the lines. Four lines in
-#: five: the old readers' own "most lines" bar, high enough that two formats half and half
-#: (at most one half read) and prose (whose punctuation differs from line to line) stay under
-#: it, low enough that a few odd lines (a title, a footer, a wrapped value) do not refuse it.
+#: five: the old readers' own "most lines" bar, high enough that prose (whose punctuation
+#: differs from line to line) and lines of many forms stay under it, low enough that a few odd
+#: lines (a title, a footer, a wrapped value) do not refuse it. A level's lines may be of up
+#: to ``templates.MAX_FORMS`` forms, each reading a tenth of them (a log's kinds of event).
 GATE = 0.8
 #: Levels of indentation told apart; deeper lines share the deepest level's template.
 MAX_DEPTH = 16
@@ -61,7 +63,7 @@ class Structure:
     coverage: float
     fields: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
-    levels: tuple[Template, ...] = ()
+    levels: tuple[Template | Forms, ...] = ()
     comment: str = ""
     header: tuple[str, ...] = ()
     reason: str = ""
@@ -149,11 +151,11 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
     if layout != "lines":
         if depth < 2 or sum(lv > 0 for lv in levels) < 0.1 * len(levels) or sum(lv == 0 for lv in levels) < 2:
             return None
-    templates: list[Template] = []
+    templates: list[Template | Forms] = []
     read = 0
     for lv in range(depth):
         rows = [cuts[i] for i, x in enumerate(levels) if x == lv]
-        found = mine(rows, whole_ok=layout != "lines", bar=GATE) if rows else None
+        found = mine_forms(rows, whole_ok=layout != "lines", bar=GATE) if rows else None
         if found is None:
             if rows:
                 return None
@@ -163,14 +165,14 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
         read += found[1]
     if layout == "lines" and len(templates[0].fields) < 2:
         return None
-    if layout == "blocks" and templates[0].seps == templates[1].seps and templates[0].rest == templates[1].rest:
+    one, two = templates[0], templates[1] if len(templates) > 1 else None
+    if layout == "blocks" and isinstance(one, Template) and isinstance(two, Template) and (one.seps, one.rest) == (two.seps, two.rest):
         return None  # rows of one form with blank lines between groups: the first row heads nothing
     header: tuple[str, ...] = ()
-    if layout == "lines" and len(cuts) > 2:
-        header = header_of(templates[0], cuts[0], cuts[1:]) or ()
+    if layout == "lines" and len(cuts) > 2 and isinstance(one, Template):
+        header = header_of(one, cuts[0], cuts[1:]) or ()
         if header:
-            t = templates[0]
-            templates[0] = Template(t.seps, tuple(Slot(name=h) for h in header), t.rest, t.delimiter)
+            templates[0] = Template(one.seps, tuple(Slot(name=h) for h in header), one.rest, one.delimiter)
     fields: dict[str, str] = {}
     for (line, c), lv in list(zip(cuts, levels, strict=True))[1 if header else 0:]:
         got = templates[lv].read(line, c)
@@ -252,7 +254,8 @@ def read(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
     items: list[Item] = []
     n_read = 0
     start = 0
-    first = s.levels[0].cells(body[0][1].strip()) if s.header and s.levels else None
+    head = s.levels[0] if s.header and s.levels else None
+    first = head.cells(body[0][1].strip()) if isinstance(head, Template) else None
     if first is not None and tuple(field_name(x.strip()) for x in first) == s.header:
         start, n_read = 1, 1  # the header row: read, as the fields' names
     for i in range(start, len(body)):

@@ -172,6 +172,22 @@ class Template:
         return tuple(n for s in self.slots for n in ((s.name,) if s.name else s.names))
 
 
+@dataclass(frozen=True)
+class Forms:
+    """Several forms of one level's lines, tried in order (a log's kinds of event, a file's
+    kinds of directive): a line is read by the first that reads it."""
+
+    forms: tuple[Template, ...]
+
+    def read(self, line: str, c: Cut | None = None) -> list[tuple[str, str]] | None:
+        c = c or cut(line)
+        return next((got for t in self.forms if (got := t.read(line, c)) is not None), None)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for t in self.forms for f in t.fields))
+
+
 def _words_of(values: list[str]) -> tuple[str | None, ...] | None:
     """A slot's words, each constant (the word every value has there) or None (a value), when
     every value has the same number of words and at least one is constant and one varies."""
@@ -205,7 +221,7 @@ def field_name(text: str) -> str:
     return " ".join(text.replace("_", " ").split()).lower()
 
 
-def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]]) -> Template:
+def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]], first: int = 0) -> Template:
     """The template of separators ``seps`` over the lines ``rows`` (all of that form): which
     slots are labels, which are cut into words, and every field's name."""
     n = len(seps) if rest else len(seps) - 1
@@ -213,7 +229,7 @@ def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]]) -> Te
                for line, c in rows] for i in range(n)]
     slots: list[Slot] = []
     label = ""  # a label just read, naming the next value
-    position = 0
+    position = first  # fields named by place are numbered on from ``first``
     for i in range(n):
         vals = values[i]
         last = i == n - 1
@@ -222,6 +238,8 @@ def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]]) -> Te
             label = _label(vals[0].split())
             continue
         words = None if (rest and last) else _words_of(vals)
+        if words is not None and label and words[0] is not None:
+            words = None  # words the value starts with, after a label, are the value's ("name: item 5")
         if words is not None:
             names: list[str] = []
             constant: list[str] = [label] if label else []
@@ -288,7 +306,7 @@ def _case(text: str) -> str:
     return "upper" if text.isupper() else "title" if text[:1].isupper() else "lower"
 
 
-def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tuple[Template, int] | None:
+def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float, first: int = 0) -> tuple[Template, int] | None:
     """The template reading most fields per line over ``rows``, and how many rows it reads;
     those reading at least ``bar`` of the rows first (a form of many fields on a few rows
     loses to one of fewer on nearly all). ``whole_ok`` lets a line's one field be the whole
@@ -311,7 +329,7 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tuple[Te
     candidates = [(seps, False, n) for seps, n in exact.most_common(3)]
     candidates += [(seps, True, n) for seps, n in by_length.values()]
     best: tuple[bool, float, int, Template] | None = None
-    for t in [*(_template(rows, seps, rest) for seps, rest, _ in candidates), _delimited(rows)]:
+    for t in [*(_template(rows, seps, rest, first) for seps, rest, _ in candidates), _delimited(rows, first)]:
         if t is None:
             continue
         got = [r for ln, c in rows if (r := t.read(ln, c)) is not None]
@@ -337,19 +355,19 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tuple[Te
     return (best[3], best[2]) if best else None
 
 
-def _template(rows: list[tuple[str, Cut]], seps: tuple[str, ...], rest: bool) -> Template | None:
+def _template(rows: list[tuple[str, Cut]], seps: tuple[str, ...], rest: bool, first: int) -> Template | None:
     """The template of separators ``seps`` (the first of them, with ``rest``) built on the rows of that form."""
     n = len(seps) if rest else len(seps) - 1
     mine_rows = [(ln, c) for ln, c in rows if (len(c.spans) >= n and c.seps[:n] == seps) if rest
                  ] if rest else [(ln, c) for ln, c in rows if not c.more and c.seps == seps]
-    return _build(seps, rest, mine_rows) if mine_rows and n else None
+    return _build(seps, rest, mine_rows, first) if mine_rows and n else None
 
 
 #: Characters that may delimit a line's cells one for one, empty cells allowed ("0041;A;;Lu").
 DELIMITERS = (";", "|", "\t", ",")
 
 
-def _delimited(rows: list[tuple[str, Cut]]) -> Template | None:
+def _delimited(rows: list[tuple[str, Cut]], first: int) -> Template | None:
     """Cells between one delimiter, as many on most rows (two at least, three between commas,
     which also punctuate sentences): the delimiter with
     the most such rows. Every cell is a field, by position (an empty cell is a value the row
@@ -363,7 +381,41 @@ def _delimited(rows: list[tuple[str, Cut]]) -> Template | None:
     if best is None:
         return None
     _, d, k = best
-    return Template((), tuple(Slot(name=f"field {i + 1}") for i in range(k + 1)), False, d)
+    return Template((), tuple(Slot(name=f"field {first + i + 1}") for i in range(k + 1)), False, d)
+
+
+#: Forms a level may have, at most, and the least share (and number) of its rows each must read.
+MAX_FORMS = 3
+FORM_SHARE = 0.1
+FORM_ROWS = 5
+
+
+def mine_forms(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tuple[Template | Forms, int] | None:
+    """The form of ``rows`` (``mine``), or several when the rows are of a few kinds that
+    together read at least ``bar`` of them and more fields than the one form does: each the
+    form reading most fields of the rows left by those before it, and at least ``FORM_SHARE``
+    of all rows and ``FORM_ROWS`` of them; fields named by place are numbered on across them."""
+    single = mine(rows, whole_ok=whole_ok, bar=bar)
+    forms: list[Template] = []
+    left, read, first = rows, 0, 0
+    while left and len(forms) < MAX_FORMS:
+        found = mine(left, whole_ok=whole_ok, bar=2.0, first=first)  # no bar: the most fields read
+        if found is None or found[1] < max(FORM_SHARE * len(rows), FORM_ROWS):
+            break
+        forms.append(found[0])
+        read += found[1]
+        first += sum(f.startswith("field ") for f in found[0].fields)
+        left = [(ln, c) for ln, c in left if found[0].read(ln, c) is None]
+    if len(forms) < 2 or read < bar * len(rows):
+        return single
+    several = Forms(tuple(forms))
+    if single is not None and _fields_read(single[0], rows) >= _fields_read(several, rows):
+        return single
+    return several, read
+
+
+def _fields_read(t: Template | Forms, rows: list[tuple[str, Cut]]) -> int:
+    return sum(len(got) for ln, c in rows if (got := t.read(ln, c)) is not None)
 
 
 def _median_words(values: list[str]) -> int:

@@ -137,6 +137,16 @@ def test_find_of_a_phrase_names_the_values_and_fields_inside_it() -> None:
     assert repr(recs.find("purple carrots")).endswith("; grep for part of it")
 
 
+def test_find_of_a_phrase_naming_one_value_gives_its_records() -> None:
+    """A phrase that names one value of a field (not a record's name) finds the records holding
+    it there, with their count first: "0 records" over a note was answered as a count of 0."""
+    recs = parse_text(BLOCKS)
+    found = recs.find("packets sown in march")
+    assert len(found) == 2 and {r["packet"] for r in found} == {"heirloom tomato", "sweet pea"}
+    assert repr(found).startswith("2 records") and "it names 'march', the 'sown' of these 2 records" in repr(found)
+    assert len(recs.find("the shelf S-2 or the month june")) == 0  # two values: no guess between them
+
+
 def test_find_of_a_phrase_says_a_value_read_bounded_and_escaped() -> None:
     """What a read gives is said quoted, cut to VALUE_CHARS: a value of megabytes is not
     echoed whole, and a value's control characters and line breaks stay escaped."""

@@ -281,7 +281,7 @@ def test_a_hint_is_computed_only_when_shown() -> None:
     result = GrepResult([], "Casey reports", True, prober=lambda p: calls.append(p) or 0)
     assert calls == []
     repr(result)
-    assert calls == ["Casey reports", "Casey", "reports"]
+    assert calls == ["Casey reports", "Caseyreports", "Casey", "reports"]
 
 
 def test_a_printed_result_ends_with_how_many_lines_match() -> None:
@@ -351,3 +351,15 @@ def test_an_empty_result_suggests_a_pattern_as_data() -> None:
     assert handle.grep("before merging", ignore_case=True).suggestion() == "before"
     assert handle.grep("qqq zzz").suggestion() is None
     assert handle.grep("tests").suggestion() is None  # it found lines: nothing to suggest
+
+
+def test_a_phrase_whose_words_are_written_together_is_suggested_joined() -> None:
+    """It suggests a phrase's words written together when they are (an identifier spelled as
+    words: "kiln room" for KilnRoom), before any single word, and only when they match."""
+    handle = TextHandle("kiln: KilnRoom\nkiln_room = 3\nroom: the kiln room door\n")
+    hint = repr(handle.grep("kiln  ROOM  door"))
+    assert "its words written together do" not in hint  # 'kilnroomdoor' is nowhere
+    empty = handle.grep("Kiln Rooms")
+    assert empty.suggestion() is not None and "written together" not in repr(empty)
+    joined = TextHandle("kiln: KilnRoom\nwall: KilnRoomWall\n").grep("kiln room")
+    assert joined.suggestion() == "kilnroom" and "its words written together do, ignoring case: 'kilnroom' 2 lines" in repr(joined)

@@ -328,6 +328,11 @@ def test_finding_a_field_name_shows_the_fields_values() -> None:
     assert "recs.tally('owner')" in repr(found)
     assert not repr(found).startswith("0 records")  # a small model read "0 records" as "nothing found"
     assert "'mara lind': 2" in repr(found)
+    # ... even where a record's text holds the field's name as a word
+    text = "\n".join([f'{{"crate": "c{i}", "fruit": "{"plum" if i % 3 else "fig"}", "note": "packed"}}' for i in range(30)]
+                     + ['{"crate": "c99", "fruit": "plum", "note": "the fruit is bruised"}'])
+    fruit = parse_text(text).find("fruit")
+    assert "'fruit' is a field of the records, not a value" in repr(fruit) and "'plum': 21" in repr(fruit)
     assert "The most common 'owner' is 'mara lind' (2 records)." in repr(found)
     assert "is a field" not in repr(recs.find("nobody"))
 
@@ -403,3 +408,19 @@ def test_finding_a_field_of_each_records_own_values_says_to_read_it_from_the_rec
     note = repr(parse_text(twins).find("twin"))
     assert "2400 records hold 400 different values of it, the most common in only 6 records" in note
     assert "recs.find(name)[0]['twin']" in note and "'k0': 6" not in note
+
+
+def test_a_wrapped_value_line_that_looks_like_a_field_goes_on_with_the_value() -> None:
+    """A line indented under a field with a value goes on with that value even when it reads
+    "word: more" (a wrapped notice), so it is neither a field nor one of the fields offered;
+    an indented field under a label with no value, and a list item's fields, stay fields."""
+    notice = ("Plot: north\nRules: no fires on the plot\n the following apply:\n keep paths clear\n\n"
+              "Plot: south\nRules: none\n\nPlot: east\nRules: quiet after dark; note:\n bring a lamp\n\n")
+    recs = parse_text(notice * 3)
+    assert recs.shape == "blocks" and recs.fields == ["plot", "rules"]
+    assert recs.find("north")[0]["rules"] == "no fires on the plot the following apply: keep paths clear"
+    assert sniff(notice.splitlines()).fields == ("plot", "rules")
+    nested = parse_text("shed:\n  door: red\n  lock: brass\nbarn:\n  door: green\n  lock: iron\n")
+    assert nested.find("barn")[0]["door"] == "green"
+    listed = parse_text("- tool: rake\n  shed: north\n- tool: hoe\n  shed: south\n- tool: saw\n  shed: north\n")
+    assert listed.count("shed", "north") == 2

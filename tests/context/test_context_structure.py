@@ -136,15 +136,17 @@ def test_it_refuses_prose() -> None:
     assert parse_text(PROSE).fields == ["text"]
 
 
-def test_it_refuses_random_words_and_half_and_half() -> None:
-    """It refuses hostile text: random words, and half one format, half another."""
+def test_it_refuses_random_words_and_reads_two_kinds_of_line_each_by_its_form() -> None:
+    """It refuses random words and lines of many forms; lines of two forms, half and half (a
+    log's two kinds of event), are each read by their own form, fields by place numbered on."""
     rng = random.Random(2)
     words = "stone river under blue seven lamp quick green".split()
     noise = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) for _ in range(150)]
     assert not structure.discover(noise).ok and sniff(noise).kind == "paragraphs"
     half = [f"{t} | {c} | {m}" for t, c, m in TERMS] * 4 + [f"{w}={k} size={k * 2}kg" for k, w in enumerate(words)] * 4
-    refused = structure.discover(half)
-    assert not refused.ok and "50%" in refused.reason
+    both = parse_text("\n".join(half))
+    assert both.shape == "structure" and both.coverage == 1.0
+    assert both.find("anvil")[0]["field 2"] == "tool" and "size" in both.fields
     mixed = [rng.choice([f"{w}: {k}", f"[{k}] {w}", f"{w} ({k})", f"{k}/{w}/{k}", w]) for k, w in enumerate(words * 20)]
     assert not structure.discover(mixed).ok
 
