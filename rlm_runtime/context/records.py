@@ -419,15 +419,16 @@ class Records(list[Record]):
                         f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
                         f"(recs.tally({field_code}) counts them). Read it from the record: recs.find(name)[0][{field_code}], "
                         f"name being the record's {first} (or another value it holds).", note_only=True))
-            top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)}: {n}" for v, n in counts[:8])
+            top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)}: {n}" for v, n in counts[:_TALLY_SHOWN])
+            top += ", ..." if len(counts) > _TALLY_SHOWN else ""
             tied = [_about.quoted(v, _about.VALUE_CHARS) for v, n in counts if n == counts[0][1]] if counts else []
             most = (f" The most common {field_code} is {tied[0]} ({counts[0][1]} records)." if len(tied) == 1 else
                     f" The most common {field_code} values are {', '.join(tied[:8])} ({counts[0][1]} records each)."
                     if tied else "")
             return _kept_if_empty(self._derived(
                 [], f"{value!r} is a field of the records, not a value. Its values, most common first "
-                    f"(recs.tally({field_code})): {{{top}}}.{most} recs.where({field_code}, value) keeps the "
-                    f"records of one value.", note_only=True))
+                    f"(recs.tally({field_code})): {{{top}}}.{most} recs.count({field_code}, value) counts the records "
+                    f"of one value; recs.where({field_code}, value) keeps them.", note_only=True))
         if not partial and isinstance(value, str):
             found = self._by_named_value(value)
             if found is not None:
@@ -592,6 +593,9 @@ _DESCRIBED_CHARS = 200
 _EXAMPLES_CHARS = 200
 #: Field names a note or a printed list says, at most.
 _FIELDS_SAID = 30
+#: Values of a field a note shows with their counts, most common first (a question's value is
+#: rarely the most common: eight hid the one asked about).
+_TALLY_SHOWN = 20
 #: ``where``'s note names the fields of at most this many records holding the value elsewhere.
 _HELD_IN_MOST = 1000
 #: Values ``fresh`` hands out as they are (immutable); lists and JSON objects are copied whole.
