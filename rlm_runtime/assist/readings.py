@@ -151,12 +151,19 @@ def last_printed(output: str) -> str | None:
 LAST_LINE_CHARS = 200
 
 
+#: Words joined by dashes (``db-07-east``, ``screen-reader``), which Python reads as a subtraction.
+_DASHED = re.compile(r"[^\W\d]\w*(?:-\w+)+")
+
+
 def unbound_final(code: str, error: str | None, printed: str) -> str | None:
-    """``FINAL(Orrin)`` that raised a NameError for that name, where the last output printed
-    it as a word: the model wrote the value it read without quotes; the word is the answer.
-    None otherwise (another name failed, or a name no output showed)."""
+    """``FINAL(Orrin)`` (or ``FINAL(db-07-east)``) that raised a NameError for that name (or
+    its first word), where the last output printed it whole: the model wrote the value it read
+    without quotes; the text is the answer. None otherwise (another name failed, or a value
+    no output showed)."""
     argument = final_argument(code) if error and "NameError" in error else None
-    if argument is None or not argument.isidentifier() or f"name '{argument}' is not defined" not in (error or ""):
+    if argument is None or not (argument.isidentifier() or _DASHED.fullmatch(argument)):
+        return None
+    if f"name '{argument.split('-')[0]}' is not defined" not in (error or ""):
         return None
     return argument if _shown_whole(argument, printed) else None
 

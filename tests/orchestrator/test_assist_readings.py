@@ -97,3 +97,15 @@ def test_a_piece_of_the_question_is_two_or_more_of_its_words() -> None:
     assert readings.question_piece("Loader, kiln 4!", question) is True
     assert readings.question_piece("kiln", question) is False and readings.question_piece("the kiln", question) is False
     assert readings.question_piece("platform team", question) is False
+
+
+def test_a_dashed_name_the_output_showed_written_as_code_is_the_answer() -> None:
+    """``FINAL(kiln-room-door)`` fails as a subtraction of names; where the output printed that
+    text whole, it is the answer; a first word alone, or text no output showed, is not."""
+    printed = "line 7: {'name': 'kiln-room-door', 'note': 'the kiln room is hot'}"
+    error = "NameError: name 'kiln' is not defined"
+    assert readings.unbound_final("FINAL(kiln-room-door)", error, printed) == "kiln-room-door"
+    assert readings.unbound_final("FINAL(kiln-room-wall)", error, printed) is None  # never shown
+    assert readings.unbound_final("FINAL(kiln-room-door)", "NameError: name 'door' is not defined", printed) is None
+    assert readings.unbound_final("FINAL(kiln)", error, "the kiln-room-door") is None  # shown only inside a longer name
+    assert readings.unbound_final("FINAL(kiln - 3)", error, "kiln - 3") is None  # arithmetic, not a dashed name
