@@ -5,8 +5,8 @@
 # and length (18 tasks), `rlm` with the embedded model, by default with no assist
 # (--assists none). Each run takes 30-60 minutes on 2 cores; run one at a time. ASSISTS names the
 # settings to run, each into OUT/SETTING (default "none", the plain loop; the README's table is
-# ASSISTS="auto none", auto being follow_link and read_field for the local model; to measure a
-# new one, ASSISTS="none follow_link,read_field,NAME").
+# ASSISTS="auto none", auto being the small-model set for the local model; to measure a
+# new one, ASSISTS="none small NAME" and compare).
 #
 #   [ASSISTS="none NAME"] [PROSE_FIRST=1] sh bench/eval_shapes_local.sh SPLIT [OUT] [MODEL] [SEED]
 #

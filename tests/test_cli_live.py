@@ -172,14 +172,14 @@ def test_what_an_assist_did_is_said_after_the_turn_escaped() -> None:
     out = io.StringIO()
     view = LiveView(out, status=False)
     where = {"run_id": "r1", "depth": 0, "iteration": 1}
-    view({"type": "assist", **where, "name": "follow_link", "trigger": "cell", "chars": 90,
-          "lookups": ["hop: vin\x1b[2Jeth -> home town"]})
+    view({"type": "assist", **where, "name": "read_field", "trigger": "cell", "chars": 90,
+          "lookups": ["read: vin\x1b[2Jeth -> home town"]})
     view({"type": "iteration", **where, "code_blocks": ["print(1)"], "outputs": [{"stdout": "vineth\n"}], "duration_s": 1.0})
     view({"type": "iteration", **where, "code_blocks": ["FINAL(vineth)"], "duration_s": 1.0,
           "outputs": [{"stdout": "", "error": "NameError: name 'vineth' is not defined", "read_as": "a value copied from the output"}]})
-    view({"type": "answer_check", **where, "name": "follow_link", "answer": "vineth\nuser: hi", "outcome": "questioned"})
+    view({"type": "answer_check", **where, "name": "read_field", "answer": "vineth\nuser: hi", "outcome": "questioned"})
     text = out.getvalue()
-    assert text.index("vineth") < text.index("[assist follow_link: a note to the model; hop: vin")
-    assert "home town]" in text and "[assist follow_link questioned the answer 'vineth / user: hi']" in text
+    assert text.index("vineth") < text.index("[assist read_field: a note to the model; read: vin")
+    assert "home town]" in text and "[assist read_field questioned the answer 'vineth / user: hi']" in text
     assert "\x1b" not in text and "\nuser: hi" not in text
     assert text.index("NameError: name 'vineth'") < text.index("(read as a value copied from the output)")

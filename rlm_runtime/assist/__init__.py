@@ -15,12 +15,13 @@ fixed points of the turn loop, each named, each switchable, each traced, each me
   ``answers.py``: to an answer (``value_as_code``, ``dated_final``, ``question_echo``,
   ``question_words``); ``readings.py``: their rules as pure functions. These were the loop's
   own rules until 2026-12-06.
-* ``follow_link.py``, ``read_field.py``: notes and answer checks over the records the
-  model's code read; the twelve assists measured before them on 2026-11-26 and -27 gained
-  nothing on held-out tasks and were removed (bench/EVAL.md); ARCHITECTURE.md has the recipe
-  for a new one.
+* ``read_field.py``, ``records_count.py``: answer checks over the records the model's code
+  read; the twelve assists measured before them on 2026-11-26 and -27 gained nothing on
+  held-out tasks and were removed (bench/EVAL.md), and ``follow_link`` (a linked value
+  printed, followed) on 2026-12-06, having fired on none of the 71 development and held-out
+  format tasks; ARCHITECTURE.md has the recipe for a new one.
 * ``lookups.py``: an assist's typed reads of the text (``Sandbox.lookup``): lines, counts,
-  tallies, and the question's chains and reads over the records the model's code parsed.
+  tallies, and the question's reads and counts over the records the model's code parsed.
 * ``runner.py``: ``Assists``, the one object the loop calls, which writes the ``assist``
   and ``answer_check`` trace events.
 """

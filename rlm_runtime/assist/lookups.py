@@ -60,25 +60,6 @@ def tally(host: Host, pattern: str, *, ignore_case: bool = False) -> tuple[dict[
     return dict(found["tally"]), int(found["count"])
 
 
-def hop(host: Host, text: str) -> dict[str, object] | None:
-    """The next hop of the question's chain that ``text`` (a cell's output, an answer)
-    reached and did not take (``context/hops.py``), over the records the model's code
-    already read; None when there is none or the lookup failed."""
-    found = _lookup(host, "hop", question=host.query[:TEXT_MAX], text=text[:TEXT_MAX])
-    shown = _whole(found["hop"])
-    host.note_lookup(f"hop: {shown['value']!s} -> {shown['field']!s}" if shown else "hop: none")
-    return None if found["error"] else shown
-
-
-def chain(host: Host) -> dict[str, object] | None:
-    """The first two-step chain the question asks through the records the model's code
-    already read, printed or not (``hops.chains``); None when there is none."""
-    found = _lookup(host, "chain", question=host.query[:TEXT_MAX], text="")
-    shown = _whole(found["hop"])
-    host.note_lookup(f"chain: {shown['value']!s} -> {shown['field']!s}" if shown else "chain: none")
-    return None if found["error"] else shown
-
-
 def misread(host: Host, answer: str) -> dict[str, object] | None:
     """The one field of the one record the question asks, when ``answer`` gave another value
     the records hold (``hops.misread``: a hop of no link, ``target`` the value asked); None

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from rlm_runtime.assist.answers import DatedFinal, QuestionEcho, QuestionWords, ValueAsCode
 from rlm_runtime.assist.base import Assist
-from rlm_runtime.assist.follow_link import FollowLink
 from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.assist.records_count import RecordsCount
 from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, InsistedProse, RecordsReprompt, RepeatCut
@@ -21,10 +20,13 @@ from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, 
 #: answer checks, the chain settling of the last turn) were removed on 2026-11-26, and
 #: ``question_fields`` (the first prompt showing ``records().about(question)``) on
 #: 2026-11-27, and ``unseen_answer`` (a typed answer no output showed, questioned once) later
-#: that day, none having gained on held-out tasks (bench/EVAL.md). ``follow_link`` (a linked
-#: value printed or answered, followed with the code that reads the field asked; an answer
-#: off the chain questioned) and ``read_field`` (another value, or none, given for one field
-#: of one named record, questioned with the code that reads it) gained there.
+#: that day, none having gained on held-out tasks (bench/EVAL.md). ``read_field`` (another
+#: value, or none, given for one field of one named record, questioned with the code that
+#: reads it) gained there, and again on the held-out formats (2026-12-06: two answers of 35
+#: turned from wrong to right, none back). ``follow_link`` (a linked value printed or
+#: answered, followed with the code that reads the field asked), which gained on the
+#: generator's held-out seeds, fired on none of the 36 development and 35 held-out format
+#: tasks and was removed on 2026-12-06.
 #: The ten answer rules the loop applied to every model until 2026-12-06 (``replies.py``,
 #: ``answers.py``: feedback pasted into code, ``Final`` spelled so, the repeat cut, the same
 #: prose twice, the records reprompt, a value written as code, the question copied back or
@@ -34,7 +36,7 @@ from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, 
 REGISTRY: dict[str, type[Assist]] = {
     "echo_lines": EchoLines, "final_spelling": FinalSpelling, "repeat_cut": RepeatCut, "insisted_prose": InsistedProse,
     "records_reprompt": RecordsReprompt, "value_as_code": ValueAsCode, "dated_final": DatedFinal,
-    "question_echo": QuestionEcho, "question_words": QuestionWords, "follow_link": FollowLink, "read_field": ReadField,
+    "question_echo": QuestionEcho, "question_words": QuestionWords, "read_field": ReadField,
     "records_count": RecordsCount, "forced_reading": ForcedReading,
 }
 #: Assists registered (callable by name) but not yet in the small-model set: ``records_count``
@@ -44,13 +46,10 @@ _NOT_MEASURED = frozenset({"records_count"})
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"
 #: The assists measured to help a small model (``rlm_runtime.llm.sizes.is_small_model``) on
-#: held-out tasks, in hook order. ``follow_link``, 2026-11-27 (bench/EVAL.md, "Following the
-#: link the model printed"): held out (seed 29), 13/18 against 12/18 with none, one answer
-#: flipped from wrong to right and none back. ``read_field``, 2026-11-27 (bench/EVAL.md, "A
-#: field of one record read as another value"): held out (seed 53), lookup 5/6 against 3/6
-#: with none, two answers flipped from wrong to right and none back. Both, with answers off
-#: the read questioned and code run again given the first read (bench/EVAL.md, "Answers off
-#: the read"): held out (seeds 67, 71, 73), 53/54 against 36/54 with none. The ten former loop
+#: held-out tasks, in hook order. ``read_field``, 2026-11-27 (bench/EVAL.md, "A field of one
+#: record read as another value"): held out (seed 53), lookup 5/6 against 3/6 with none, two
+#: answers flipped from wrong to right and none back; on the held-out formats (2026-12-06,
+#: bench/formats/README.md) two of 35 flipped from wrong to right and none back. The ten former loop
 #: rules were in every run of those measures, ``none`` included; they stay in the set until
 #: they are measured against none on held-out formats (issue 40). No set is measured for
 #: larger models: ``auto`` gives them none until a held-out run shows a gain.

@@ -1,41 +1,26 @@
-"""The next hop of a question's chain that a cell's output has reached.
+"""What the answer checks read from the records: the one field of one record a question asks,
+misread, and the count a question asks.
 
-A question through a link ("the office of Kamir's manager") is two lookups over records: the
-record the question names gives a value of one field (the manager, ``Lund``), and that value
-names a record of its own, whose other field is the answer (Lund's office). A small model
-often prints the first value and stops there, or answers it. ``next_hop`` finds, in what a
-cell printed, such a value:
+``misread``: a question naming one record and one other field (the glaze of the kiln it
+names) read as some other value. The answer gives another record's value of that field (the
+most common one, from a tally), or the named record's value of another field, or its name
+(the question's own word back); each is a value the records hold that is not the one asked.
+Or it gives no value the records hold at all besides the question's own (a number made up
+after an error, "the text does not say"), unless it may be a count (``counted``): a question
+of this form may ask how many records share the value. A record whose name ``find()`` would
+read as ``field=value`` is none: the notes' code finds it by ``find``.
 
-* a field the question names, read from the one record named by a value of the question;
-* which is itself the name (first field) of exactly one record;
-* whose record holds another field the question names, not printed yet (or printed only
-  inside a listing, which the model did not read).
-
-A short output that shows the start's own value of that field (the release of the package
-the question names, where it asks the release of its dependency) stopped one hop short too.
-
-``chains`` gives every such chain the question asks, printed or not, to check an answer
-against (one hop short gives the linked value, or the start's own value of the field). A
-chain whose start or linked value ``find()`` would read as ``field=value`` is none: the
-notes' code finds each by ``find``.
-
-``misread`` is the chain of no link: a question naming one record and one other field (the
-glaze of the kiln it names) read as some other value. The answer gives another record's
-value of that field (the most common one, from a tally), or the named record's value of
-another field, or its name (the question's own word back); each is a value the records hold
-that is not the one asked. Or it gives no value the records hold at all besides the
-question's own (a number made up after an error, "the text does not say"), unless it may be
-a count (``counted``): a question of this form may ask how many records share the value.
+``asked_count``: the count a question asks when it names one value the records hold, of the
+records holding it or of the records the one it names holds.
 
 Nothing here knows a wording: fields and names are the records' own, matched in the question
-as ``about.py`` matches them. Linear in the records and the output; the output is cut to
-``SHOWN_CHARS``.
+as ``about.py`` matches them. Linear in the records and the answer. (The chains through a
+linking field, which the ``follow_link`` assist followed, were removed with it on 2026-12-06.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rlm_runtime.context import about as _about
@@ -85,33 +70,6 @@ def counted(answer: str, target: str) -> bool:
     return _NUMBER.search(answer[:_about.QUESTION_CHARS]) is not None and _DIGIT.search(target) is None
 
 
-def chains(records: _records.Records, question: str) -> Iterator[Hop]:
-    """Every two-step chain the question asks through the records (see the module
-    docstring), whatever was printed. The tables it reads are kept on ``records``."""
-    fields = _records.fields_of(records)
-    if not fields:
-        return
-    first, index = fields[0], _records.value_index_of(records)
-    named, values = _about.within(question, fields, index)
-    asked = [f for f in named if f != first][:MOST_FIELDS]
-    starts = [v for v in values[:_about.MOST_VALUES] if index[v.casefold()].get(first) == 1]
-    if len(asked) < 2 or not starts:
-        return
-    by_name = _records.named_of(records)
-    for start in starts:
-        own = by_name.get(start.casefold())
-        if own is None or _records.field_and_value(records, start) is not None:
-            continue  # the notes' find(start) would read it as field=value: another record
-        for link, value, other in _about.links(own, asked, first, index, by_name.get):
-            if _records.field_and_value(records, value) is not None:
-                continue  # so would find(value)
-            for field in asked:
-                target = _about.scalar(other.get(field))
-                if field != link and target:
-                    yield Hop(start, link, value, first, int(getattr(other, "line", 0) or 0), field, target,
-                              _about.scalar(own.get(field)) or "")
-
-
 def misread(records: _records.Records, question: str, answer: str) -> Hop | None:
     """The read the question asks (the one field it names besides the names, of the one
     record a value of the question names) when ``answer`` does not hold its value and holds
@@ -146,18 +104,6 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
     if not misread_value and not no_value:
         return None
     return Hop(start, "", start, first, int(getattr(own, "line", 0) or 0), field, target, target)
-
-
-def next_hop(records: _records.Records, question: str, shown: str) -> Hop | None:
-    """The first chain whose linked value ``shown`` holds, or (in a short output) the start's
-    own value of the field asked, and whose target it does not hold (or only somewhere in a
-    listing longer than ``SHORT_OUTPUT``): the hop the output reached, or stopped one short of
-    by reading the start's own field, and did not take; or None."""
-    listing = len(shown.strip()) > SHORT_OUTPUT
-    shown = shown[:SHOWN_CHARS].casefold()
-    return next((h for h in chains(records, question)
-                 if (printed(h.value, shown) or (not listing and h.own and printed(h.own, shown)))
-                 and (listing or not printed(h.target, shown))), None)
 
 
 @dataclass(frozen=True)

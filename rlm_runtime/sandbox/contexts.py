@@ -327,19 +327,18 @@ def namespace(handles: list[Any]) -> dict[str, Any]:
             "records": records}
 
 
-def hop_lookup(handle: Any, kind: str, question: str, text: str) -> dict[str, Any] | None:
-    """The answer of the ``hop``, ``chain`` or ``read`` reader (``readers.py``): a step
-    through the records of a single text that the model's code already read (``records()``
-    parses once and keeps them), never parsing for the host, whose lookup must stay short;
-    None when there is none. ``text``: a cell's output (``hop``) or an answer (``read``)."""
+def read_lookup(handle: Any, question: str, text: str) -> dict[str, Any] | None:
+    """The answer of the ``read`` reader (``readers.py``): the one field of the one record the
+    question asks, when ``text`` (an answer) gave another value, over the records of a single
+    text that the model's code already read (``records()`` parses once and keeps them), never
+    parsing for the host, whose lookup must stay short; None when there is none."""
     from rlm_runtime.sandbox.readers import LINE_CHARS as cut
 
     parsed = handle._records if isinstance(handle, BufferHandle) else None
     if not parsed:
         return None
     try:
-        hop = (next(_hops.chains(parsed, question), None) if kind == "chain"
-               else _hops.misread(parsed, question, text) if kind == "read" else _hops.next_hop(parsed, question, text))
+        hop = _hops.misread(parsed, question, text)
     except Exception:  # a courtesy to the host: never the worker's failure
         return None
     if hop is None:

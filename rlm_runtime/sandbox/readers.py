@@ -142,13 +142,10 @@ def _tally(handle: Any, args: dict[str, Any]) -> dict[str, Any]:
     return {"tally": found["tally"], "count": found["count"]}
 
 
-def _over_records(kind: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
-    def read(handle: Any, args: dict[str, Any]) -> dict[str, Any]:
-        from rlm_runtime.sandbox import contexts
+def _read(handle: Any, args: dict[str, Any]) -> dict[str, Any]:
+    from rlm_runtime.sandbox import contexts
 
-        return {"hop": contexts.hop_lookup(handle, kind, args["question"], args["text"]) or {}}
-
-    return read
+    return {"hop": contexts.read_lookup(handle, args["question"], args["text"]) or {}}
 
 
 _PATTERN = Fields({"pattern": Text(TEXT_MAX), "ignore_case": Bool()})
@@ -173,17 +170,14 @@ def _asked_count(handle: Any, args: dict[str, Any]) -> dict[str, Any]:
 #: number, text) and how many match; ``count``: how many lines match; ``tally``: matching
 #: lines per text the pattern's first group captures, most common first, and how many
 #: texts; over the records the model's code already read, with ``question`` a question:
-#: ``hop`` (the next hop of its chain that ``text``, a cell's output, reached), ``chain``
-#: (its first chain), ``read`` (the one field of the one record it asks, when ``text``, an
-#: answer, gave another value); ``asked_count``: the count the question asks of the records
+#: ``read`` (the one field of the one record it asks, when ``text``, an answer, gave another
+#: value); ``asked_count``: the count the question asks of the records
 #: (parsed for it when the model's code has not and the text is small).
 READERS: dict[str, Reader] = {
     "lines": Reader(_GREP, Fields({"lines": _LINES, "count": Int()}), _lines, {"ignore_case": False, "max_lines": 20}),
     "count": Reader(_PATTERN, Fields({"count": Int()}), _count, {"ignore_case": False}),
     "tally": Reader(_PATTERN, Fields({"tally": _TALLY, "count": Int()}), _tally, {"ignore_case": False}),
-    "hop": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("hop"), {"text": ""}),
-    "chain": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("chain"), {"text": ""}),
-    "read": Reader(_QUESTION, Fields({"hop": _HOP}), _over_records("read"), {"text": ""}),
+    "read": Reader(_QUESTION, Fields({"hop": _HOP}), _read, {"text": ""}),
     "asked_count": Reader(Fields({"question": Text(TEXT_MAX)}), Fields({"asked": _COUNT}), _asked_count),
 }
 

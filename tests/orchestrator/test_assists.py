@@ -3,7 +3,7 @@ the runner writes, the ``assists`` setting (``auto``, ``small``, ``none``, names
 flag on ``rlm ask`` and ``rlm repl``, and the typed lookups an assist reads the text with.
 
 The mechanism is tested with small assists of this file's own, registered with
-``monkeypatch`` (the ones that ship, ``follow_link`` and ``read_field``, have their own tests).
+``monkeypatch`` (the ones that ship have their own tests).
 The text they read is a pantry log in prose, shaped unlike any eval suite's template."""
 
 from __future__ import annotations
@@ -249,11 +249,11 @@ def test_lookups_leave_the_models_reads_and_variables_alone(tmp_path: Path, regi
 def test_auto_gives_a_small_model_the_measured_set(monkeypatch: pytest.MonkeyPatch, registered: None, tmp_path: Path) -> None:
     """It reads auto as the measured set for a small model (local, or a name stating at most
     ~8B) and none for any other, small as that set for any model, and none as none; the set
-    that ships names only registered assists (follow_link and read_field, the ones that gained
-    held out, and the loop's former answer rules, not yet measured against none)."""
+    that ships names only registered assists (read_field, which gained held out, and the loop's
+    former answer rules); follow_link, which fired on no format task, is gone."""
     assert all(n in REGISTRY for n in SMALL_MODEL_ASSISTS)
-    assert len(SMALL_MODEL_ASSISTS) == 12
-    assert {"follow_link", "read_field", "question_echo", "repeat_cut"} <= set(SMALL_MODEL_ASSISTS)
+    assert len(SMALL_MODEL_ASSISTS) == 11 and "follow_link" not in REGISTRY
+    assert {"read_field", "question_echo", "repeat_cut"} <= set(SMALL_MODEL_ASSISTS)
     assert names_for("auto", "local:qwen2.5-coder-1.5b") == SMALL_MODEL_ASSISTS
     assert names_for("auto", "openai/gpt-4o") == ()
     monkeypatch.setattr(registry, "SMALL_MODEL_ASSISTS", ("quince_note",))
@@ -284,8 +284,8 @@ def test_a_list_of_names_is_kept_known_and_in_hook_order(registered: None) -> No
 
 def test_a_removed_assist_is_an_unknown_name() -> None:
     """It refuses the names of the assists removed after the held-out measurement, naming those registered."""
-    for name in ("leads", "count_check", "search_hint", "chain_answer", "question_fields", "unseen_answer"):
-        with pytest.raises(ValidationError, match=f"no assist named .{name}.*(follow_link|none is registered)"):
+    for name in ("leads", "count_check", "search_hint", "chain_answer", "question_fields", "unseen_answer", "follow_link"):
+        with pytest.raises(ValidationError, match=f"no assist named .{name}.*(read_field|none is registered)"):
             RunLimits(assists=name)
     assert RunLimits(assists="none").assists == "none" and RunLimits(assists="small").assists == "small"
 

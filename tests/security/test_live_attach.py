@@ -324,7 +324,7 @@ def test_a_lookup_leaves_the_namespace_and_the_counts_alone(tmp_path: Path) -> N
         assert sandbox.lookup("count", pattern="FULL", ignore_case=True)["count"] == 10
         assert dict(sandbox.lookup("tally", pattern=r"bin \d+: (\w+)")["tally"]) == {"empty": 30, "full": 10}
         assert "lookahead" in sandbox.lookup("lines", pattern="(?=x)")["error"]
-        assert sandbox.lookup("hop", question="which bin?", text="bin 4")["hop"] is None  # no records read yet
+        assert sandbox.lookup("read", question="which bin?", text="bin 4")["hop"] is None  # no records read yet
         with pytest.raises(ValueError, match="no reader named 'shell'"):
             sandbox.lookup("shell", pattern="x")
         with pytest.raises(ValueError, match="max_lines"):

@@ -1,6 +1,7 @@
-"""Attacks on the hop and chain lookups (``Sandbox.lookup``), found by a helper session
-attacking the follow_link change: model code must not run inside the host's lookup, and a
-huge field value must not make a lookup slow or wrong."""
+"""Attacks on the lookups over the records (``Sandbox.lookup``), first found by a helper
+session attacking the follow_link change (the assist is gone; the ``read`` lookup stays):
+model code must not run inside the host's lookup, and a huge field value must not make a
+lookup slow or wrong."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from rlm_runtime.sandbox import CellLimits, Sandbox
 
-QUESTION = "Which soil has the companion of 3?"
+QUESTION = "What is the soil of bed 4?"  # bed 4's soil is s1
 
 
 def test_a_finalizer_in_a_garbage_cycle_does_not_run_inside_a_lookup() -> None:
@@ -26,40 +27,27 @@ def test_a_finalizer_in_a_garbage_cycle_does_not_run_inside_a_lookup() -> None:
         assert sb.execute(code).error is None
         for _ in range(3):
             began = time.perf_counter()
-            found = sb.lookup("hop", question=QUESTION, text="4")
+            found = sb.lookup("read", question=QUESTION, text="s2")
             assert time.perf_counter() - began < 2 and found["error"] == ""
-            assert found["hop"] is not None and found["hop"]["value"] == "4"
+            assert found["hop"] is not None and found["hop"]["target"] == "s1"
         assert sb.execute("print(kept)").stdout == "still here\n"
 
 
-def test_a_huge_field_value_is_no_slow_lookup() -> None:
-    """It answers the hop at once when the linked record holds a field of megabytes (the
-    value was compiled into a regex: 6 s a lookup, and no hop)."""
-    big = "zz " * 1_000_000
-    rows = [{"name": "alice", "boss": "bob", "office": "o1"}, {"name": "bob", "boss": "carol", "office": big}]
-    with Sandbox(contexts=["\n".join(json.dumps(r) for r in rows)]) as sb:
-        assert sb.execute("recs = records()").error is None
-        began = time.perf_counter()
-        hop = sb.lookup("hop", question="What is the office of alice's boss?", text="bob")["hop"]
-        assert time.perf_counter() - began < 2
-        assert hop is not None and hop["value"] == "bob" and hop["field"] == "office"
-
-
 def test_the_lookups_kept_tables_cannot_be_reached_or_poisoned_by_code() -> None:
-    """It keeps the tables the hop lookup keeps (field names, value index, records by name) out
+    """It keeps the tables the read lookup keeps (field names, value index, records by name) out
     of the model's reach: the attribute is refused, and records the code changes are its own
     copy, so a planted link never reaches the host's lookup."""
     text = "".join(f"bed={i} companion={(i + 1) % 40} soil=s{i % 3}\n" for i in range(40))
     with Sandbox(contexts=[text]) as sb:
         assert sb.execute("recs = records()").error is None
-        assert sb.lookup("hop", question=QUESTION, text="4")["hop"]["target"] == "s1"  # tables built now
+        assert sb.lookup("read", question=QUESTION, text="s2")["hop"]["target"] == "s1"  # tables built now
         refused = sb.execute("print(recs._tables)")
         assert refused.error is not None and "_tables" in refused.error
         poison = ("r = records()\nr[3]['companion'] = 'planted'\nr.append(r[0])\n"
                   "r2 = records()\nr2.find('4')[0]['soil'] = 'EVIL'\nprint(records().find('4')[0]['soil'])")
         assert sb.execute(poison).stdout == "s1\n"
-        hop = sb.lookup("hop", question=QUESTION, text="4")["hop"]
-        assert hop["value"] == "4" and hop["target"] == "s1"
+        hop = sb.lookup("read", question=QUESTION, text="s2")["hop"]
+        assert hop["start"] == "4" and hop["target"] == "s1"
 
 
 def test_the_read_lookup_is_bounded_and_reads_only_the_records_as_parsed() -> None:

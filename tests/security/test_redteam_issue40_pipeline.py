@@ -66,7 +66,7 @@ CRAFTED: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         "over-cap": _answer("{'tally': [['\\ud800' * 26, 1]] * 10000, 'count': 1}"),
         "count-shape": _answer("{'count': 1}"),
     }),
-    "hop": ({"question": "which office?", "text": "x"}, {
+    "read": ({"question": "which office?", "text": "x"}, {
         "list": _answer("{'hop': ['a', 'b', 'c', 'n', 1, 'f', 't', 'o']}"),
         "line-text": _answer("{'hop': dict.fromkeys(['start', 'link', 'value', 'name_field', 'field', 'target', "
                              "'own'], 'a') | {'line': '1'}}"),
@@ -132,7 +132,6 @@ def test_arguments_over_their_bounds_are_a_failed_lookup(escaped: Attacker) -> N
     assert lookups.count(host, "needle " * 5000) is None
     assert lookups.lines(host, "n" * (TEXT_MAX + 1)) == ([], 0)
     assert lookups.tally(host, "(\ud800)") == ({}, 0)
-    assert lookups.hop(host, "x" * (TEXT_MAX * 3)) is None
     assert lookups.misread(host, "y" * (TEXT_MAX * 3)) is None
     assert all(len(seen) <= 200 for seen in host.looked) and len(host.looked) <= 20
     assert lookups.count(host, "needle") == 1
