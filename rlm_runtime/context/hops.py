@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from rlm_runtime.context import about as _about
 from rlm_runtime.context import records as _records
 
-#: The most characters of a cell's output searched for a value, and of the question's field
-#: names tried as links.
+#: The most characters of a cell's output searched for a value.
 SHOWN_CHARS = 20_000
-MOST_FIELDS = 3
 #: An output longer than this is a listing: the target printed somewhere in it is not the
 #: model's own second hop (it dumped records, or about()'s account, and did not read it).
 SHORT_OUTPUT = 300
