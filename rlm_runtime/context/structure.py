@@ -165,9 +165,11 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
         read += found[1]
     if layout == "lines" and len(templates[0].fields) < 2:
         return None
-    one, two = templates[0], templates[1] if len(templates) > 1 else None
-    if layout == "blocks" and isinstance(one, Template) and isinstance(two, Template) and (one.seps, one.rest) == (two.seps, two.rest):
-        return None  # rows of one form with blank lines between groups: the first row heads nothing
+    one = templates[0]
+    if layout == "blocks":
+        heads = [cuts[i] for i, x in enumerate(levels) if x == 0]
+        if sum(templates[1].read(ln, c) is not None for ln, c in heads) >= GATE * len(heads):
+            return None  # rows of one form with blank lines between groups: the first row heads nothing
     header: tuple[str, ...] = ()
     if layout == "lines" and len(cuts) > 2 and isinstance(one, Template):
         header = header_of(one, cuts[0], cuts[1:]) or ()

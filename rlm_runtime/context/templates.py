@@ -408,10 +408,75 @@ def mine_forms(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tu
         left = [(ln, c) for ln, c in left if found[0].read(ln, c) is None]
     if len(forms) < 2 or read < bar * len(rows):
         return single
-    several = Forms(tuple(forms))
+    several = Forms(_aligned(forms))
     if single is not None and _fields_read(single[0], rows) >= _fields_read(several, rows):
         return single
     return several, read
+
+
+_POSITIONAL = re.compile(r"field \d+")
+
+
+def _anchors(t: Template) -> list[str]:
+    """What stands before each slot of ``t``, to match slots across forms: a delimited cell's
+    place, else the separator's punctuation ("^" at the line's start, "" for spaces alone)."""
+    if t.delimiter:
+        return [f"{t.delimiter}{i}" for i in range(len(t.slots))]
+    return ["^" if i == 0 else t.seps[i].strip() for i in range(len(t.slots))]
+
+
+def _matched(a: list[str], b: list[str]) -> dict[int, int]:
+    """Slots of ``b`` matched to slots of ``a`` (index to index) along the longest common run
+    of anchors, blank anchors never matching (a few slots each: quadratic in at most ``MAX_SLOTS``)."""
+    n, m = len(a), len(b)
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            same = a[i] == b[j] and a[i] != ""
+            best[i][j] = best[i + 1][j + 1] + 1 if same else max(best[i + 1][j], best[i][j + 1])
+    out: dict[int, int] = {}
+    i = j = 0
+    while i < n and j < m:
+        if a[i] == b[j] and a[i] != "":
+            out[j] = i
+            i, j = i + 1, j + 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _aligned(forms: list[Template]) -> tuple[Template, ...]:
+    """The forms with one name for one column: a field named by place in a later form takes
+    the name of the first form's field in the same place (after the same punctuation, the
+    same delimited cell), and the names by place left are numbered 1, 2, ... across the forms
+    in the order they come."""
+    first = forms[0]
+    anchors = _anchors(first)
+    renamed = [first]
+    for t in forms[1:]:
+        match = _matched(anchors, _anchors(t)) if bool(t.delimiter) == bool(first.delimiter) else {}
+        slots = list(t.slots)
+        for j, i in match.items():
+            mine, theirs = slots[j].name, first.slots[i].name
+            if _POSITIONAL.fullmatch(mine) and _POSITIONAL.fullmatch(theirs):
+                slots[j] = Slot(name=theirs)
+        renamed.append(Template(t.seps, tuple(slots), t.rest, t.delimiter))
+    order: dict[str, str] = {}
+    for t in renamed:
+        for name in t.fields:
+            if _POSITIONAL.fullmatch(name) and name not in order:
+                order[name] = f"field {len(order) + 1}"
+    return tuple(Template(t.seps, tuple(_renumbered(s, order) for s in t.slots), t.rest, t.delimiter) for t in renamed)
+
+
+def _renumbered(s: Slot, order: dict[str, str]) -> Slot:
+    if s.name:
+        return Slot(name=order.get(s.name, s.name))
+    if s.names:
+        return Slot(words=s.words, names=tuple(order.get(n, n) for n in s.names))
+    return s
 
 
 def _fields_read(t: Template | Forms, rows: list[tuple[str, Cut]]) -> int:

@@ -267,3 +267,20 @@ def test_a_recipe_book_in_blocks_holds_its_lines_under_its_title() -> None:
     recs = parse_text(text)
     assert recs.shape == "structure" and len(recs.children_of("Nut loaf")) == 4
     assert recs.parent_of("yeast")[0]["field 1"] == "Nut loaf"
+
+
+def test_two_forms_give_one_column_one_name_and_groups_of_them_head_nothing() -> None:
+    """Lines of two forms (a range of bins with a count, or one bin), groups of them between
+    blank lines: one column has one name in both forms (the wood, after the same colon), and
+    the first line of a group is a row, not the others' parent."""
+    woods = ["oak", "pine", "ash", "elm"]
+    groups = []
+    for g in range(4):
+        rows = [f"B{g}{k}~B{g}{k + 3} @ {('west', 'east')[k % 2]} : {woods[k % 4]} [{k + 2}] planks" for k in range(6)]
+        rows += [f"B{g}{k}9 @ {('north', 'south')[k % 2]} : {woods[(k + 1) % 4]}  beam" for k in range(5)]
+        groups.append("\n".join(rows))
+    recs = parse_text("\n\n".join(groups))
+    assert recs.shape == "structure" and recs.coverage == 1.0 and "parent" not in repr(recs)
+    wood = next(f for f in recs.fields if {r.get(f) for r in recs} == set(woods))
+    store = next(f for f in recs.fields if {r.get(f) for r in recs} == {"west", "east", "north", "south"})
+    assert wood != store and all(r.parent is None for r in recs)
