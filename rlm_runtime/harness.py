@@ -38,12 +38,6 @@ _BREAK_FORMS = {"\r": "\\r", **{c: f"\\x{ord(c):02x}" for c in "\x0b\x0c\x1c\x1d
                 "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def lines_of(text: str) -> list[str]:
-    r"""The lines of text that grep or a document wrote: split at "\n" only, as grep splits
-    them (``str.splitlines`` would also split at a "\r" or U+2028 inside one line)."""
-    return text.split("\n")
-
-
 def newlines_only(text: str) -> str:
     r"""``text`` with every line break but "\n" (and CRLF) shown as a visible escape
     (``\u2028``, ``\r``...): a line of a document quoted to a model stays one line, so it
@@ -132,13 +126,6 @@ def prose_final(text: str) -> str | None:
     no answer."""
     found = prose_final_arg(text)
     return None if found is None or not found[0] or _placeholder(*found) else found[0]
-
-
-def placeholder_final(text: str) -> bool:
-    """``text`` holds a FINAL(...) whose argument is a placeholder copied from the
-    instructions (``FINAL(your answer)``): no answer, and no sentence either."""
-    found = prose_final_arg(text)
-    return found is not None and _placeholder(*found)
 
 
 def _placeholder(inner: str, quoted: bool) -> bool:

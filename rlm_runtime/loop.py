@@ -247,8 +247,7 @@ class Run:
             if turn.blocks:  # an assist's note after the general instruction: a small model follows what it read last
                 feedback = self.tree.setup.prompts.feedback(feedback, iteration=self.iterations,
                                                             max_iterations=lim.max_iterations) + assisted
-            talk.answer(feedback, real=bool(turn.blocks), plain=bool(turn.blocks) and not assisted,
-                        drop_previous=turn.drop_previous, restart=turn.restart)
+            talk.answer(feedback, plain=bool(turn.blocks) and not assisted, drop_previous=turn.drop_previous)
             if turn.stop:
                 break  # an assist ended the turns (the same code again and again): ask for the answer
         return self._forced_answer(talk, sandbox)
@@ -283,7 +282,7 @@ class Run:
         else:
             if answer is None and turn.answer is not None:  # an assist read the reply as the answer
                 answer = Answer(turn.answer, reply, None, self.partial or "", self._last())
-            feedback = turn.feedback or self.tree.setup.prompts.text("reprompt")
+            feedback = self.tree.setup.prompts.text("reprompt")
             if answer is None:
                 self.failing += 1 if self.reprompted else 0
                 self.reprompted = True
@@ -322,10 +321,7 @@ class Run:
             result = sandbox.execute(code)
             self.cells.append(code)
             outputs.append(cell_output(result))
-            said, note = self.assists_of().after_run(code, result, printed)
-            if said is not None:
-                outputs[-1]["read_as"] = "an answer an assist read from the cell"
-                return Answer(said, turn.reply, None, printed, self._last()), "", False, ""
+            note = self.assists_of().after_run(code, result, printed)
             if result.stdout.strip():
                 self.partial = result.stdout.strip()[-2000:]
             text, cell_failed = harness.cell_feedback(
@@ -362,9 +358,6 @@ class Run:
         """One "answer now" turn; with no answer, NoAnswer (or TooManyErrors saying ``failing``,
         when failing turns brought the run here)."""
         assists = self.assists_of()
-        answer = assists.last_turn()
-        if answer is not None:
-            return RunResult(answer, iterations=self.iterations)
         prompts = self.tree.setup.prompts
         talk.force(prompts.text("force_answer", found=assists.last_found(), question=self.query))
         began = time.monotonic()
@@ -372,16 +365,11 @@ class Run:
         completion = self.tree.call(self, self.client, talk.messages, code=True)
         model_s = time.monotonic() - began
         reply = completion.text
-        turn = Turn(reply, harness.parse_code_blocks(reply), shown=talk.last, printed=self.partial or "", forced=True,
-                    failing=bool(failing))
+        turn = Turn(reply, harness.parse_code_blocks(reply), shown=talk.last, printed=self.partial or "", forced=True)
         assists.on_reply(turn)
         outputs: list[dict[str, Any]] = []
         given = self._run_blocks(sandbox, turn, outputs)[0] if turn.blocks else None
         given = given or self._prose_answer(reply, sandbox)
-        if given is None:
-            turn.printed = self.partial or ""
-            said = assists.last_reply(turn)
-            given = Answer(said, reply, None, turn.printed, True) if said is not None else None
         self.emit({"type": "iteration", "iteration": self.iterations + 1, "forced": True, "response": reply,
                    "prompt_chars": talk.chars(), "code_blocks": turn.blocks, "outputs": outputs,
                    "usage": completion.usage.to_dict(), "duration_s": time.monotonic() - began, "model_s": model_s,

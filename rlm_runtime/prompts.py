@@ -21,7 +21,7 @@ from rlm_runtime.tools import Tool
 WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count", "records")
 
 #: Hints shown inside feedback, from prompts/notes/.
-NOTES = ("question_as_answer", "only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header", "cut",
+NOTES = ("only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header", "cut",
          "sub_call_cut", "number_as_text")
 
 

@@ -1,20 +1,17 @@
 """The small-model assists as one mechanism: the runtime doing small things for the model at
 fixed points of the turn loop, each named, each switchable, each traced, each measured.
 
-* ``base.py``: the ``Assist`` protocol (hooks ``on_reply``, ``read_cell``, ``after_cell``,
-  ``on_answer``, ``last_turn`` / ``last_found``, ``last_reply``), ``Host`` (what a run lends
-  them), ``Turn`` (a reply and what a hook may change of it), ``Cell`` (what a cell did),
-  ``Answer`` / ``Question`` (an answer about to be taken; a hook's doubt of it) and
-  ``AssistState`` (what the assists of one run share).
+* ``base.py``: the ``Assist`` protocol (hooks ``on_reply``, ``after_cell``, ``on_answer``,
+  ``last_found``), ``Host`` (what a run lends them), ``Turn`` (a reply and what a hook may
+  change of it), ``Cell`` (what a cell did), ``Answer`` / ``Question`` (an answer about to
+  be taken; a hook's doubt of it) and ``AssistState`` (what the assists of one run share).
 * ``registry.py``: the assists by name, in hook order (``REGISTRY``), the set measured to
   help small models (``SMALL_MODEL_ASSISTS``), and the ``assists`` setting
   (``RunLimits.assists``: ``auto``, ``small``, ``none`` or names) read into the names a run
   uses. With none the loop is the plain loop.
-* ``replies.py``: what is done to a reply (``echo_lines``, ``final_spelling``,
-  ``repeat_cut``, ``insisted_prose``, ``records_reprompt``, ``forced_reading``);
-  ``answers.py``: to an answer (``value_as_code``, ``dated_final``, ``question_echo``,
-  ``question_words``); ``readings.py``: their rules as pure functions. These were the loop's
-  own rules until 2026-12-06.
+* ``replies.py``: what is done to a reply (``repeat_cut``, ``insisted_prose``): of the ten
+  rules the loop applied to every model until 2026-12-06, the two kept by their held-out
+  measure (registry.py says why the other eight went).
 * ``read_field.py``, ``records_count.py``: answer checks over the records the model's code
   read; the twelve assists measured before them on 2026-11-26 and -27 gained nothing on
   held-out tasks and were removed (bench/EVAL.md), and ``follow_link`` (a linked value

@@ -1,11 +1,10 @@
 """The assist protocol: what an assist is, what it may use of the run, and what it keeps.
 
 An assist is the runtime doing one small thing to a model's reply or answer at a fixed
-point of the turn loop: a reply read before its code runs (``on_reply``: code rewritten, an
-answer read from prose, the conversation cut), an answer read from a cell the plain loop
-finds none in (``read_cell``), a note after a cell's output (``after_cell``), an answer
-questioned or replaced before it is taken (``on_answer``), and the turns' end (``last_turn``,
-``last_found``, ``last_reply``). The loop calls the hooks through ``Assists``
+point of the turn loop: a reply read before its code runs (``on_reply``: an answer read
+from prose, a note, the conversation cut, the turns ended), a note after a cell's output
+(``after_cell``), an answer questioned or replaced before it is taken (``on_answer``), and
+what the forced turn's prompt shows (``last_found``). The loop calls the hooks through ``Assists``
 (``runner.py``) and knows no assist by name: with none, it is the plain loop (code runs,
 FINAL in code or written in prose ends the run, a reply without code is asked for code).
 An assist reads the run through ``Host`` (never the ``Run`` itself). Each run makes its own
@@ -82,14 +81,12 @@ class Cell:
 class Turn:
     """One reply of the model as the reply hooks see it, and what they may change of it.
 
-    ``blocks`` are the reply's code blocks, not run yet (a hook may rewrite them); ``answer``
-    is what the plain loop read from a reply without code (a FINAL written in prose), or
-    None. A hook may set ``answer`` (a reply without code that is the answer), ``feedback``
-    (the message sent back in place of the plain request for code), ``restart`` (that message
-    goes after the last message that was not a request for code, the turns since leaving the
-    conversation), add ``notes`` (said after the turn's output), set ``drop_previous`` (the
-    previous turn's code and output leave the conversation: this reply repeats them) or
-    ``stop`` (the turns end here; the forced turn asks for the answer)."""
+    ``blocks`` are the reply's code blocks, not run yet; ``answer`` is what the plain loop
+    read from a reply without code (a FINAL written in prose), or None. A hook may set
+    ``answer`` (a reply without code that is the answer), add ``notes`` (said after the
+    turn's output), set ``drop_previous`` (the previous turn's code and output leave the
+    conversation: this reply repeats them) or ``stop`` (the turns end here; the forced turn
+    asks for the answer)."""
 
     reply: str
     blocks: list[str]
@@ -99,11 +96,7 @@ class Turn:
     printed: str = ""
     #: The "answer now" turn (the turns ran out, or failing turns brought the run to it).
     forced: bool = False
-    #: The forced turn came after failing turns in prose (more talk, not an answer).
-    failing: bool = False
     answer: str | None = None
-    feedback: str | None = None
-    restart: bool = False
     notes: list[str] = field(default_factory=list)
     drop_previous: bool = False
     stop: bool = False
@@ -149,22 +142,14 @@ class Assist:
     hook's default does nothing. Hooks are called in the registry's order.
 
     * ``on_reply``: change ``turn`` (``Turn`` says what may change), before its code runs.
-    * ``read_cell``: the answer a cell gives that the plain loop read none from (a value
-      written as code), or None. The first that reads one wins.
-    * ``after_cell``: a note to add to the cell's feedback, or "". An ``exclusive`` assist
-      is called only while no earlier exclusive one has spoken for this cell (one such note a
-      cell); the others are called whatever spoke before.
+    * ``after_cell``: a note to add to the cell's feedback, or "".
     * ``on_answer``: None to let ``answer`` be, a ``Question`` (the model gets one more turn;
       the first assist that questions it wins) or a str, the answer to take in its place
       (later assists see that one).
-    * ``last_turn``: the run's answer, when the turns ran out, without the conversation's
-      forced turn; or None. ``last_found``: text the forced turn's prompt shows.
-    * ``last_reply``: the answer read from the forced turn's reply when the plain loop read
-      none from it, or None.
+    * ``last_found``: text the forced turn's prompt shows.
     """
 
     name = ""
-    exclusive = True
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         return ""
@@ -172,20 +157,11 @@ class Assist:
     def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
         return None
 
-    def read_cell(self, host: Host, state: AssistState, cell: Cell) -> str | None:
-        return None
-
     def on_answer(self, host: Host, state: AssistState, answer: Answer) -> str | Question | None:
-        return None
-
-    def last_turn(self, host: Host, state: AssistState) -> str | None:
         return None
 
     def last_found(self, host: Host, state: AssistState) -> str:
         return ""
-
-    def last_reply(self, host: Host, state: AssistState, turn: Turn) -> str | None:
-        return None
 
 
 class Checker(Assist):

@@ -1,19 +1,18 @@
 """The named assists, in the order their hooks run, and the ``assists`` setting read into
 the names a run uses.
 
-The order is part of the behaviour: after a cell, the first exclusive assist that speaks
-is the cell's note; before an answer, the first check that questions it wins.
+The order is part of the behaviour: a reply's hooks run in it, and before an answer the
+first check that questions it wins.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rlm_runtime.assist.answers import DatedFinal, QuestionEcho, QuestionWords, ValueAsCode
 from rlm_runtime.assist.base import Assist
 from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.assist.records_count import RecordsCount
-from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, InsistedProse, RecordsReprompt, RepeatCut
+from rlm_runtime.assist.replies import InsistedProse, RepeatCut
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
@@ -27,17 +26,21 @@ from rlm_runtime.assist.replies import EchoLines, FinalSpelling, ForcedReading, 
 #: answered, followed with the code that reads the field asked), which gained on the
 #: generator's held-out seeds, fired on none of the 36 development and 35 held-out format
 #: tasks and was removed on 2026-12-06.
-#: The ten answer rules the loop applied to every model until 2026-12-06 (``replies.py``,
-#: ``answers.py``: feedback pasted into code, ``Final`` spelled so, the repeat cut, the same
-#: prose twice, the records reprompt, a value written as code, the question copied back or
-#: its words given, a date read as a sum, the forced turn's sentence) are assists since then,
-#: in the order the loop applied them.
+#: The ten answer rules the loop applied to every model until 2026-12-06 became assists
+#: that day and were measured on the held-out formats (bench/formats/README.md): eight were
+#: removed the same day, each having turned no answer from wrong to right there: five never
+#: fired on the 35 tasks (``echo_lines``: feedback pasted into code; ``final_spelling``:
+#: ``Final`` spelled so; ``records_reprompt``; ``value_as_code``; ``dated_final``: a date read
+#: as a sum) and three questioned or read answers none of which came out right
+#: (``question_echo``: the question copied back, 12 answers; ``question_words``, 2;
+#: ``forced_reading``: the forced turn's sentence, 1). ``repeat_cut`` and ``insisted_prose``
+#: stay: they end a run that loops (the same code again, the same sentence again) with an
+#: answer. With ``read_field`` alone, seven of the 35 runs stopped on failing turns (two
+#: with all twelve) and 9 were right (11 with all twelve: ``read_field`` turned two answers
+#: there and one here; one more lookup was right with none and all twelve, not here).
 #: A new assist is added here, by name, where its hooks should run.
 REGISTRY: dict[str, type[Assist]] = {
-    "echo_lines": EchoLines, "final_spelling": FinalSpelling, "repeat_cut": RepeatCut, "insisted_prose": InsistedProse,
-    "records_reprompt": RecordsReprompt, "value_as_code": ValueAsCode, "dated_final": DatedFinal,
-    "question_echo": QuestionEcho, "question_words": QuestionWords, "read_field": ReadField,
-    "records_count": RecordsCount, "forced_reading": ForcedReading,
+    "repeat_cut": RepeatCut, "insisted_prose": InsistedProse, "read_field": ReadField, "records_count": RecordsCount,
 }
 #: Assists registered (callable by name) but not yet in the small-model set: ``records_count``
 #: (a count the records contradict, questioned; 2026-12-06) awaits its held-out measure.
@@ -49,9 +52,7 @@ AUTO, SMALL, NONE = "auto", "small", "none"
 #: held-out tasks, in hook order. ``read_field``, 2026-11-27 (bench/EVAL.md, "A field of one
 #: record read as another value"): held out (seed 53), lookup 5/6 against 3/6 with none, two
 #: answers flipped from wrong to right and none back; on the held-out formats (2026-12-06,
-#: bench/formats/README.md) two of 35 flipped from wrong to right and none back. The ten former loop
-#: rules were in every run of those measures, ``none`` included; they stay in the set until
-#: they are measured against none on held-out formats (issue 40). No set is measured for
+#: bench/formats/README.md) two of 35 flipped from wrong to right and none back. No set is measured for
 #: larger models: ``auto`` gives them none until a held-out run shows a gain.
 SMALL_MODEL_ASSISTS: tuple[str, ...] = tuple(n for n in REGISTRY if n not in _NOT_MEASURED)
 

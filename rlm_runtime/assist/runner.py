@@ -35,43 +35,30 @@ class Assists:
             changed = [f.name for f in dataclasses.fields(Turn) if getattr(before, f.name) != getattr(turn, f.name)]
             if changed:
                 self.host.emit({"type": "assist", "name": assist.name, "trigger": "reply", "changed": changed,
-                                "chars": sum(len(n) for n in turn.notes) - sum(len(n) for n in before.notes)
-                                + len(turn.feedback or "") - len(before.feedback or ""),
+                                "chars": sum(len(n) for n in turn.notes) - sum(len(n) for n in before.notes),
                                 "lookups": list(self.host.looked)})
 
-    def after_run(self, code: str, result: CellResult, printed: str) -> tuple[str | None, str]:
-        """After a cell ran: (an answer an assist reads from it, "") when one does; else
-        (None, the notes to add after its output, "" for none). ``printed``: what the run's
-        code printed before this cell."""
+    def after_run(self, code: str, result: CellResult, printed: str) -> str:
+        """After a cell ran: the notes to add after its output, "" for none. ``printed``: what
+        the run's code printed before this cell."""
         if not self.assists:
-            return None, ""
+            return ""
         repeated = code.strip() in self.state.codes
         # An empty grep printed, indexed (hits[0]) or only tested (if hits:): the worker knows.
         kind = "empty_grep" if result.empty_greps else "final" if result.has_final else "repeat" if repeated else "cell"
         cell = Cell(code, result.stdout, result.error, result.has_final, kind, error_type=result.error_type, printed=printed,
                     empty_greps=list(result.empty_greps), repeated=repeated)
-        if not result.has_final:
-            for assist in self.assists:
-                self.host.looked.clear()
-                said = assist.read_cell(self.host, self.state, cell)
-                if said is not None:
-                    self._checked(assist.name, said, "read from the cell")
-                    return said, ""
         self.state.seen.append(result.stdout)
         self.state.codes.append(code.strip())
         notes: list[str] = []
-        spoke = False
         for assist in self.assists:
-            if assist.exclusive and spoke:
-                continue
             self.host.looked.clear()
             note = assist.after_cell(self.host, self.state, cell)
             if note:
-                spoke = spoke or assist.exclusive
                 notes.append(note)
                 self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note),
                                 "lookups": list(self.host.looked)})
-        return None, "".join("\n" + n for n in notes)
+        return "".join("\n" + n for n in notes)
 
     def on_answer(self, answer: Answer) -> str | Question:
         """The answer to take for ``answer`` (its text, or one an assist put in its place),
@@ -86,27 +73,6 @@ class Assists:
                 self._checked(assist.name, answer.text, "replaced")
                 answer = dataclasses.replace(answer, text=verdict)
         return answer.text
-
-    def last_reply(self, turn: Turn) -> str | None:
-        """The answer an assist reads from the forced turn's reply, or None."""
-        for assist in self.assists:
-            self.host.looked.clear()
-            said = assist.last_reply(self.host, self.state, turn)
-            if said is not None:
-                self._checked(assist.name, said, "read from the last reply")
-                return said
-        return None
-
-    def last_turn(self) -> str | None:
-        """The run's answer when the turns ran out, made without the forced turn, or None."""
-        for assist in self.assists:
-            self.host.looked.clear()
-            answer = assist.last_turn(self.host, self.state)
-            if answer is not None:
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(answer),
-                                "lookups": list(self.host.looked)})
-                return answer
-        return None
 
     def last_found(self) -> str:
         """What the forced turn's prompt shows besides the question."""

@@ -1,42 +1,29 @@
-"""``records().about(question)``: which words of a question are the records' field names and
-which are values they hold, with the records a value names.
+"""Which words of a phrase are the records' field names and which are values they hold, and
+``quoted``, the one way the runtime shows a document's string in its own text.
 
-A small model starting on records has to choose a field and a value from the question's
-words, and it often takes the wrong one (a field's name as a value, an instruction word as a
-name). This does the matching in code over the records themselves: for a question it says
+``Records.find`` given a phrase that is no value whole (``the status of db-07``) matches it
+here: the field names it says and the values it holds, over an index of the records' values.
+Matching ignores case and the phrase's punctuation around words ("Kamir's" is "Kamir"); a
+value is matched whole, longest first, never across a field name; a field name also matches
+in the plural. Nothing here knows a wording: the fields and values are the text's.
 
-    fields in the question: 'status', 'rack'
-    'up' is the 'status' of 118 records: recs.count('status', 'up') == 118
-    'db-07' is the 'host' of 1 record: line 12: {'host': 'db-07', 'status': 'up', 'rack': 'r2'}
-
-Matching ignores case and the question's punctuation around words ("Kamir's" is "Kamir");
-a value is matched whole, longest first, never across a field name; a field name also
-matches in the plural. Nothing here knows a wording: the fields and values are the text's.
-
-Bounded: the question is cut to ``QUESTION_CHARS``, only the first ``MOST_FIELDS`` field names
+Bounded: the phrase is cut to ``QUESTION_CHARS``, only the first ``MOST_FIELDS`` field names
 are matched, values longer than ``VALUE_WORDS`` words are not indexed, and the index is one
-pass over the records. Every field name and value it says is the document's and is shown by
-``quoted``, this module's one way of showing a document's string in the runtime's text: the
-records' notes, the probe's brief and the assists' notes use it too.
+pass over the records. Every field name and value a note says is the document's and is shown
+by ``quoted``: the records' notes, the probe's brief and the assists' notes use it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 #: The longest question read, and the most words a value may have to be matched.
 QUESTION_CHARS = 2_000
 VALUE_WORDS = 6
-#: Values reported, and records shown for a value held by few records.
+#: Items of a list value a note shows, at most.
 MOST_VALUES = 8
-SHOWN_RECORDS = 3
-RECORD_CHARS = 300
-#: A field named with no value is tallied when it has at most this many distinct values.
-TALLIED_VALUES = 20
-#: Fields the question names followed as links from the record it names.
-MOST_LINKED = 3
 #: The most characters of a document's string a note shows (``quoted``): a field's or a
 #: document's name, and a value (a record's name, a field's value). A name is a few words
 #: (the suites' longest is 10 characters; a header or a sentence form, 40); a value a name,
@@ -105,20 +92,6 @@ def _indexed(value: str) -> str:
 def scalar(value: Any) -> str | None:
     """A field's value as text, stripped; None for a list, a map or nothing."""
     return None if value is None or isinstance(value, (list, dict)) else str(value).strip()
-
-
-def links(record: Mapping[str, Any], asked: Sequence[str], first: str, index: Mapping[str, Counter[str]],
-          named: Callable[[str], Mapping[str, Any] | None]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    """The fields of ``asked`` whose value in ``record`` is the ``first`` field (the name) of
-    exactly one record: (field, value, that record), the record found by ``named(value
-    casefolded)``. A question through a link ("the office of X's manager") reads them."""
-    for field in asked:
-        value = scalar(record.get(field)) if field != first else None
-        if not value or index.get(value.casefold(), Counter()).get(first, 0) != 1:
-            continue
-        other = named(value.casefold())
-        if other is not None:
-            yield field, value, other
 
 
 def quoted(text: object, limit: int = NAME_CHARS) -> str:
@@ -193,12 +166,6 @@ def shown_value(value: object) -> str:
     return quoted(value, VALUE_CHARS)
 
 
-def _holds(r: Mapping[str, Any], folded: str, *, only_first: bool) -> bool:
-    """Whether the record holds the value (casefolded) in any field, or in its first."""
-    items = list(r.items())[:1] if only_first else list(r.items())
-    return any(str(v).strip().casefold() == folded for _, val in items for v in (val if isinstance(val, list) else [val]))
-
-
 def within(text: str, fields: Sequence[str], index: Mapping[str, Counter[str]]) -> tuple[list[str], list[str]]:
     """The field names ``text`` names (in field order) and the values it holds (left to right,
     each once), matched as the module docstring says."""
@@ -216,52 +183,3 @@ def where_held(value: str, index: Mapping[str, Counter[str]], first: str) -> str
     field that names records (``first``) first, then the most common."""
     order = sorted(index[value.casefold()].items(), key=lambda kv: (kv[0] != first, -kv[1]))
     return ", ".join(f"the {quoted(f)} of {n} record{'s' if n != 1 else ''}" for f, n in order[:3])
-
-
-def describe(question: str, records: Sequence[Mapping[str, Any]], fields: Sequence[str],
-             index: Mapping[str, Counter[str]], show: Any) -> str:
-    """What ``records().about(question)`` prints (see the module docstring). ``show(record)``
-    renders a record as a note shows it (``line 12: {...}``, every name and value ``quoted``,
-    cut to ``RECORD_CHARS``). Every name and value the records supply is ``quoted``."""
-    named, values = within(question, fields, index)
-    lines = []
-    if named:
-        lines.append(f"fields in the question: {', '.join(map(quoted, named))}")
-    first = next(iter(fields), "")
-    for value in values[:MOST_VALUES]:
-        held = index[value.casefold()]
-        # The field that names records (the first) leads: a lookup starts from that record.
-        lines.append(f"{quoted(value, VALUE_CHARS)} is {where_held(value, index, first)}")
-        if first not in held:
-            field, n = held.most_common(1)[0]
-            lines[-1] += f": recs.count({quoted(field)}, {quoted(value, VALUE_CHARS)}) == {n}"
-        folded = value.casefold()
-        few = sum(held.values()) <= SHOWN_RECORDS
-        if few or held.get(first, 0) <= SHOWN_RECORDS:
-            shown = [r for r in records if _holds(r, folded, only_first=not few)]
-            shown.sort(key=lambda r: not _holds(r, folded, only_first=True))
-            lines += ["  " + show(r) for r in shown[:SHOWN_RECORDS]]
-            # A field the question names whose value in the record named so names another
-            # record: that record too (a question through a link: "the office of X's manager").
-            own = [r for r in shown if _holds(r, folded, only_first=True)]
-            if len(own) == 1:
-                for field, link, other in links(own[0], [f for f in named if f != first][:MOST_LINKED], first, index,
-                                                 lambda key: next(r for r in records if _holds(r, key, only_first=True))):
-                    lines.append(f"  its {quoted(field)} {quoted(link, VALUE_CHARS)} is the {quoted(first)} of: {show(other)}")
-    if named and not values:
-        # No value asked about: a question over a field as a whole ("which status is most
-        # common"). Its counts, for a field of few distinct values.
-        for field in named:
-            counts = Counter(str(v).strip() for r in records for val in [r.get(field)] if val is not None
-                             for v in (val if isinstance(val, list) else [val]))
-            if 1 < len(counts) <= TALLIED_VALUES:
-                ranked = counts.most_common()
-                top = ", ".join(f"{quoted(v, VALUE_CHARS)}: {n}" for v, n in ranked)
-                lines.append(f"{quoted(field)} values, most common first (recs.tally({quoted(field)})): {{{top}}}")
-                tied = [quoted(v, VALUE_CHARS) for v, n in ranked if n == ranked[0][1]]
-                lines.append(f"the most common {quoted(field)} is {tied[0]} ({ranked[0][1]} records)" if len(tied) == 1 else
-                             f"the most common {quoted(field)} values are {', '.join(tied)} ({ranked[0][1]} records each)")
-    if not lines:
-        return ("no word of the question is a field name or a whole value of these records: "
-                f"their fields are {', '.join(map(quoted, fields[:20]))}; grep for the question's words")
-    return "\n".join(lines)

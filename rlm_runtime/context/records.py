@@ -145,7 +145,7 @@ class Record(dict[str, Any]):
         for name in self:
             if _norm(name) == wanted:
                 return dict.__getitem__(self, name)
-        raise KeyError(f"{key!r}: this record has no such field; its fields are "
+        raise KeyError(f"{_q(key)}: this record has no such field; its fields are "
                        f"{', '.join(map(_about.quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -158,13 +158,25 @@ class Record(dict[str, Any]):
         return dict.__contains__(self, key) or (isinstance(key, str) and any(_norm(k) == _norm(key) for k in self))
 
 
+def _q(text: Any) -> str:
+    """A value the model gave, as a note says it back: ``about.quoted``, cut to ``VALUE_CHARS``."""
+    return _about.quoted(text, _about.VALUE_CHARS)
+
+
 def _same(value: Any, wanted: Any) -> bool:
     """``value`` equals ``wanted`` ignoring case and outer spaces (a list: any of its items)."""
     if isinstance(value, list):
         return any(_same(v, wanted) for v in value)
     if isinstance(value, str) or isinstance(wanted, str):
-        return str(value).strip().casefold() == str(wanted).strip().casefold()
+        return str(value).strip().casefold() == (_folded(wanted) if isinstance(wanted, str) else str(wanted).strip().casefold())
     return bool(value == wanted)
+
+
+@functools.lru_cache(maxsize=4)
+def _folded(text: str) -> str:
+    """``text`` as ``_same`` compares it, once a lookup: a wanted value of megabytes is folded
+    once, not once a record (a string keeps its hash, so the cache finds it at no cost)."""
+    return text.strip().casefold()
 
 
 def _show(r: Record, limit: int = 0) -> str:
@@ -206,13 +218,6 @@ def _under_any(r: Record, ids: set[int]) -> bool:
             return True
         up = up.parent
     return False
-
-
-class About(str):
-    """What ``Records.about`` says: a string that prints as itself (not quoted) at a prompt."""
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 class Records(list[Record]):
@@ -272,12 +277,12 @@ class Records(list[Record]):
         of its block): ``len(recs.children_of(name))`` counts them."""
         holders = self._named(name)
         if not holders:
-            return _kept_if_empty(self._derived([], f"no record is named {name!r}" + self._named_in(str(name))))
+            return _kept_if_empty(self._derived([], f"no record is named {_q(name)}" + self._named_in(str(name))))
         kids = [k for r in holders for k in r._children or ()]
-        note = (f"{len(holders)} records are named {name!r}; these are the children of all of them" if len(holders) > 1
+        note = (f"{len(holders)} records are named {_q(name)}; these are the children of all of them" if len(holders) > 1
                 else "")
         if not kids:
-            note = f"the record named {name!r} (line {holders[0].line}) has nothing under it"
+            note = f"the record named {_q(name)} (line {holders[0].line}) has nothing under it"
         return _kept_if_empty(self._derived(kids, note))
 
     def parent_of(self, name: Any) -> Records:
@@ -285,9 +290,9 @@ class Records(list[Record]):
         indentation, or the head of its block): ``recs.parent_of(name)[0]``."""
         holders = self._named(name)
         if not holders:
-            return _kept_if_empty(self._derived([], f"no record is named {name!r}" + self._named_in(str(name))))
+            return _kept_if_empty(self._derived([], f"no record is named {_q(name)}" + self._named_in(str(name))))
         parents = list({id(r.parent): r.parent for r in holders if r.parent is not None}.values())
-        note = "" if parents else f"the record named {name!r} (line {holders[0].line}) is at the top: nothing holds it"
+        note = "" if parents else f"the record named {_q(name)} (line {holders[0].line}) is at the top: nothing holds it"
         return _kept_if_empty(self._derived(parents, note))
 
     @property
@@ -310,7 +315,7 @@ class Records(list[Record]):
             value = args[1]
             if not kept and isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
                 # count("status", "owner"): a field's name as the value, which no record holds.
-                raise ContextError(f"records().count({args[0]!r}, {value!r}): {value!r} is a field's name, not a value; "
+                raise ContextError(f"records().count({_q(args[0])}, {_q(value)}): {_q(value)} is a field's name, not a value; "
                                    f"{kept._note}")
             return len(kept)
         if not args:
@@ -320,15 +325,9 @@ class Records(list[Record]):
             if found._note_only:
                 # count("department"): a field's name, not a value. A silent 0 reads as "none";
                 # say what the field holds instead.
-                raise ContextError(f"records().count({args[0]!r}) counts records holding a value, and {found._note}")
+                raise ContextError(f"records().count({_q(args[0])}) counts records holding a value, and {found._note}")
             return len(found)
         return list.count(self, *args)
-
-    def about(self, question: str) -> About:
-        """Which words of ``question`` are these records' field names and which are values
-        they hold (which field, how many records, the records when few): ``about.py``."""
-        return About(_about.describe(str(question), self, self.fields, value_index_of(self),
-                                     lambda r: _show(r, _about.RECORD_CHARS)))
 
     def where(self, field: str, value: Any) -> Records:
         """The records whose ``field`` equals ``value``, ignoring case."""
@@ -337,10 +336,10 @@ class Records(list[Record]):
         if not kept:
             values = self.tally(field)
             if not values:
-                note = f"no record has a field {field!r}; the fields are {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
+                note = f"no record has a field {_q(field)}; the fields are {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
             else:
                 top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
-                note = f"no record has {_about.quoted(field)} = {value!r}; its values are {top}" + self._held_in(value)
+                note = f"no record has {_about.quoted(field)} = {_q(value)}; its values are {top}" + self._held_in(value)
         return _kept_if_empty(self._derived(kept, note))
 
     def _held_in(self, value: Any) -> str:
@@ -354,7 +353,7 @@ class Records(list[Record]):
         if not holders:
             return ""
         where = ", ".join(f"the {_about.quoted(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
-        return f"; {value!r} is {where}: find({value!r}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
+        return f"; {_q(value)} is {where}: find({_q(value)}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
         """How many records have each value of ``field``, most common first; values that
@@ -397,9 +396,10 @@ class Records(list[Record]):
             where = " or ".join(f"the {_about.quoted(k)}" for k, _ in held.most_common(3))
             # Said as what the value is, not what it is not: a small model read "no record is
             # named 'salt'" as "salt is not in the text".
-            return self._derived(mentioning, f"{value!r} is {where} of each of these {len(mentioning)} records")
+            return self._derived(mentioning, f"{_q(value)} is {where} of each of these {len(mentioning)} records")
         # No whole value: the records holding it as words of a value (a part of a name).
-        words = re.compile(r"(?<!\w)" + re.escape(str(value).strip().casefold()) + r"(?!\w)") if str(value).strip() else None
+        phrase = str(value).strip()
+        words = re.compile(r"(?<!\w)" + re.escape(phrase.casefold()) + r"(?!\w)") if 0 < len(phrase) <= _PART_CHARS else None
         partial = [r for r in self if words is not None and any(
             words.search(str(v).casefold()) for v in (x for val in r.values() for x in (val if isinstance(val, list) else [val])))]
         if isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
@@ -415,7 +415,7 @@ class Records(list[Record]):
                 # ones are noise, and a small model answered the first of them for one record's.
                 first = _about.quoted(next(iter(self.fields)))
                 return _kept_if_empty(self._derived(
-                    [], f"{value!r} is a field of the records, not a value: {holding} records hold {len(counts)} different "
+                    [], f"{_q(value)} is a field of the records, not a value: {holding} records hold {len(counts)} different "
                         f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
                         f"(recs.tally({field_code}) counts them). Read it from the record: recs.find(name)[0][{field_code}], "
                         f"name being the record's {first} (or another value it holds).", note_only=True))
@@ -426,17 +426,18 @@ class Records(list[Record]):
                     f" The most common {field_code} values are {', '.join(tied[:8])} ({counts[0][1]} records each)."
                     if tied else "")
             return _kept_if_empty(self._derived(
-                [], f"{value!r} is a field of the records, not a value. Its values, most common first "
+                [], f"{_q(value)} is a field of the records, not a value. Its values, most common first "
                     f"(recs.tally({field_code})): {{{top}}}.{most} recs.count({field_code}, value) counts the records "
                     f"of one value; recs.where({field_code}, value) keeps them.", note_only=True))
         if not partial and isinstance(value, str):
             found = self._by_named_value(value)
             if found is not None:
                 return found
+        said = _about.quoted(value, _about.VALUE_CHARS)
         # Said as what was found first: a small model read "no record has ..." above the
         # records holding it and answered that there were none.
-        note = (f"{len(partial)} record{'s hold' if len(partial) != 1 else ' holds'} {value!r} within a value (no field is "
-                f"{value!r} whole)" if partial else f"no record has {value!r} as a whole field value"
+        note = (f"{len(partial)} record{'s hold' if len(partial) != 1 else ' holds'} {said} within a value (no field is "
+                f"{said} whole)" if partial else f"no record has {said} as a whole field value"
                 + (self._named_in(value) if isinstance(value, str) else "; grep for part of it"))
         return _kept_if_empty(self._derived(partial, note))
 
@@ -455,7 +456,7 @@ class Records(list[Record]):
         field = next((f for f in fields if held.get(f)), None) or held.most_common(1)[0][0]
         kept = [r for r in self if _same(r.get(field), values[0])]
         shown = _about.quoted(values[0], _about.VALUE_CHARS)
-        return self._derived(kept, f"no field is {phrase!r} whole; it names {shown}, the {_about.quoted(field)} of these "
+        return self._derived(kept, f"no field is {_q(phrase)} whole; it names {shown}, the {_about.quoted(field)} of these "
                                    f"{len(kept)} record{'s' if len(kept) != 1 else ''}: recs.where({_about.quoted(field)}, {shown})")
 
     def _named_in(self, phrase: str) -> str:
@@ -484,7 +485,7 @@ class Records(list[Record]):
         if isinstance(index, str):
             # records.find(name)["city"]: a small model's way of reading the first record's field
             if not self:
-                raise IndexError(f"there are no records, so no {index!r} to read: {self._note or 'the list is empty'}")
+                raise IndexError(f"there are no records, so no {_q(index)} to read: {self._note or 'the list is empty'}")
             return list.__getitem__(self, 0)[index]
         if isinstance(index, slice):
             # An empty list's note (why nothing matched) survives the slice a model prints.
@@ -540,6 +541,10 @@ def _gives(record: Record | None, field: str) -> str:
 def value_index_of(records: Records) -> dict[str, Counter[str]]:
     """``about.value_index`` of ``records``, made on first use and kept on the list."""
     return _table(records, "values", lambda: _about.value_index(records))
+
+
+#: The longest text ``find`` looks for as words within a value (a phrase, not a passage).
+_PART_CHARS = 1_000
 
 
 def field_and_value(records: Records, value: Any) -> tuple[str, str] | None:

@@ -1,5 +1,5 @@
-"""records().about(question): which words of a question are field names and which are values
-the records hold, with the records a value names and the record a named field links to.
+"""``find()`` of a phrase that is no value whole: which words of it are field names and which
+are values the records hold (``about.within``), bounded and escaped.
 
 Fixtures: a seed library's packets and a choir's rota, in shapes and wordings of their own.
 """
@@ -23,69 +23,18 @@ JSONL = "".join(json.dumps(p) + "\n" for p in PACKETS)
 BLOCKS = "\n".join("".join(f"{k.title()}: {v}\n" for k, v in p.items()) for p in PACKETS)
 
 
-def test_a_count_question_gets_its_field_and_value_with_the_count() -> None:
-    """It names the field and the value of a counting question, and the count that code would give."""
-    said = parse_text(JSONL).about("How many packets were sown in march, by shelf?")
-    assert "fields in the question: 'packet', 'sown', 'shelf'" in said
-    assert "'march' is the 'sown' of 2 records: recs.count('sown', 'march') == 2" in said
-
-
-def test_a_lookup_shows_the_record_the_value_names_first() -> None:
-    """It shows the record a value names before the records that only mention it."""
-    said = parse_text(BLOCKS).about("Which shelf holds North Farm?")
-    lines = said.split("\n")
-    assert lines[0] == "fields in the question: 'shelf'"
-    assert lines[1].startswith("'North Farm' is the 'packet' of 1 record, the 'supplier' of 2 records")
-    assert "'packet': 'north farm'" in lines[2]  # its own record first
-    assert "recs.count" not in lines[1]  # a value naming a record is looked up, not counted
-
-
-def test_a_named_link_shows_the_record_it_leads_to() -> None:
-    """It follows a field the question names from the value's record to the record that field's value names."""
-    said = parse_text(JSONL).about("On which shelf is the supplier of sweet pea's packet kept?")
-    assert "its 'supplier' 'north farm' is the 'packet' of: line 2: {'packet': 'north farm'" in said
-
-
-def test_a_field_asked_about_as_a_whole_is_tallied() -> None:
-    """It gives a field's counts, most common first, when the question names the field and no value."""
-    said = parse_text(JSONL).about("Which supplier is the commonest?")
-    assert "'supplier' values, most common first (recs.tally('supplier')): {'north farm': 2, 'valley co-op': 2, 'hill seeds': 1}" in said
-    assert "the most common 'supplier' values are 'north farm', 'valley co-op' (2 records each)" in said
-    assert "the most common 'shelf' is 'S-2' (2 records)" in parse_text(JSONL).about("Which shelf is used most?")
-
-
-def test_grammar_words_and_punctuation_do_not_make_values() -> None:
-    """It takes no instruction word as a value and reads a possessive as its name."""
-    recs = parse_text("name,role\nthe,guest\ncount,host\nada,host\n")
-    said = recs.about("Count the hosts: what is Ada's role?")
-    assert "'the'" not in said and "'Count'" not in said
-    assert "'Ada' is the 'name' of 1 record" in said
-    assert "fields in the question: 'role'" in said
-
-
-def test_a_question_of_no_field_or_value_says_what_to_do() -> None:
-    """It says so, with the fields, when the question holds no field name or value."""
-    said = parse_text(JSONL).about("Who wrote this?")
-    assert said.startswith("no word of the question is a field name or a whole value")
-    assert "'packet', 'supplier', 'sown', 'shelf'" in said
-
-
-def test_about_prints_unquoted() -> None:
-    """It prints as plain lines at a prompt (repr is the text), so a model reads it as output."""
-    said = parse_text(JSONL).about("shelf of runner bean?")
-    assert repr(said) == str(said)
-    assert "\n" in repr(said)
-
-
-def test_a_hostile_question_stays_bounded() -> None:
-    """It reads only the first QUESTION_CHARS of a huge question, in time linear in the records."""
+def test_a_huge_phrase_stays_bounded() -> None:
+    """It reads only the first QUESTION_CHARS of a huge phrase, in time linear in the records,
+    and says a value asked a million times once."""
     recs = parse_text("".join(json.dumps({"id": f"k{i}", "v": "x " * 3}) + "\n" for i in range(20_000)))
+    huge = "k1 of " * 1_000_000
     started = time.perf_counter()
-    said = recs.about("k1 " * 1_000_000)
-    assert time.perf_counter() - started < 10
-    assert said.count("'k1' is the 'id' of 1 record") == 1  # a value asked a million times is said once
-    many = recs.about(" ".join(f"k{i}" for i in range(1_000)))
-    assert len([line for line in many.split("\n") if " is the 'id' of " in line]) == MOST_VALUES
+    said = repr(recs.find(huge))
+    assert time.perf_counter() - started < 10  # folded once, not once a record: it took 390 s
+    assert said.count("'k1' (the 'id' of 1 record)") == 1 and len(said) < 2_000
+    for call in (recs.where, recs.children_of, recs.parent_of, recs.count):
+        said = repr(call("v", huge) if call == recs.where else call(huge))
+        assert len(said) < 2_000  # the value is said back cut, not whole
     assert QUESTION_CHARS < 10_000
 
 
@@ -93,30 +42,20 @@ def test_a_text_of_endless_field_names_stays_bounded() -> None:
     """It matches only the first MOST_FIELDS field names, so a text whose every line names new keys stays fast."""
     recs = parse_text("".join(json.dumps({"id": f"k{i}", f"f{i}": "v"}) + "\n" for i in range(20_000)))
     started = time.perf_counter()
-    said = recs.about("f5 and f19999 " * 200)
+    said = repr(recs.find("f5 and f19999 of k5 " * 200))
     assert time.perf_counter() - started < 5
-    assert "fields in the question: 'f5'" in said and "f19999" not in said.split("\n")[0]
-
-
-def test_a_value_in_a_list_counts_its_record_once_and_is_said_once() -> None:
-    """It counts a record whose list holds a value twice as one record (as count() does), and says a repeated value once."""
-    recs = parse_text("".join(json.dumps({"name": f"n{i}", "tag": ["x", "x", "y"]}) + "\n" for i in range(3)))
-    said = recs.about("which records have tag x, x and x?")
-    assert f"recs.count('tag', 'x') == {recs.count('tag', 'x')}" in said and recs.count("tag", "x") == 3
-    assert said.count("'x' is") == 1
+    assert "['f5'] is 'v'" in said and "f19999'] is" not in said
 
 
 def test_control_characters_of_a_field_name_are_escaped() -> None:
-    """It shows a field name's escape and control characters escaped, never raw, in every line it writes."""
-    recs = parse_text("name,\x1b[31mvoice\nbob,tenor\nal,bass\nce,tenor\n")
-    for question in ("zzz", "tenor", "which \x1b[31mvoice is most common?"):
-        said = str(recs.about(question))
-        assert "\x1b" not in said
-    assert "\\x1b[31mvoice" in str(recs.about("zzz"))
-    # and in the notes of lookups that find nothing, which the worker adds unprinted
+    """It shows a field name's escape and control characters escaped, never raw, in the notes
+    of lookups that find nothing, which the worker adds unprinted."""
     recs = parse_text("name,part\nbob,\x1b[31mtenor\nal,bass\n")
     for empty in (recs.where("part", "alto"), recs.where("pitch", "alto"), recs.find("bob alto"), recs.where("name", "\x1b[31mtenor")):
         assert "\x1b" not in repr(empty).replace(repr("\x1b[31mtenor"), "")
+    recs = parse_text("name,\x1b[31mvoice\nbob,tenor\nal,bass\nce,tenor\n")
+    said = repr(recs.find("the \x1b[31mvoice of bob"))
+    assert "\x1b" not in said and "\\x1b[31mvoice" in said
 
 
 def test_find_of_a_phrase_names_the_values_and_fields_inside_it() -> None:

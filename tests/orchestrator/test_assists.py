@@ -50,20 +50,10 @@ class QuinceNote(Assist):
         return f"QUINCE NOTE after {cell.kind}: {total} line(s)\n" + "\n".join(found)
 
 
-class Loud(Assist):
-    """An exclusive note after every cell."""
-
-    name = "loud"
-
-    def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
-        return "LOUD NOTE"
-
-
 class Aside(Assist):
-    """A note that is not exclusive: it speaks whatever spoke before it."""
+    """A second note after every cell, saying how many outputs the run has seen."""
 
     name = "aside"
-    exclusive = False
 
     def after_cell(self, host: Host, state: AssistState, cell: Cell) -> str:
         return f"ASIDE NOTE ({len(state.seen)} outputs seen)"
@@ -94,15 +84,6 @@ class Rounder(Assist):
         return "11" if answer.text == "eleven" else None
 
 
-class LastWord(Assist):
-    """Answers when the turns run out, with one short call of its own."""
-
-    name = "last_word"
-
-    def last_turn(self, host: Host, state: AssistState) -> str | None:
-        return host.ask(f"In a few words: {host.query}", "the last word")
-
-
 class Found(Assist):
     """Adds a line to the forced turn's prompt and leaves the answer to it."""
 
@@ -124,7 +105,7 @@ class Probe(Assist):
         return f"PROBE {total} {lookups.count(host, 'sack')} {kinds} {n_kinds} {refused}"
 
 
-ALL = (QuinceNote, Loud, Aside, JarCheck, Rounder, LastWord, Found, Probe)
+ALL = (QuinceNote, Aside, JarCheck, Rounder, Found, Probe)
 
 
 @pytest.fixture
@@ -173,17 +154,13 @@ def test_none_turns_every_assist_off(tmp_path: Path, registered: None) -> None:
     assert all("from" not in e for e in of_type(events, "iteration"))
 
 
-def test_one_exclusive_note_a_cell_and_the_others_whatever_spoke(tmp_path: Path, registered: None) -> None:
-    """It calls the hooks in the registry's order whatever order the names are given in: the
-    first exclusive note of a cell wins, a note that is not exclusive is added too, and the
-    shared state holds the outputs seen so far."""
-    _, client, events = ask(tmp_path, [code("print('looking')"), code("FINAL('11')")], assists="aside,loud,quince_note")
+def test_notes_come_in_the_registrys_order(tmp_path: Path, registered: None) -> None:
+    """It calls the hooks in the registry's order whatever order the names are given in, each
+    assist's note added, and the shared state holds the outputs seen so far."""
+    _, client, events = ask(tmp_path, [code("print('looking')"), code("FINAL('11')")], assists="aside,quince_note")
     shown = client.prompts[1][-1]["content"]
-    assert "QUINCE NOTE" in shown and "LOUD NOTE" not in shown and "ASIDE NOTE (1 outputs seen)" in shown
-    assert shown.index("QUINCE NOTE") < shown.index("ASIDE NOTE")
+    assert shown.index("QUINCE NOTE") < shown.index("ASIDE NOTE (1 outputs seen)")
     assert [e["name"] for e in of_type(events, "assist")][:2] == ["quince_note", "aside"]
-    _, client, _ = ask(tmp_path, [code("print('looking')"), code("FINAL('11')")], assists="loud,aside")
-    assert "LOUD NOTE" in client.prompts[1][-1]["content"] and "ASIDE NOTE" in client.prompts[1][-1]["content"]
 
 
 def test_a_check_before_an_answer_gives_one_more_turn_and_is_traced(tmp_path: Path, registered: None) -> None:
@@ -208,18 +185,6 @@ def test_settle_replaces_the_answer_and_is_traced(tmp_path: Path, registered: No
     assert (check["name"], check["answer"], check["outcome"]) == ("rounder", "eleven", "replaced")
     answer, _, events = ask(tmp_path, [code("FINAL('twelve')")], assists="rounder")
     assert answer == "twelve" and of_type(events, "answer_check") == []
-
-
-def test_last_turn_answers_when_the_turns_run_out(tmp_path: Path, registered: None) -> None:
-    """It takes the answer of an assist's last turn, made with one short call of its own
-    (counted as a forced turn from the assist), instead of the conversation's forced turn."""
-    answer, client, events = ask(tmp_path, [code("print(1)"), code("print(2)"), "Eleven jars."], assists="last_word",
-                                 max_iterations=2)
-    assert answer == "Eleven jars."
-    assert len(client.prompts) == 3 and client.prompts[-1] == [{"role": "user", "content": f"In a few words: {QUESTION}"}]
-    short = [e for e in of_type(events, "iteration") if e.get("from")]
-    assert [(e["from"], e["forced"]) for e in short] == [("the last word", True)]
-    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("last_word", "last_turn")]
 
 
 def test_last_found_is_shown_in_the_forced_turn(tmp_path: Path, registered: None) -> None:
@@ -249,11 +214,11 @@ def test_lookups_leave_the_models_reads_and_variables_alone(tmp_path: Path, regi
 def test_auto_gives_a_small_model_the_measured_set(monkeypatch: pytest.MonkeyPatch, registered: None, tmp_path: Path) -> None:
     """It reads auto as the measured set for a small model (local, or a name stating at most
     ~8B) and none for any other, small as that set for any model, and none as none; the set
-    that ships names only registered assists (read_field, which gained held out, and the loop's
-    former answer rules); follow_link, which fired on no format task, is gone."""
+    that ships names only registered assists (read_field, which gained held out, and the two
+    former loop rules kept); those with no held-out gain are gone."""
     assert all(n in REGISTRY for n in SMALL_MODEL_ASSISTS)
-    assert len(SMALL_MODEL_ASSISTS) == 11 and "follow_link" not in REGISTRY
-    assert {"read_field", "question_echo", "repeat_cut"} <= set(SMALL_MODEL_ASSISTS)
+    assert SMALL_MODEL_ASSISTS == ("repeat_cut", "insisted_prose", "read_field")
+    assert not {"follow_link", "question_echo", "value_as_code", "records_reprompt"} & set(REGISTRY)
     assert names_for("auto", "local:qwen2.5-coder-1.5b") == SMALL_MODEL_ASSISTS
     assert names_for("auto", "openai/gpt-4o") == ()
     monkeypatch.setattr(registry, "SMALL_MODEL_ASSISTS", ("quince_note",))
@@ -273,13 +238,13 @@ def test_a_list_of_names_is_kept_known_and_in_hook_order(registered: None) -> No
     """It takes a list or a comma-separated string, runs the names in the registry's order,
     and refuses a name no assist has, naming the known ones."""
     assert RunLimits(assists="rounder, quince_note").assists == ("rounder", "quince_note")
-    assert RunLimits(assists=["loud"]).assists == ("loud",)
+    assert RunLimits(assists=["aside"]).assists == ("aside",)
     assert names_for(("rounder", "quince_note"), "m") == ("quince_note", "rounder")
     assert RunLimits(assists=None).assists == "none"  # what /limits makes of "off"
-    with pytest.raises(ValidationError, match="no assist named 'magic'.*quince_note, loud"):
-        RunLimits(assists="loud,magic")
-    again = RunLimits(**RunLimits(assists=("loud", "rounder")).model_dump())
-    assert again.assists == ("loud", "rounder")
+    with pytest.raises(ValidationError, match="no assist named 'magic'.*quince_note, aside"):
+        RunLimits(assists="aside,magic")
+    again = RunLimits(**RunLimits(assists=("aside", "rounder")).model_dump())
+    assert again.assists == ("aside", "rounder")
 
 
 def test_a_removed_assist_is_an_unknown_name() -> None:

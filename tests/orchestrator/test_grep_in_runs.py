@@ -86,21 +86,6 @@ def test_grep_takes_max_matches_second_and_searches_text_the_code_holds(tmp_path
     assert "a context handle, a string, or a list of strings" in error and "not dict" in error
 
 
-def test_a_final_of_bare_words_in_a_code_block_is_an_answer(tmp_path: Path) -> None:
-    """It reads ``FINAL(Junsen Monnovbel)`` (not Python) as the answer instead of a syntax error to
-    loop on (the ``value_as_code`` assist, traced); with the assists off, the model is shown the error."""
-    answer, client, events = ask(tmp_path, [code("print(grep('lead of project'))"), code("FINAL(Junsen Monnovbel)"),
-                                            code("FINAL(24472)")], question=UNNAMED, assists="value_as_code")
-    assert answer == "Junsen Monnovbel" and len(client.prompts) == 2
-    outputs = [o for e in of_type(events, "iteration") for o in e["outputs"]]
-    assert outputs[-1]["read_as"] == "an answer an assist read from the cell"
-    assert [(e["name"], e["outcome"]) for e in of_type(events, "answer_check")] == [("value_as_code", "read from the cell")]
-    answer, _, _ = ask(tmp_path, [code("FINAL(badge 24472, see line 482)")], assists="value_as_code")
-    assert answer == "badge 24472, see line 482"
-    answer, client, _ = ask(tmp_path, [code("FINAL(Junsen Monnovbel)"), code("FINAL(24472)")], question=UNNAMED, assists="none")
-    assert answer == "24472" and "SyntaxError" in client.prompts[1][-1]["content"]
-
-
 def test_an_empty_grep_the_code_only_tested_is_reported(tmp_path: Path) -> None:
     """It tells a model whose code hid an empty grep behind ``if hits:`` why nothing matched
     (the worker's note), and adds no lines of its own."""
@@ -109,16 +94,6 @@ def test_an_empty_grep_the_code_only_tested_is_reported(tmp_path: Path) -> None:
     shown = client.prompts[1][-1]["content"]
     assert "not found" in shown and "a grep in this code found nothing (no lines match /Belpex leader/" in shown
     assert LEAD not in shown and of_type(events, "assist") == []
-
-
-def test_final_spelled_otherwise_in_code_is_the_answer(tmp_path: Path) -> None:
-    """It takes ``Final('...')`` in a code block as the answer (small models spell it so)."""
-    path = planted(tmp_path, "codes.txt", 200, {10: "Remember this: Yartor uses EV-8104 as its access code.",
-                                                 50: "Remember this: Novzel uses GH-6589 as its access code."}, SHORT_FILLER)
-    client = ScriptedClient([code("print(grep('access code'))"), code("Final('GH-6589')")])
-    with Session(client, contexts=[path], limits=fast(assists="final_spelling")) as s:
-        assert s.ask("What is the access code of Novzel?").answer == "GH-6589"
-    assert len(client.prompts) == 2
 
 
 def test_prose_that_says_it_is_still_looking_is_no_answer(tmp_path: Path) -> None:

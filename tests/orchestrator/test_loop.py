@@ -168,22 +168,6 @@ def test_a_placeholder_in_prose_final_is_no_answer(reply: str) -> None:
     assert result.iterations == 3
 
 
-@pytest.mark.parametrize("reply", [code("FINAL('What is the secret launch code?')"),
-                                   "FINAL(what is the secret launch code)",
-                                   code("FINAL('the secret launch code')")])  # a piece of it, all its words
-def test_the_question_copied_into_final_is_no_answer(reply: str) -> None:
-    """It denies a FINAL given the question itself, says so, and takes the next answer."""
-    result, client = run([code("n = 480\nprint(n)"), reply, code("FINAL(str(n))")], assists="question_echo")
-    assert result.answer == "480"
-    assert result.iterations == 3
-    assert "FINAL was given the question itself" in last_messages(client)[-1]
-    # with the values the code holds, so the one found is in front of the model
-    assert "The variables your code holds" in last_messages(client)[-1] and "n: int = 480" in last_messages(client)[-1]
-    result, client = run([reply, code("FINAL('x')")], assists="question_echo")
-    assert "FINAL was given the question itself" in last_messages(client)[-1]
-    assert "The variables your code holds" not in last_messages(client)[-1]
-
-
 def test_an_unclosed_fence_still_runs() -> None:
     """It runs a trailing code block whose closing fence never came (generation stopped)."""
     result, _ = run(["Let me answer.\n```python\nFINAL('unclosed')"])
@@ -295,13 +279,6 @@ def test_two_blocks_taken_in_turn_bring_the_forced_turn_early() -> None:
     assert result.answer == "the river town" and result.iterations == 5
     assert "same code as one of your last turns" not in client.prompts[2][-1]["content"]
     assert "same code as one of your last turns" in client.prompts[3][-1]["content"]
-
-
-def test_a_sentence_in_a_code_block_on_the_forced_turn_is_the_answer() -> None:
-    """It takes a sentence the model put in a code block when told to answer now as the answer."""
-    client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": code("It is held in Ljubljana.")}])
-    result, _ = run(client, "text", limits=fast(max_iterations=1), assists="forced_reading")
-    assert result.answer == "It is held in Ljubljana."
 
 
 def test_a_long_repeated_prose_reply_is_not_an_answer() -> None:
@@ -475,28 +452,6 @@ def test_a_forced_turn_with_code_is_run() -> None:
     assert result.iterations == 2
 
 
-@pytest.mark.parametrize(("reply", "answer"), [
-    ("The kiln's glaze is celadon, as printed.", "The kiln's glaze is celadon, as printed."),
-    ("celadon", "celadon"),
-    ("I could not find the glaze in the text.", None),
-    ("I give up.", None),
-    ("The document doesn't specify a glaze.", None),
-    ("Unknown.", None),
-    ("There is no glaze in the text.", None),
-    ("The text does not mention a glaze.", None),
-    ("Let me search again with other words.", None),
-    ("What is the secret launch code?", None),
-    ("The glaze is celadon. " * 40, None),
-])
-def test_a_sentence_without_code_on_the_forced_turn_is_the_answer(reply: str, answer: str | None) -> None:
-    """It takes a short sentence the model replies with, no code, when told to answer now, as
-    the answer; not one saying it has none or is still looking, the question copied, or a long one."""
-    client = ScriptedClient([code("x = 1"), {"when": FORCED, "content": reply}])
-    result, _ = run(client, "text", limits=fast(max_iterations=1), assists="forced_reading")
-    assert result.answer == answer
-    assert result.error_type == (None if answer else "NoAnswer")
-
-
 def test_a_model_that_never_calls_final_gets_no_answer_and_a_partial() -> None:
     """It gives up after the forced turn, keeping the last printed output as the partial answer."""
     client = ScriptedClient([{"when": FORCED, "content": "I am not sure yet."},
@@ -579,39 +534,6 @@ def test_an_empty_records_lookup_the_code_only_tested_is_reported() -> None:
     assert client.prompts[3][-1]["content"].count("a records lookup in this code found nothing") == 3
 
 
-def test_the_same_prose_again_over_fields_gets_a_block_with_the_question_written_in() -> None:
-    """It answers a model repeating the same still-looking prose, over a text with fields,
-    with a block it can run as it stands (about() of the question itself); the first time,
-    and over text without fields, the plain re-prompt."""
-    table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
-    stuck = "The output does not show the answer. Let me search again."
-    _, client = run([stuck, stuck, code("FINAL('x')")], table, assists="records_reprompt")
-    assert client.prompts[1][-1]["content"] == prompt_text("reprompt")
-    again = client.prompts[2][-1]["content"]
-    assert "print(recs.about('What is the secret launch code?'))" in again and "recs = records()" in again
-    _, client = run([stuck, stuck, code("FINAL('x')")], "The launch was on a Tuesday, in the rain.\n" * 400, assists="records_reprompt")
-    assert client.prompts[2][-1]["content"] == prompt_text("reprompt")
-
-
-def test_a_loop_of_prose_leaves_the_conversation_and_the_block_joins_the_last_output() -> None:
-    """It takes the repeated prose turns out of the messages (a small model copies its own loop
-    from the history) and puts the runnable block under the last cell's output, so the model
-    reads that output and the block last; the first prose turn is re-prompted as before."""
-    table = "kiln\tglaze\n" + "".join(f"k{i}\t{'ash' if i % 2 else 'shino'}\n" for i in range(60))
-    stuck = "The output does not show the answer. Let me search again."
-    _, client = run([code("print(records().find('glaze'))"), stuck, stuck, stuck, code("FINAL('x')")], table,
-                    limits=fast(max_iterations=6), assists="records_reprompt")
-    assert [m["content"] for m in client.prompts[2]].count(stuck) == 1
-    rewritten = client.prompts[3]
-    assert stuck not in [m["content"] for m in rewritten]
-    last = rewritten[-1]["content"]
-    assert last.startswith("Output of your code (turn 1 of 6)") and "'glaze' is a field of the records" in last
-    assert last.rstrip().endswith("print(recs.about('What is the secret launch code?'))\n```")
-    assert [m["role"] for m in rewritten] == ["system", "user", "assistant", "user"]
-    # Said a third time, the same again: the rewritten message is where the loop is cut.
-    assert [m["content"] for m in client.prompts[4]] == [m["content"] for m in rewritten]
-
-
 def test_a_text_with_fields_is_started_with_records() -> None:
     """It puts records() first, shows a records() first turn and says to start with it when the
     probe finds fields; a text without fields keeps grep first."""
@@ -651,98 +573,6 @@ def test_a_failing_cell_shows_the_plain_values_it_set_before_its_error() -> None
     assert "before the error, this cell set: station = 'K-17 north', hops = 2" in shown
     assert "kept =" not in shown and "big =" not in shown and "items =" not in shown
     assert "before the error" not in client.prompts[3][-1]["content"]  # a cell that ran says nothing
-
-
-def test_a_value_written_as_a_block_after_the_output_that_showed_it_is_the_answer() -> None:
-    """It takes a block that is only a value the last output printed (``K-17``, a NameError
-    as Python) as the model's answer; a lone word, or a value no output showed, stays code."""
-    result, _ = run([code("print('the bay is K-17')"), code("K-17")], assists="value_as_code")
-    assert result.answer == "K-17"
-    _, client = run([code("print('the bay is K-17')"), code("K-18"), code("FINAL('x')")], assists="value_as_code")
-    assert "NameError" in client.prompts[2][-1]["content"]
-    _, client = run([code("print('the bay is open')"), code("bay"), code("FINAL('x')")], assists="value_as_code")
-    assert "NameError" in client.prompts[2][-1]["content"]
-
-
-def test_final_of_a_date_the_output_showed_is_the_date_not_its_arithmetic() -> None:
-    """It takes ``FINAL(2011-10)`` after an output that printed 2011-10 as the text 2011-10
-    (Python makes it 2001), in a code block and in prose; an expression no output showed
-    whole (``FINAL(40-2)``, or 2011-10 of a printed 2011-10-30) is still computed."""
-    result, _ = run([code("print('sown 2011-10, cut 2012-01')"), code("FINAL(2011-10)")], assists="dated_final")
-    assert result.answer == "2011-10"
-    result, _ = run([code("print('phone 555-3142')"), "The number is FINAL(555-3142)."], assists="dated_final")
-    assert result.answer == "555-3142"
-    result, _ = run([code("print('sown 2011-10-30')"), code("FINAL(2011-10)")], assists="dated_final")
-    assert result.answer == "2001"
-    result, _ = run([code("print('forty')"), code("FINAL(40-2)")], assists="dated_final")
-    assert result.answer == "38"
-
-
-def test_the_question_copied_on_the_forced_turn_gives_the_line_last_printed() -> None:
-    """When the model copies the question into FINAL through its last turn, after the notes
-    saying so, the run's answer is the last line its code printed (the value it found), not
-    the question; with nothing printed, the question stays (as before)."""
-    question = "What is the secret launch code?"
-    echo = code(f"FINAL({question!r})")
-    result, _ = run([code("print('rows: 40')\nprint('the code is K-4 late')"),
-                         echo, echo, echo, f"FINAL({question!r})"], assists="question_echo")
-    assert result.answer == "the code is K-4 late"  # the last turn's copy
-    result, _ = run([code("print('the code is K-4 late')"), echo, code(f"x = 2\nFINAL({question!r})"), code("x = 3"),
-                     f"FINAL({question!r})"], assists="question_echo")
-    assert result.answer == "the code is K-4 late"  # the forced turn's copy
-    result, _ = run([code("x = 1"), echo, echo, echo, f"FINAL({question!r})"], assists="question_echo")
-    assert result.answer == question
-
-
-def test_final_of_the_instructions_placeholder_on_the_forced_turn_gives_the_line_last_printed() -> None:
-    """When the forced turn copies the instructions' ``FINAL(your answer)``, that reply is no
-    answer and no sentence: the run's answer is the last line the code printed, and with
-    nothing printed there is none (before, the reply itself was taken as a sentence)."""
-    looking = [code(f"x = {n}") for n in range(3)]
-    result, _ = run([code("print('the kiln fired at 1280')"), *looking, "FINAL(your answer)"], assists="forced_reading")
-    assert result.answer == "the kiln fired at 1280"
-    result, _ = run([code("y = 0"), *looking, "FINAL(your answer)"], assists="forced_reading")
-    assert result.answer is None and result.error_type == "NoAnswer"
-    result, _ = run([code("y = 0"), *looking, "The kiln fired at 1280."], assists="forced_reading")
-    assert result.answer == "The kiln fired at 1280."
-
-
-def test_final_of_an_unquoted_word_the_output_showed_is_that_word() -> None:
-    """It takes ``FINAL(Orrin)`` (a NameError) as the answer 'Orrin' when the last output
-    printed Orrin; a name no output showed, or a NameError for another name, stays an error."""
-    result, _ = run([code("print('loader: Orrin')"), code("FINAL(Orrin)")], assists="value_as_code")
-    assert result.answer == "Orrin"
-    _, client = run([code("print('loader: Orrin')"), code("FINAL(Orrina)"), code("FINAL('x')")], assists="value_as_code")
-    assert "NameError" in client.prompts[2][-1]["content"]
-    _, client = run([code("print('loader: Orrin')"), code("y = nothing_here\nFINAL(Orrin)"), code("FINAL('x')")], assists="value_as_code")
-    assert "NameError" in client.prompts[2][-1]["content"]
-
-
-def test_an_answer_of_the_questions_own_words_is_asked_about_once() -> None:
-    """It asks once about ``FINAL('secret launch')`` (two words, both the question's: too few
-    for an echo), with the variables the code holds; the same answer given again is taken, and
-    an answer with a word of its own is never asked about."""
-    result, client = run([code("code = 'K-4'\nprint(code)"), code("FINAL('secret launch')"), code("FINAL(code)")], assists="question_words")
-    assert result.answer == "K-4"
-    note = client.prompts[2][-1]["content"]
-    assert "FINAL was given words of the question, 'secret launch', not a value your code found" in note
-    assert "code: str = 'K-4'" in note
-    result, _ = run([code("FINAL('launch code')"), code("FINAL('launch code')")], assists="question_words")
-    assert result.answer == "launch code"
-    result, client = run([code("FINAL('launch code K-4')")], assists="question_words")
-    assert result.answer == "launch code K-4" and len(client.prompts) == 1
-
-
-def test_question_words_given_again_take_the_sentence_the_reply_states() -> None:
-    """When the model gives the question's words again, its reply's sentence before the code
-    is the answer when it says more than the question ("The launch code is K-4."); a reply with
-    no such sentence keeps the words."""
-    reply = "The launch code is K-4.\n\n```python\nFINAL('secret launch code')\n```"
-    result, client = run([code("print('K-4')"), reply, reply], assists="question_words")
-    assert result.answer == "The launch code is K-4."
-    assert "FINAL was given words of the question" in client.prompts[2][-1]["content"]
-    result, _ = run([code("print('K-4')"), code("FINAL('secret launch code')"), code("FINAL('secret launch code')")], assists="question_words")
-    assert result.answer == "secret launch code"
 
 
 def test_with_the_assists_off_final_of_the_question_is_the_answer() -> None:

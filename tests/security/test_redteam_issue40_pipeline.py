@@ -13,7 +13,6 @@ environment variable, a file outside the contexts) reaches no message, trace eve
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from hostile import Attacker
 from rlm_runtime import Session
 from rlm_runtime.assist import Host, lookups
 from rlm_runtime.assist.base import Turn
-from rlm_runtime.assist.readings import final_spelled
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import paths_from_env
 from rlm_runtime.llm import ScriptedClient
@@ -140,26 +138,6 @@ def test_arguments_over_their_bounds_are_a_failed_lookup(escaped: Attacker) -> N
 # --------------------------------------------------------------------- replies
 
 
-def test_final_spelling_stays_linear_on_one_line() -> None:
-    """It keeps final_spelling linear: one line of 60,000 Final() calls is respelled in seconds, not minutes."""
-    code = "Final(1);" * 60_000
-    began = time.monotonic()
-    spelled = final_spelled(code)
-    assert time.monotonic() - began < 8.0
-    assert spelled == "FINAL(1);" * 60_000
-
-
-@pytest.mark.parametrize(("code", "spelled"), [
-    ("x = 1\rFinal(2)", "x = 1\rFINAL(2)"),
-    ("é = 1\rFinal(2)\nprint(1)", "é = 1\rFINAL(2)\nprint(1)"),
-    ('"""a\rb"""\nFinal(2)', '"""a\rb"""\nFINAL(2)'),
-    ("s = 'Final(x)'\nfinal('é'); Final(3)", "s = 'Final(x)'\nFINAL('é'); FINAL(3)"),
-])
-def test_final_spelling_reads_lines_as_python_does(code: str, spelled: str) -> None:
-    """It denies final_spelling a line count of its own: a "\\r" break neither crashes it nor moves its edit."""
-    assert final_spelled(code) == spelled
-
-
 def _trace(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -188,7 +166,7 @@ def test_hostile_replies_keep_the_question_and_leak_nothing(tmp_path: Path, secr
     with Session(client, contexts=[text], limits=limits, trace=trace) as session:
         result = session.ask(QUESTION)
     events = _trace(trace)
-    assert any(e["type"] == "assist" and e["name"] == "records_reprompt" for e in events)
+    assert [e for e in events if e["type"] == "iteration"]  # the run went through every hostile reply
     system = client.prompts[0][0]["content"]
     budget = 24 * limits.feedback_chars + len(system) + 50_000
     for prompt in client.prompts:
