@@ -20,7 +20,7 @@ text has no fields, and says why: a structure that is wrong is worse than none.
   by markdown headings, or by the record's first field coming round again; indented lines
   continue the field above; other lines go to the field ``text``;
 * ``structure``: a structure found in the text itself (``structure.py``: records one a
-  line, nested by indentation, in blocks under a title or in stanzas, their fields from
+  line, nested by indentation or in blocks under a title, their fields from
   line templates mined from the sample, ``templates.py``), each record knowing its parent
   and children; or a form the model states (``forms.py``, ``records(template=...)``);
 * ``paragraphs``: no fields it could read: one record per blank-line-separated paragraph
@@ -106,7 +106,6 @@ _LAYOUT_TEXT = {
     "indent": "records nested by indentation, each knowing its parent and children (recs.children_of(name), "
               "recs.parent_of(name))",
     "blocks": "blocks of lines, each block's first line holding the others as its children (recs.children_of(name))",
-    "stanzas": "records of label: value lines",
     "stated": "one record a line, read by the form given",
 }
 

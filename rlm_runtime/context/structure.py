@@ -8,9 +8,8 @@ could read, with the reason, never a guess.
 * *Which lines are records*: comment lines (a common leading marker such as ``#``) are set
   aside; the others are one record a line (``lines``), or children of the nearest line above
   with less indentation (``indent``), or of the first line of their blank-line block when
-  it differs from the rest (``blocks``), or ``Label: value`` lines grouped into stanzas by
-  blank lines or by their first label coming round again (``stanzas``; a label said on one
-  line only is a value, not a field's name).
+  it differs from the rest (``blocks``). ``Label: value`` lines grouped into records are
+  ``records.py``'s blocks reader's, which says its coverage the same way.
 * *What a line holds*: a template a level (or a few, ``templates.Forms``), mined from that
   level's lines (``templates.py``).
 
@@ -26,7 +25,6 @@ another: linear in the text.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,7 +45,6 @@ MIN_LINES = 4
 #: Leading markers of comment lines.
 COMMENT_MARKERS = ("#", "//", "--", ";", "%", "!")
 
-_LABEL_LINE = re.compile(r"^([^\W\d_][\w .'/()&-]{0,39}?)\s*[:=](?:\s+(.*))?$", re.S)
 
 
 # ------------------------------------------------------------------------ layouts
@@ -55,7 +52,7 @@ _LABEL_LINE = re.compile(r"^([^\W\d_][\w .'/()&-]{0,39}?)\s*[:=](?:\s+(.*))?$", 
 
 @dataclass(frozen=True)
 class Structure:
-    """What ``discover`` found: ``layout`` (``lines``, ``indent``, ``blocks``, ``stanzas``,
+    """What ``discover`` found: ``layout`` (``lines``, ``indent``, ``blocks``,
     ``stated``; "" when none passed), a template per level, the comment marker, the header
     line's field names, ``coverage`` on the sample, and ``reason`` when refused."""
 
@@ -184,29 +181,6 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
     return Structure(layout, read / len(body), tuple(fields), tuple(fields.values()), tuple(templates), comment, header)
 
 
-def _stanzas(lines: Sequence[str], body: list[tuple[int, str]], comment: str) -> Structure | None:
-    """``Label: value`` lines, a record each blank-line block (or each time the first label
-    comes round again); an indented line after a label continues its value. Labels must come
-    round again: a label on only one line is a value, not a field's name."""
-    labels: Counter[str] = Counter()
-    read = 0
-    after_label = False
-    for _, line in body:
-        m = _LABEL_LINE.match(line.strip()[:LINE_CAP])
-        if m and len(m.group(1).split()) <= 4 and not line[:1].isspace():
-            labels[field_name(m.group(1))] += 1
-            read += 1
-            after_label = True
-        elif after_label and line[:1].isspace():
-            read += 1
-        else:
-            after_label = False
-    if not labels or sum(labels.values()) < 2 * len(labels) or labels.most_common(1)[0][1] < 3:
-        return None
-    fields = tuple(name for name, _ in labels.most_common())
-    return Structure("stanzas", read / len(body), fields, (), (), comment)
-
-
 def discover(lines: Sequence[str]) -> Structure:
     """The structure of the sample ``lines`` (raw lines, blank ones included): the layout
     reading most fields a line among those over ``GATE``, else a refusal with its reason."""
@@ -222,8 +196,6 @@ def discover(lines: Sequence[str]) -> Structure:
     found += [indent] if indent else []
     blocks = _levelled("blocks", body, levels_by_block(lines, body), comment)
     found += [blocks] if blocks else []
-    stanzas = _stanzas(lines, body, comment)
-    found += [stanzas] if stanzas else []
     passing = [s for s in found if s.coverage >= GATE]
     if passing:
         # Most fields read a line; a hierarchy wins a tie (indentation is data too).
@@ -237,7 +209,7 @@ def discover(lines: Sequence[str]) -> Structure:
 
 # ------------------------------------------------------------------------ reading
 
-#: What ``read`` gives a line or stanza: (index of its first line, its fields, the index of
+#: What ``read`` gives a line: (index of its first line, its fields, the index of
 #: its parent among the items, -1 for none).
 Item = tuple[int, list[tuple[str, str]], int]
 
@@ -245,8 +217,6 @@ Item = tuple[int, list[tuple[str, str]], int]
 def read(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
     """The items of ``lines`` in structure ``s`` (a line no template reads is an item with only
     ``text``) and the share of the non-blank, non-comment lines read into fields."""
-    if s.layout == "stanzas":
-        return _read_stanzas(lines, s)
     body = content(lines, s.comment)
     if not body:
         return [], 0.0
@@ -270,48 +240,3 @@ def read(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
         n_read += got is not None
         items.append((k, got or [("text", text)], par[i] - start if par[i] >= start else -1))
     return items, n_read / len(body)
-
-
-def _read_stanzas(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
-    items: list[Item] = []
-    fields: list[tuple[str, str]] = []
-    first = ""
-    begun = -1
-    n_body = n_read = 0
-    last_label = False
-
-    def close() -> None:
-        if fields:
-            items.append((begun, list(fields), -1))
-        fields.clear()
-
-    for k, raw in enumerate(lines):
-        if not raw.strip():
-            close()
-            last_label = False
-            continue
-        if s.comment and raw.lstrip().startswith(s.comment):
-            continue
-        n_body += 1
-        m = _LABEL_LINE.match(raw.strip()[:LINE_CAP]) if not raw[:1].isspace() else None
-        if m and len(m.group(1).split()) <= 4:
-            label = field_name(m.group(1))
-            value = (raw.strip()[m.start(2):] if m.group(2) is not None else "").strip()
-            if fields and label == first:
-                close()
-            if not fields:
-                begun, first = k, label
-            fields.append((label, value))
-            n_read += 1
-            last_label = True
-        elif last_label and raw[:1].isspace() and fields:
-            label, value = fields[-1]
-            fields[-1] = (label, f"{value} {raw.strip()}".strip())
-            n_read += 1
-        else:
-            if not fields:
-                begun, first = k, ""
-            fields.append(("text", raw.strip()))
-            last_label = False
-    close()
-    return items, n_read / n_body if n_body else 0.0

@@ -1,4 +1,4 @@
-"""Structure discovered from the text: line templates, indentation, blocks and stanzas, each with
+"""Structure discovered from the text: line templates, indentation and blocks, each with
 its coverage, refused under the gate; stated templates and patterns.
 
 Every fixture is a format written here (a stock room, a recipe box, a glossary, a service log,
