@@ -223,7 +223,7 @@ class Run:
     def _turns(self, sandbox: Sandbox, briefs: Sequence[Any], history: str, variables: str) -> RunResult:
         lim = self.tree.setup.limits
         talk = self._start(sandbox, briefs, history, variables)
-        assists = self.assists = self._assists(sandbox, briefs)
+        assists = self.assists = self._assists(sandbox, briefs, "\n".join(m["content"] for m in talk.messages[:2]))
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
@@ -383,8 +383,9 @@ class Run:
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
-    def _assists(self, sandbox: Sandbox, briefs: Sequence[Any]) -> Assists:
-        """The assists this run's ``assists`` setting names, over this run's sandbox."""
+    def _assists(self, sandbox: Sandbox, briefs: Sequence[Any], opening: str) -> Assists:
+        """The assists this run's ``assists`` setting names, over this run's sandbox and the
+        conversation's ``opening`` (its system prompt and first message)."""
         setup = self.tree.setup
         search = self.tree.search
 
@@ -393,7 +394,7 @@ class Run:
 
         host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit,
                     search=searched if search is not None else None, ask=self._ask, variables=sandbox.variables,
-                    mode=_mode(briefs))
+                    mode=_mode(briefs), opening=opening)
         return Assists(names_for(setup.limits.assists, self.client.model), host)
 
     def _ask(self, prompt: str, source: str) -> str:

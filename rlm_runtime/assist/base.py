@@ -43,6 +43,9 @@ class Host:
     #: How the prompts present the main context (``Brief.mode``): ``records`` when the text
     #: has fields ``records()`` reads, ``text`` otherwise.
     mode: str = "text"
+    #: The run's system prompt and first message, as the model read them: the runtime's own
+    #: words, which a reply may copy and which are never the answer.
+    opening: str = ""
     #: What the assist being called looked up (``lookups.py`` and ``note_lookup`` add to it;
     #: the runner puts it in the assist's trace event and empties it before each call).
     looked: list[str] = field(default_factory=list)

@@ -49,17 +49,35 @@ class RepeatCut(Assist):
 class InsistedProse(Assist):
     """A short reply without code, the same as one the run wrote before (each was answered
     with a request for code): that is the answer, unless it says it is still looking ("The
-    output does not show the answer. Let's try searching again.")."""
+    output does not show the answer. Let's try searching again.") or copies the runtime's
+    own words (a sentence of the first prompt, said back three times, was taken as an
+    answer on a development format)."""
 
     name = "insisted_prose"
 
     def __init__(self) -> None:
         self.said: set[str] = set()
+        self.opening: str | None = None
 
     def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
         if turn.blocks or turn.forced:
             return
         said = turn.reply.strip()
-        if turn.answer is None and said in self.said and 0 < len(said) <= INSISTED_CHARS and not _STILL_LOOKING.search(said):
+        if (turn.answer is None and said in self.said and 0 < len(said) <= INSISTED_CHARS
+                and not _STILL_LOOKING.search(said) and not self._copied(said, host)):
             turn.answer = said
         self.said.add(said)
+
+    def _copied(self, said: str, host: Host) -> bool:
+        """``said`` is words of the run's opening, in order, whatever their case and punctuation."""
+        if self.opening is None:
+            self.opening = f" {_words(host.opening)} "
+        words = _words(said)
+        return bool(words) and f" {words} " in self.opening
+
+
+def _words(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+_WORD = re.compile(r"\w+")

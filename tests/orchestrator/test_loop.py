@@ -586,3 +586,14 @@ def test_with_the_assists_off_final_of_the_question_is_the_answer() -> None:
     result, client = run([said, said, code("print(1)"), code("print(1)"), code("print(1)"), code("FINAL('K-5')")],
                          assists="none", limits=fast(max_iterations=8, max_consecutive_errors=5))
     assert result.answer == "K-5" and len(client.prompts) == 6
+
+
+def test_prose_copied_from_the_first_prompt_is_no_answer_however_often_said() -> None:
+    """It never takes a sentence of the runtime's own opening, said again and again in another
+    case and punctuation, as the answer: the run goes on to the model's real one."""
+    copied = "START BY EXPLORING THE CONTEXT, WITH CODE!"
+    result, _ = run([copied, copied, copied, code("FINAL('K-4')")], "The launch code is K-4.\n" * 50, assists="insisted_prose")
+    assert result.answer == "K-4"
+    said = "The launch code is K-4, says line 3."  # words the opening does not hold, in that order
+    result, _ = run([said, said, code("FINAL('never reached')")], "The launch code is K-4.\n" * 50, assists="insisted_prose")
+    assert result.answer == said
