@@ -223,7 +223,7 @@ class Run:
     def _turns(self, sandbox: Sandbox, briefs: Sequence[Any], history: str, variables: str) -> RunResult:
         lim = self.tree.setup.limits
         talk = self._start(sandbox, briefs, history, variables)
-        assists = self.assists = self._assists(sandbox, briefs, "\n".join(m["content"] for m in talk.messages[:2]))
+        assists = self.assists = self._assists(sandbox, "\n".join(m["content"] for m in talk.messages[:2]))
         while self.iterations < lim.max_iterations:
             self.iterations += 1
             self.tree.budget.check_time()
@@ -383,32 +383,12 @@ class Run:
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",
                        partial=self.partial)
 
-    def _assists(self, sandbox: Sandbox, briefs: Sequence[Any], opening: str) -> Assists:
+    def _assists(self, sandbox: Sandbox, opening: str) -> Assists:
         """The assists this run's ``assists`` setting names, over this run's sandbox and the
         conversation's ``opening`` (its system prompt and first message)."""
         setup = self.tree.setup
-        search = self.tree.search
-
-        def searched(query: str, k: int) -> list[dict[str, Any]]:
-            return list(search.search(query, k, run_id=self.run_id, stop=self.tree.budget.check_time))
-
-        host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit,
-                    search=searched if search is not None else None, ask=self._ask, variables=sandbox.variables,
-                    mode=_mode(briefs), opening=opening)
+        host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit, opening=opening)
         return Assists(names_for(setup.limits.assists, self.client.model), host)
-
-    def _ask(self, prompt: str, source: str) -> str:
-        """One short model call outside the conversation (an assist's, from ``source``),
-        counted as a forced turn."""
-        began = time.monotonic()
-        completion = self.tree.call(self, self.client, [{"role": "user", "content": prompt}], code=False)
-        reply = completion.text.strip()
-        self.iterations += 1
-        self.emit({"type": "iteration", "iteration": self.iterations, "forced": True, "response": reply,
-                   "prompt_chars": len(prompt), "code_blocks": [], "outputs": [], "usage": completion.usage.to_dict(),
-                   "duration_s": time.monotonic() - began, "model_s": time.monotonic() - began,
-                   "finish_reason": completion.finish_reason, "from": source})
-        return reply
 
     def _system_prompt(self, sandbox: Sandbox, briefs: Sequence[Any]) -> str:
         setup = self.tree.setup

@@ -27,22 +27,12 @@ Event = dict[str, Any]
 class Host:
     """What a run lends its assists: the question, the prompts, ``lookup`` (the sandbox's
     typed grep, count and tally over the main context, ``Sandbox.lookup``; read it through
-    ``lookups.py``), its trace, the chunk search (None when the session has none) and
-    ``ask(prompt, source)``: one short model call outside the conversation, counted as a
-    forced turn of the run whose trace says it came ``from`` ``source`` (it returns the
-    reply's text)."""
+    ``lookups.py``) and its trace."""
 
     query: str
     prompts: Prompts
     lookup: Callable[..., dict[str, Any]]
     emit: Callable[[Event], None]
-    search: Callable[[str, int], list[dict[str, Any]]] | None
-    ask: Callable[[str, str], str]
-    #: The model's variables and their values (``SHOW_VARS``), "" when it holds none.
-    variables: Callable[[], str] = lambda: ""
-    #: How the prompts present the main context (``Brief.mode``): ``records`` when the text
-    #: has fields ``records()`` reads, ``text`` otherwise.
-    mode: str = "text"
     #: The run's system prompt and first message, as the model read them: the runtime's own
     #: words, which a reply may copy and which are never the answer.
     opening: str = ""

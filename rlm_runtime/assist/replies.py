@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Assist, AssistState, Host, Turn
 
 #: A block is a repeat when it is the code of one of this many turns before.
@@ -17,6 +18,8 @@ _REPEAT_WINDOW = 3
 _REPEATS_BEFORE_FORCING = 2
 #: A reply without code, written again after a request for code, is taken as the answer up to this size.
 INSISTED_CHARS = 500
+#: Words a reply copied from the run's opening must have to be a copy, not a short value.
+COPIED_WORDS = 4
 #: Prose that says the model has not found the answer yet and means to look further.
 _STILL_LOOKING = re.compile(r"\b(?:let's|let me|I will|I'll|try (?:searching|again|to)|search(?:ing)? again|"
                             r"does not (?:show|contain) the answer|no answer yet)\b", re.IGNORECASE)
@@ -69,11 +72,15 @@ class InsistedProse(Assist):
         self.said.add(said)
 
     def _copied(self, said: str, host: Host) -> bool:
-        """``said`` is words of the run's opening, in order, whatever their case and punctuation."""
+        """``said`` is a sentence of the run's opening (``COPIED_WORDS`` words or more of it, in
+        order, whatever their case and punctuation) that the text does not hold: a short value,
+        or a line of the document the brief quoted, may be the answer."""
+        words = _words(said)
+        if words.count(" ") + 1 < COPIED_WORDS:
+            return False
         if self.opening is None:
             self.opening = f" {_words(host.opening)} "
-        words = _words(said)
-        return bool(words) and f" {words} " in self.opening
+        return f" {words} " in self.opening and lookups.count(host, re.escape(said), ignore_case=True) == 0
 
 
 def _words(text: str) -> str:

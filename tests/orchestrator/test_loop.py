@@ -594,6 +594,9 @@ def test_prose_copied_from_the_first_prompt_is_no_answer_however_often_said() ->
     copied = "START BY EXPLORING THE CONTEXT, WITH CODE!"
     result, _ = run([copied, copied, copied, code("FINAL('K-4')")], "The launch code is K-4.\n" * 50, assists="insisted_prose")
     assert result.answer == "K-4"
-    said = "The launch code is K-4, says line 3."  # words the opening does not hold, in that order
-    result, _ = run([said, said, code("FINAL('never reached')")], "The launch code is K-4.\n" * 50, assists="insisted_prose")
-    assert result.answer == said
+    for said in ("The launch code is K-4, says line 3.",  # words the opening does not hold, in that order
+                 "The launch code is K-4.",  # a line of the text, which the brief may quote
+                 "With code"):  # words of the opening, too few to be a copy
+        result, _ = run([said, said, code("FINAL('never reached')")], "The launch code is K-4.\n" * 50,
+                        assists="insisted_prose")
+        assert result.answer == said

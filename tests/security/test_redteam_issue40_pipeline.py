@@ -119,7 +119,7 @@ def test_failed_lookups_share_no_list(escaped: Attacker) -> None:
 
 def _host(sandbox: Any, query: str) -> Host:
     return Host(query=query, prompts=Prompts(paths_from_env().brain_dirs), lookup=sandbox.lookup,
-                emit=lambda e: None, search=None, ask=lambda p, s: "")
+                emit=lambda e: None)
 
 
 def test_arguments_over_their_bounds_are_a_failed_lookup(escaped: Attacker) -> None:

@@ -139,10 +139,7 @@ def _host(hop: dict[str, Any] | None, *, by_kind: dict[str, Any] | None = None) 
         found = (by_kind or {}).get(reader, hop)
         return {"hop": found, "error": "", "lines": [], "count": 0, "tally": []}
 
-    def ask(prompt: str, source: str) -> str:
-        raise AssertionError("no assist asks here")
-
-    return Host(QUESTION, Prompts(paths_from_env().brain_dirs), lookup, lambda e: None, None, ask)
+    return Host(QUESTION, Prompts(paths_from_env().brain_dirs), lookup, lambda e: None)
 
 
 def _questioned(assist: Any, host: Host, state: AssistState, answer: str) -> str | None:
