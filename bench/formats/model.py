@@ -154,6 +154,15 @@ def _fine(value: str | None) -> bool:
     return bool(value and value.strip()) and len(value or "") <= MAX_NAME
 
 
+#: Values a sentence says whatever it answers ("no record found", "none of them"): a question
+#: whose answer is one of them is scored ``exact``, not by the words an answer contains.
+PROSE_WORDS = frozenset({"yes", "no", "true", "false", "none", "on", "off", "all", "any"})
+
+
+def _scorer(value: str) -> str:
+    return "exact" if value.strip().strip(".").lower() in PROSE_WORDS else "contains"
+
+
 def _quoted(name: str) -> str:
     return f"'{name}'"
 
@@ -166,7 +175,7 @@ def lookup(fmt: Format, records: list[Record], rng: random.Random) -> Question |
     record, fld = rng.choice(options)
     return Question("lookup", f"value:{fld.key}",
                     f"In {fmt.text}, what is {fld.words} of the {fmt.thing} {_quoted(record.name)}?",
-                    record.fields[fld.key], "contains")
+                    record.fields[fld.key], _scorer(record.fields[fld.key]))
 
 
 def aggregation(fmt: Format, records: list[Record], rng: random.Random) -> Question | None:
@@ -251,7 +260,7 @@ def _through_link(fmt: Format, records: list[Record], rng: random.Random) -> Que
     answer = target.name if f is name else target.fields[f.key]
     return Question("multihop", f"link:{f.key}",
                     f"In {fmt.text}, {fmt.link.words} of the {fmt.thing} {_quoted(start.name)} names another "
-                    f"{fmt.thing}. What is {f.words} of that {fmt.thing}?", answer, "contains")
+                    f"{fmt.thing}. What is {f.words} of that {fmt.thing}?", answer, _scorer(answer))
 
 
 def _through_holder(fmt: Format, records: list[Record], rng: random.Random) -> Question | None:
@@ -266,7 +275,7 @@ def _through_holder(fmt: Format, records: list[Record], rng: random.Random) -> Q
         f = rng.choice(fields)
         return Question("multihop", f"holder:{f.key}",
                         f"In {fmt.text}, what is {f.words} of the {fmt.holder} that holds the {fmt.thing} "
-                        f"{_quoted(child.name)}?", parent.fields[f.key], "contains")
+                        f"{_quoted(child.name)}?", parent.fields[f.key], _scorer(parent.fields[f.key]))
     return Question("multihop", "holder",
                     f"In {fmt.text}, which {fmt.holder} holds the {fmt.thing} {_quoted(child.name)}? Give its name.",
                     parent.name, "contains")

@@ -60,6 +60,20 @@ def test_the_right_count_or_one_given_again_is_taken(tmp_path: Path) -> None:
     assert answer == "4" and len(client.prompts) == 2
 
 
+def test_a_value_in_the_field_the_question_names_is_the_one_counted(tmp_path: Path) -> None:
+    """A question whose other words are values too ("oak" is a hull) counts the value held in
+    the field it names (the harbour Skerry); one naming two values of no named field asks no
+    count the assist can check."""
+    answer, client, _ = ask_once(tmp_path, [code(READ + "FINAL('3')"), code("FINAL('15')")],
+                                 "In the oak boats' register, how many boats have the harbour 'Skerry'?",
+                                 register(tmp_path), "records_count")
+    assert answer == "15"
+    assert "print(records().count('harbour', 'Skerry'))" in client.prompts[1][-1]["content"]
+    answer, client, _ = ask_once(tmp_path, [code(READ + "FINAL('3')")], "How many boats are oak or Skerry?",
+                                 register(tmp_path), "records_count")
+    assert answer == "3" and len(client.prompts) == 1
+
+
 def test_the_records_one_record_holds_are_counted(tmp_path: Path) -> None:
     """A count of the stops a route holds is checked against that route's children, even when
     the model's code never read the records (the check parses a small text itself)."""
