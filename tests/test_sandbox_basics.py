@@ -28,3 +28,17 @@ def test_user_traceback_shows_only_user_lines(sandbox: Sandbox) -> None:
     assert r.error_type == "KeyError"
     assert "line 2, in f: return d['missing']" in r.error
     assert "rlm_runtime" not in r.error and ".py" not in r.error
+
+
+def test_a_name_error_suggests_the_name_meant(sandbox: Sandbox) -> None:
+    """It says which defined name a NameError most likely meant, as Python 3.12 does (a small
+    model wrote Final(0) four times running, told only that Final is not defined); a name near
+    nothing gets no suggestion, and a NameError subclass's attributes are never read."""
+    r = sandbox.execute("Final(0)")
+    assert r.error.endswith("NameError: name 'Final' is not defined. Did you mean: 'FINAL'?"), r.error
+    assert sandbox.execute("total_rows = 3").ok
+    assert sandbox.execute("print(total_row)").error.endswith("Did you mean: 'total_rows'?")
+    assert sandbox.execute("zebraquill").error.endswith("NameError: name 'zebraquill' is not defined")
+    r = sandbox.execute("class E(NameError):\n    @property\n    def name(self):\n        print('ran')\n        return 'Final'\n"
+                        "raise E('x')")
+    assert r.error.endswith("E: x") and "ran" not in r.stdout

@@ -22,7 +22,9 @@ Lifecycle (driven by the zygote and the host):
 
 from __future__ import annotations
 
+import difflib
 import gc
+import itertools
 import linecache
 import marshal
 import os
@@ -32,6 +34,7 @@ import socket
 import sysconfig
 import time
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 from rlm_runtime.errors import ContextError, HostCallError
@@ -354,6 +357,18 @@ class Worker:
 
     # --------------------------------------------------------------- cells
 
+    def _suggestion(self, exc: BaseException) -> str:
+        """". Did you mean: 'FINAL'?" for a NameError of a name close to a defined one (Python
+        3.12 says so; 3.11's traceback module does not). Only Python's own NameError, whose
+        ``name`` is a plain string: a subclass's attributes would run the user's code."""
+        name = exc.name if type(exc) is NameError else None
+        if type(name) is not str or not 0 < len(name) <= 100:
+            return ""
+        builtins = self.ns.get("__builtins__")
+        names = itertools.chain(self.ns, builtins if type(builtins) is dict else ())
+        meant = _similar(name, (n for n in names if type(n) is str))
+        return f". Did you mean: {meant!r}?" if meant else ""
+
     def _guarded_str(self, exc: BaseException) -> str:
         """str(exc) runs the user's own __str__: give it one second, like user code."""
         self.in_user_code = True
@@ -423,7 +438,7 @@ class Worker:
             rebound = self._restore_reserved()
         if failure is not None:
             error_type = type(failure).__name__[: frames.TYPE_MAX]  # a user class may have any name
-            error = _user_traceback(failure, self._guarded_str(failure))
+            error = _user_traceback(failure, self._guarded_str(failure) + self._suggestion(failure))
             if len(error) > frames.ERROR_MAX:
                 error = error[: frames.ERROR_MAX] + "... [cut]"
         stdout, truncated = self.output.value()
@@ -588,6 +603,21 @@ def _retarget(code: Any, filename: str) -> Any:
     """
     consts = tuple(_retarget(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
     return code.replace(co_filename=filename, co_consts=consts)
+
+
+#: Names a NameError's suggestion is looked for among, at most (the cell's globals first).
+_SUGGESTED_AMONG = 5_000
+
+
+def _similar(name: str, names: Iterable[str]) -> str | None:
+    """The defined name ``name`` was most likely meant as: one differing only in case, else the
+    closest by ``difflib`` (ratio 0.8 or more), as Python 3.12's "Did you mean" suggests."""
+    pool = [n for n in itertools.islice(names, _SUGGESTED_AMONG) if len(n) <= 100 and not n.startswith("_")]
+    same = [n for n in pool if n.lower() == name.lower() and n != name]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def _user_traceback(exc: BaseException, message: str) -> str:
