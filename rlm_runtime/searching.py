@@ -16,13 +16,15 @@ index. An index of a file is reused by later sessions and removed once unused fo
 read from files some other way (a folder's documents, a file a server opened by descriptor) is
 keyed by where it comes from and what it holds (``file-<source>-<version>``, the version a
 hash of its bytes): built under a name of its own, renamed into place once whole, reused while
-the text is the same, and its older versions removed when a new one is built. The folder is
+the text is the same, and its older versions removed when a new one is built. A folder's
+documents are each indexed as a source of their own, named as the folder names them: a hit
+says which file it is in, and its lines are that file's. The folder is
 private (0700) and the databases 0600.
 
 Chunk ids given to the model are strings naming where they live: ``m12`` is chunk 12 of the
 memory store, ``c0.31`` chunk 31 of the index of ``contexts[0]``.
 
-Search ranks by words (BM25), by meaning (vectors) or both (``mode``, default ``bm25``: see
+Search ranks by words (BM25), by meaning (vectors) or both (``mode``, default ``hybrid``: see
 ``MemoryStore.search``); an index gets its chunks' vectors as it is built, and an index built
 before vectors existed gets them the first time it is used. ``semantic_grep`` ranks one
 context's paragraph chunks by meaning alone and returns them with their line numbers, like
@@ -37,7 +39,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +118,7 @@ class ChunkSearch:
             if k in self._indexes:
                 return self._indexes[k]
             handle = self.handles[k]
-            key, paths, text = _index_key(handle)
+            key, paths, text, documents = _index_key(handle)
             from rlm_runtime.memory.store import MemoryStore
 
             private.make_dir(self.index_dir)
@@ -151,7 +153,13 @@ class ChunkSearch:
                     if stop is not None:
                         stop()  # before the text is read: a folder's may be large
                     # All or nothing; every paragraph kept, a repeated one too (dedup is for notes).
-                    store.add_text(text(), source=handle.name, kind=None, stop=stop, dedup=False)
+                    # A folder's documents each a source of their own: a hit names its file
+                    # and the file's own lines, as grep does.
+                    for name, doc in documents() if documents is not None else [(handle.name, text())]:
+                        if stop is not None:
+                            stop()
+                        if doc.strip():
+                            store.add_text(doc, source=name, kind=None, stop=stop, dedup=False)
                 stats = store.stats()
                 if store.vectors is not None and stats.vectors < stats.chunks:
                     store.reindex(stop=stop)  # an index built before vectors, or by a process without the model
@@ -228,7 +236,10 @@ class ChunkSearch:
                source: str | None = None, run_id: str | None = None,
                stop: Callable[[], None] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
         """The ``k`` best chunks for ``query`` over every context and the memory store,
-        ranked by ``mode`` (``bm25``, the default, ``hybrid`` or ``vector``).
+        ranked by ``mode`` (``hybrid``, the default, ``bm25`` or ``vector``). Each store's hits
+        are put on one scale before they are merged (``Hits.relative``: a note that holds the
+        query's words ranks with the context's best, however few chunks its store holds); a hit
+        ``score`` is on that scale, from 0 to 1.
 
         ``stop`` (``Budget.check_time``) is called while an index is built; what it raises
         (``Cancelled``, ``BudgetExceeded``) comes out as it is."""
@@ -247,26 +258,27 @@ class ChunkSearch:
         # Words past the first few thousand characters change no ranking worth having, and
         # the query is kept in the memory store's recall traces.
         query = query[: hostwrites.SEARCH_QUERY_CHARS]
-        found: list[tuple[str, Hit]] = []
+        found: list[tuple[str, Hit, float]] = []
         try:
             for n in range(len(self.handles)):
                 hits = self._index(n, stop).search(query, k=k, kind=kind, tags=tags, source=source, record=False, mode=mode)
-                found += [(f"c{n}.{h.chunk_id}", h) for h in hits]
+                found += [(f"c{n}.{h.chunk_id}", h, hits.relative(h)) for h in hits]
             if self.memory is not None:
                 hits = self.memory.search(query, k=k, kind=kind, tags=tags, source=source, record=self._may_record(run_id),
                                           run_id=run_id, mode=mode)
-                found += [(f"m{h.chunk_id}", h) for h in hits]
+                found += [(f"m{h.chunk_id}", h, hits.relative(h)) for h in hits]
                 self._note_read(h.chunk_id for h in hits)
         except (RunFailed, TooLarge):  # cancelled, or out of time (a run's or a server's): not the call's error
             raise
         except RLMError as e:
             raise HostCallError(f"search_chunks failed: {self._shown(e)}") from e
-        found.sort(key=lambda pair: pair[1].score, reverse=True)
-        return [_hit(cid, h) for cid, h in found[:k]]
+        found.sort(key=lambda one: one[2], reverse=True)
+        return [_hit(cid, h, score) for cid, h, score in found[:k]]
 
     def semantic_grep(self, query: str, k: int = 10, context: int = 0, stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """The ``k`` paragraphs of ``contexts[context]`` nearest in meaning to ``query``, best
-        first: ``{"lines": "12-18", "score", "text"}`` (the text cut at ``PARAGRAPH_CHARS``).
+        first: ``{"source", "lines": "12-18", "score", "text"}`` (the text cut at
+        ``PARAGRAPH_CHARS``; in a folder, ``source`` is the file and ``lines`` are its own).
         The index's chunks nearest to the query (``2k`` of them) are split at blank lines,
         and their paragraphs ranked against the query by the same model."""
         if not isinstance(query, str) or not query.strip():
@@ -287,17 +299,17 @@ class ChunkSearch:
             raise
         except RLMError as e:
             raise HostCallError(f"semantic_grep failed: {self._shown(e)}") from e
-        paragraphs = [p for v in views for p in _paragraphs(v.text, v.start_line)]
+        paragraphs = [(v.source, *p) for v in views for p in _paragraphs(v.text, v.start_line)]
         if not paragraphs or store.vectors is None:
             return []
         model = store.vectors.embedder
-        scores = model.embed([text for _, _, text in paragraphs]) @ model.embed([query])[0]
+        scores = model.embed([text for _, _, _, text in paragraphs]) @ model.embed([query])[0]
         ranked = sorted(range(len(paragraphs)), key=lambda i: -float(scores[i]))[:k]
         out = []
         for i in ranked:
-            first, last, text = paragraphs[i]
+            source, first, last, text = paragraphs[i]
             text = text if len(text) <= PARAGRAPH_CHARS else text[:PARAGRAPH_CHARS] + "…"
-            out.append({"lines": f"{first}-{last}", "score": round(float(scores[i]), 3), "text": text})
+            out.append({"source": source, "lines": f"{first}-{last}", "score": round(float(scores[i]), 3), "text": text})
         return out
 
     def _note_read(self, ids: Iterable[int]) -> None:
@@ -363,10 +375,10 @@ def _paragraphs(text: str, first_line: int) -> list[tuple[int, int, str]]:
     return out
 
 
-def _hit(cid: str, h: Hit) -> dict[str, Any]:
+def _hit(cid: str, h: Hit, score: float) -> dict[str, Any]:
     snippet = " ".join(h.snippet.split())
-    return {"id": cid, "score": round(h.score, 3), "source": h.source, "lines": f"{h.start_line}-{h.end_line}",
-            "snippet": snippet[:SNIPPET_CHARS]}
+    return {"id": cid, "score": round(score, 3), "source": h.source, "lines": f"{h.start_line}-{h.end_line}",
+            "by": h.by, "snippet": snippet[:SNIPPET_CHARS]}
 
 
 def _render(view: ChunkView) -> str:
@@ -420,8 +432,14 @@ def _sweep(index_dir: Path) -> None:
             _remove_db(Path(entry.path))
 
 
-def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
-    """(file name of the index, paths to ingest, or what gives the text to index)."""
+#: How a folder's index is laid out: bumped when it changes, so an index built the old way is
+#: built again (2: one source a document, named as the folder names it).
+_FOLDER_LAYOUT = "2"
+
+
+def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None, Callable[[], Iterable[tuple[str, str]]] | None]:
+    """(file name of the index, paths to ingest, or what gives the text to index, and for a
+    folder what gives its documents' names and texts, each indexed as a source of its own)."""
     # Only a single file given as the context is ingested by path. A folder is indexed from
     # what its corpus handle exposes (the same text grep sees): a folder walk of its own
     # would follow symlinks out of the folder and hand the model files it was never given.
@@ -437,28 +455,29 @@ def _index_key(handle: Any) -> tuple[str, list[str], Callable[[], str] | None]:
             same = False
         # A name that is not UTF-8 cannot be a path in the memory store (it skips the file): its text is indexed.
         if same and is_utf8(real):
-            return _path_key(real), [real], None
+            return _path_key(real), [real], None, None
     source = _file_source(handle)
     buffer = getattr(handle, "_buf", None)
     if source is not None and source.startswith("folder:"):
         # A folder's version is what its documents are on disk (name, size, time, inode): no
         # text is read unless it is indexed.
-        return f"file-{_hashed(source)}-{_folder_version(handle)}", [], _whole(handle)
+        return f"file-{_hashed(source)}-{_folder_version(handle)}", [], _whole(handle), _texts(handle)
     if source is not None and source.startswith("file:") and buffer is not None:
         # A mapped file's version is the hash of its bytes: nothing decoded unless it is indexed.
         digest = hashlib.sha256(buffer().view).hexdigest()
-        return f"file-{_hashed(source)}-{digest[:32]}", [], _whole(handle)
+        return f"file-{_hashed(source)}-{digest[:32]}", [], _whole(handle), None
     text = _whole(handle)()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    documents = _texts(handle) if hasattr(handle, "texts") else None  # a corpus of items: no files
     if source is not None:
-        return f"file-{_hashed(source)}-{digest[:32]}", [], lambda: text
-    return "text-" + digest[:32], [], lambda: text
+        return f"file-{_hashed(source)}-{digest[:32]}", [], lambda: text, documents
+    return "text-" + digest[:32], [], lambda: text, documents
 
 
 def _folder_version(corpus: Any) -> str:
     """A hash of what the corpus's documents are on disk now: each one's name, size,
     modification time, inode and skip mark (a document gone counts as gone)."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(_FOLDER_LAYOUT.encode())
     for doc in corpus.documents:
         try:
             st = os.lstat(doc.path) if doc.path else None
@@ -479,6 +498,15 @@ def _whole(handle: Any) -> Callable[[], str]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             return str(handle.get_full())
+    return read
+
+
+def _texts(handle: Any) -> Callable[[], Iterable[tuple[str, str]]]:
+    """A corpus's documents as (name, text), read for indexing (the host's read, as ``_whole``)."""
+    def read() -> Iterator[tuple[str, str]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            yield from handle.texts()
     return read
 
 

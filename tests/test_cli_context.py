@@ -305,6 +305,12 @@ def test_grep_meaning_ranks_paragraphs_with_line_numbers(files: Path, capsys: py
     assert main(["grep", "--meaning", "money back", "policy.md", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["hits"][0]["lines"] == "3-3" and len(data["hits"]) == 4
+    (files / "shop").mkdir()
+    (files / "shop" / "intro.md").write_text("Welcome.\n\nWe sell tea.\n")
+    (files / "shop" / "policy.md").write_text(POLICY)
+    assert main(["grep", "--meaning", "when can I get my money back", "shop", "-k", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("--- policy.md:3-3  score ") and out[1] == "3: Refunds are accepted within thirty days of purchase."
 
 
 @pytest.mark.parametrize("argv, says", [

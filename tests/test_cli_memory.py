@@ -424,17 +424,20 @@ needs_model = pytest.mark.skipif(not installed(), reason="the embed extra is not
 
 @needs_model
 def test_search_modes(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """It ranks by --mode: vector finds a chunk sharing no word with the query, bm25 (the default) does not, hybrid fuses both."""
+    """It ranks by --mode: vector finds a chunk sharing no word with the query, bm25 does not, hybrid
+    (the default) fuses both, and gives a query whose words no chunk holds its nearest chunks, saying so."""
     assert main(["memory", "search", "marsupial napping within an airship shed", "--mode", "vector", "-k", "1", "--json"]) == 0
     data = _json(capsys)
     assert data["mode"] == "vector" and "Bartholomew" in data["hits"][0]["snippet"]
     assert main(["memory", "search", "marsupial napping within an airship shed", "--mode", "bm25"]) == 1
     capsys.readouterr()
     assert main(["memory", "search", "hammer", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["mode"] == "bm25"
-    assert main(["memory", "search", "hammer", "--mode", "hybrid", "--json"]) == 0
     data = _json(capsys)
-    assert data["mode"] == "hybrid" and "«hammer»" in data["hits"][0]["snippet"]
+    assert data["mode"] == "hybrid" and "«hammer»" in data["hits"][0]["snippet"] and data["hits"][0]["by"] == "words"
+    assert main(["memory", "search", "marsupial napping airship", "-k", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "Bartholomew" in out and "(by meaning)" in out.splitlines()[0]
+    assert "no chunk holds the query's words: these are the nearest in meaning" in err
     with pytest.raises(SystemExit) as exit_:
         main(["memory", "search", "hammer", "--mode", "fuzzy"])
     assert exit_.value.code == 2 and "invalid choice" in capsys.readouterr().err

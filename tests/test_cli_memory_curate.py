@@ -186,7 +186,7 @@ def test_forget_restore_purge(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: 
     [b] = _note(monkeypatch, capsys, db, "The narwhal sings under the ice.")
     assert main(["memory", "forget", str(a), "--store", db]) == 0
     assert f"moved to the trash: chunk {a}" in capsys.readouterr().out
-    assert main(["memory", "search", "narwhal", "--store", db, "--json"]) == 0
+    assert main(["memory", "search", "narwhal", "--store", db, "--json", "--mode", "bm25"]) == 0
     assert [h["chunk_id"] for h in _json(capsys)["hits"]] == [b]
     assert main(["memory", "show", str(a), "--store", db]) == 1
     _error(capsys, f"no chunk with id {a} in the memory store (it is in the trash: rlm memory restore {a})")
@@ -200,7 +200,7 @@ def test_forget_restore_purge(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: 
     _error(capsys, "in the trash already")
     assert main(["memory", "restore", str(a), "--store", db]) == 0
     assert capsys.readouterr().out.strip() == f"restored chunk {a}"
-    assert main(["memory", "search", "tusk", "--store", db, "--json"]) == 0
+    assert main(["memory", "search", "tusk", "--store", db, "--json", "--mode", "bm25"]) == 0
     assert [h["chunk_id"] for h in _json(capsys)["hits"]] == [a]
     assert main(["memory", "forget", str(a), str(b), "--store", db]) == 0
     capsys.readouterr()

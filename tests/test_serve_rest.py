@@ -336,3 +336,17 @@ def test_no_memory_keeps_clients_off_the_memory_store(root: Path) -> None:
         assert api.get("/api/memory/search", params={"query": "remembered launch"}).json()["hits"] == []
         hits = api.get("/api/context/search/all", params={"query": "launch", "context": "notes.txt"}).json()["hits"]
         assert hits and all(h["id"].startswith("c") for h in hits)
+
+
+def test_search_names_a_folders_file_and_takes_a_mode(root: Path) -> None:
+    """It answers a search over a registered folder with the file and its own lines, ranks by the
+    mode asked (bm25 finds no chunk for words the text lacks), and refuses an unknown mode (422)."""
+    (root / "sub").mkdir()
+    (root / "sub" / "plan.md").write_text("one\ntwo\nthree\nthe drill is on tuesday\n")
+    with serve([ANSWER], [root]) as api:
+        api.register(root, "docs")
+        hits = api.get("/api/context/search/all", params={"query": "drill tuesday", "context": "docs"}).json()["hits"]
+        assert hits[0]["source"] == "sub/plan.md" and hits[0]["lines"].endswith("4") and hits[0]["by"] == "words"
+        none = api.get("/api/context/search/all", params={"query": "zeppelin", "context": "docs", "mode": "bm25"})
+        assert none.status_code == 200 and none.json()["hits"] == []
+        assert api.get("/api/context/search/all", params={"query": "x", "mode": "fuzzy"}).status_code == 422

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rlm_runtime.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_command, print_json, say
+from rlm_runtime.termsafe import one_line
 
 
 def add_commands(commands: Any) -> None:
@@ -151,7 +152,11 @@ def _grep_meaning(args: argparse.Namespace) -> int:
     if args.count or args.context_lines or args.ignore_case:
         raise UsageError("-c, -C and -i are for patterns, not --meaning")
 
+    folder = False
+
     def ranked(handle: Any) -> list[dict[str, Any]]:
+        nonlocal folder
+        folder = hasattr(handle, "texts")  # a folder's hits name their file
         search = ChunkSearch(paths_from_env().home / "index")
         search.set_contexts([handle])
         try:
@@ -167,7 +172,8 @@ def _grep_meaning(args: argparse.Namespace) -> int:
         return EXIT_OK if hits else EXIT_FAILED
     for h in hits:
         first = int(str(h["lines"]).split("-")[0])
-        say(f"--- lines {h['lines']}  score {h['score']:.3f}")
+        where = f"{one_line(str(h['source']))}:{h['lines']}" if folder else f"lines {h['lines']}"
+        say(f"--- {where}  score {h['score']:.3f}")
         for n, line in enumerate(str(h["text"]).split("\n")):
             say(f"{first + n}: {line}")
     return EXIT_OK if hits else EXIT_FAILED

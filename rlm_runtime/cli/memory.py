@@ -113,7 +113,7 @@ def add_commands(commands: Any) -> None:
                                'rlm memory search "when can I get my money back" --mode vector'))
     se.add_argument("query")
     se.add_argument("--mode", choices=["hybrid", "bm25", "vector"], default=None,
-                    help="bm25 (default): words only; hybrid: words and meaning fused; vector: meaning only")
+                    help="hybrid (default): words and meaning fused; bm25: words only; vector: meaning only")
     se.add_argument("-k", type=_positive, default=10, metavar="N", help="hits wanted (default 10)")
     se.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
     se.add_argument("--tags", action="append", default=[], metavar="A,B", help="only chunks having every tag")
@@ -463,18 +463,24 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print_json(args, {**hits.to_dict(), "store": str(store.path)})
         return EXIT_OK if hits else EXIT_FAILED
-    if hits.dropped or hits.capped or hits.fallback:
+    # Words only, said when meaning was asked for: by default it is what a store without
+    # vectors (or an install without the embed extra) always does, and no news.
+    fallback = hits.fallback if args.mode is not None else None
+    meaning_only = bool(hits) and all(h.by == "meaning" for h in hits)
+    if hits.dropped or hits.capped or fallback or meaning_only:
         left = f"left out common words: {', '.join(one_line(w) for w in hits.dropped)}" if hits.dropped else ""
         capped = f"only common words: ranked the {hits.scanned:,} newest matching chunks" if hits.capped else ""
-        words_only = f"ranked by words only: {one_line(hits.fallback)}" if hits.fallback else ""
-        say(f"rlm: note: {'; '.join(x for x in (left, capped, words_only) if x)}", err=True)
+        words_only = f"ranked by words only: {one_line(fallback)}" if fallback else ""
+        nearest = "no chunk holds the query's words: these are the nearest in meaning" if meaning_only else ""
+        say(f"rlm: note: {'; '.join(x for x in (left, capped, words_only, nearest) if x)}", err=True)
     if not hits:
         terms = " ".join(one_line(t) for t in hits.terms) or one_line(args.query)
         say(f"rlm: no chunks match: {terms}", err=True)
         return EXIT_FAILED
     for h in hits:
         tags = f"  tags: {_tags(h.tags)}" if h.tags else ""
-        say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}")
+        by = "  (by meaning)" if h.by == "meaning" else ""
+        say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}{by}")
         say(f"    {one_line(h.snippet)[:400]}")
     return EXIT_OK
 

@@ -351,6 +351,12 @@ class CorpusHandle:
                 if one_at_a_time and not was_open:
                     d.close()
 
+    def texts(self, include_skipped: bool = False) -> Iterator[tuple[str, str]]:
+        """``(name, text)`` of each document searched (skipped ones left out), one at a time: a
+        document mapped for this is unmapped once the next is asked for."""
+        for handle, d in self._searched(include_skipped, one_at_a_time=True):
+            yield d.name, handle.get_full()
+
     def close(self) -> None:
         """Unmap every document mapped from its path (each is mapped again on next use)."""
         for d in self.documents:

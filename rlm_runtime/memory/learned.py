@@ -106,5 +106,7 @@ def _parts(cfg: RecallConfig, now: float, *, text: float, link_sum: float, creat
 
 def _cut(found: Hits, kept: Sequence[Hit]) -> Hits:
     """``kept`` with ``found``'s account of how the query ran."""
-    return Hits(kept, terms=found.terms, dropped=found.dropped, capped=found.capped, scanned=found.scanned,
-                all_of=found.all_of, mode=found.mode, fallback=found.fallback)
+    out = Hits(kept, terms=found.terms, dropped=found.dropped, capped=found.capped, scanned=found.scanned,
+               all_of=found.all_of, mode=found.mode, fallback=found.fallback)
+    out.strength, out.cosines = found.strength, found.cosines
+    return out

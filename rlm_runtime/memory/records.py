@@ -29,7 +29,8 @@ class ScoreParts:
 class Hit:
     """One ranked chunk. ``score`` is higher for better hits (BM25 for ``search``, the
     weighted sum for ``recall``, whose terms are in ``parts``); ``snippet`` marks the
-    matched terms with « and »."""
+    matched terms with « and ». ``by`` is ``words`` when the chunk holds a word of the query,
+    ``meaning`` when it holds none and was found by its vector alone."""
 
     chunk_id: int
     score: float
@@ -40,6 +41,7 @@ class Hit:
     kind: str
     tags: tuple[str, ...] = ()
     parts: ScoreParts | None = None
+    by: str = "words"
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)
@@ -53,7 +55,13 @@ class Hits(list[Hit]):
     recalled (False when not asked, or when another writer held the store past the busy
     timeout: the hits are still right). ``mode`` is how they were ranked (``bm25``,
     ``vector`` or ``hybrid``); ``fallback`` why a hybrid search ranked by words only (no
-    model, or no vectors of it). ``note`` says all this in a sentence, for a model."""
+    model, or no vectors of it). ``note`` says all this in a sentence, for a model.
+
+    ``strength`` says how well the best hit matches the query, from 0 to 1, on a scale that
+    does not depend on the store: the share of the query's word weight it holds (a hit by
+    words), or its cosine to the query (a hit by meaning alone). Scores of one store's
+    ranking are not comparable with another's (BM25 of a store of one chunk is a
+    millionth of a large one's); ``relative`` puts them on this scale, to merge stores."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, terms: tuple[str, ...] = (), dropped: tuple[str, ...] = (),
                  capped: bool = False, scanned: int = 0, all_of: bool = False, mode: str = "bm25",
@@ -67,6 +75,15 @@ class Hits(list[Hit]):
         self.scanned = scanned
         self.all_of = all_of
         self.recorded = False
+        self.strength = 0.0
+        #: The cosine to the query of the hits ranked by meaning (and of more chunks), by id.
+        self.cosines: dict[int, float] = {}
+
+    def relative(self, hit: Hit) -> float:
+        """``hit``'s score on the scale merged lists share: ``strength`` times its score over
+        the best score of this list (a list of equal scores, or an unranked one: ``strength``)."""
+        top = max((h.score for h in self), default=0.0)
+        return self.strength * (hit.score / top if top > 0 else 1.0)
 
     @property
     def note(self) -> str:
@@ -78,12 +95,14 @@ class Hits(list[Hit]):
             parts.append(f"every word is common: these are the newest chunks holding {which} of: {', '.join(self.terms)}, unranked")
         if self.fallback:
             parts.append(f"ranked by words only: {self.fallback}")
+        if self and all(h.by == "meaning" for h in self):
+            parts.append("no chunk holds the query's words: these are the nearest in meaning")
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hits": [h.to_dict() for h in self], "terms": list(self.terms), "dropped": list(self.dropped),
                 "capped": self.capped, "scanned": self.scanned, "all_of": self.all_of, "recorded": self.recorded,
-                "mode": self.mode, "fallback": self.fallback, "note": self.note}
+                "mode": self.mode, "fallback": self.fallback, "strength": round(self.strength, 4), "note": self.note}
 
 
 @dataclass(frozen=True)

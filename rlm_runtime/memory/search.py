@@ -210,6 +210,17 @@ def existing(conn: sqlite3.Connection, ids: Sequence[int], filters: Filters) -> 
     return [i for i in ids if i in kept]
 
 
+def holding(conn: sqlite3.Connection, match: str, ids: Sequence[int]) -> set[int]:
+    """The ids of ``ids`` whose chunk matches ``match`` (holds a word of the query)."""
+    found: set[int] = set()
+    for start in range(0, len(ids), 500):
+        part = list(ids[start:start + 500])
+        marks = ",".join("?" * len(part))
+        found.update(int(r[0]) for r in conn.execute(
+            f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})", (match, *part)))
+    return found
+
+
 def snippets(conn: sqlite3.Connection, match: str, ids: Sequence[int], tokens: int) -> dict[int, str]:
     """FTS5 snippets of these chunks for ``match``, matched terms between « and »."""
     out: dict[int, str] = {}
@@ -222,9 +233,11 @@ def snippets(conn: sqlite3.Connection, match: str, ids: Sequence[int], tokens: i
     return out
 
 
-def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: dict[int, str], *, preview_chars: int = 240) -> list[Hit]:
+def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: dict[int, str], *, preview_chars: int = 240,
+         by_meaning: frozenset[int] = frozenset()) -> list[Hit]:
     """``Hit`` rows for scored chunk ids (in that order); a chunk without a snippet shows the
-    start of its text. Ids no longer stored, or in the trash, are left out."""
+    start of its text. Ids no longer stored, or in the trash, are left out; those of
+    ``by_meaning`` (holding none of the query's words) say so (``Hit.by``)."""
     if not scored:
         return []
     ids = [i for i, _ in scored]
@@ -239,7 +252,8 @@ def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: d
         if r is None:
             continue
         preview = str(r[5]) + (ELLIPSIS if len(str(r[5])) >= preview_chars else "")
-        out.append(Hit(chunk_id, score, str(r[1]), int(r[2]), int(r[3]), snips.get(chunk_id, preview), str(r[4]), tags.get(chunk_id, ())))
+        out.append(Hit(chunk_id, score, str(r[1]), int(r[2]), int(r[3]), snips.get(chunk_id, preview), str(r[4]), tags.get(chunk_id, ()),
+                       by="meaning" if chunk_id in by_meaning else "words"))
     return out
 
 

@@ -8,7 +8,7 @@ a session calls ``remember`` after a run. Each method is one short transaction o
 ``lifecycle``, ``transfer``.
 
 Search ranks by words (BM25), by meaning (vectors of an embedding model: ``embeddings.py``,
-the ``embed`` extra) or by both fused (``hybrid``; ``bm25`` is the default). The model is loaded on first
+the ``embed`` extra) or by both fused (``hybrid``, the default). The model is loaded on first
 need (a write or a search), through the factory the store is given; without one (the extra
 not installed, or ``embedder=None``) the store keeps no vectors and a hybrid search ranks by
 words, and says so in ``Hits.fallback``.
@@ -525,9 +525,23 @@ class MemoryStore:
                     found = self._by_meaning(conn, vectors, query, depth, filters, mode, snipped=k)
                 if depth > k:
                     found = learned.rerank(conn, found, k, filters, cfg, self.settings.recall, self.clock())
+                found.strength = self._strength(conn, found)
             if record:
                 found.recorded = self._record(found, "search", query, run_id, self.clock())
         return found
+
+    def _strength(self, conn: sqlite3.Connection, found: Hits) -> float:
+        """``Hits.strength``: how well the best hit matches the query, whatever the store's size."""
+        if not found:
+            return 0.0
+        best = max(found, key=lambda h: h.score)
+        if best.by == "words" and found.terms:
+            df = self._df()
+            for term in found.terms:
+                if term.lower() not in df:  # counted under a hybrid search's budget: count it here too
+                    df[term.lower()] = search.capped_df(conn, term, self.settings.search.rank_budget + 1)
+            return search.coverage(conn, search.Plan(terms=list(found.terms)), best.chunk_id, df, _chunk_count(conn))
+        return min(1.0, max(0.0, found.cosines.get(best.chunk_id, 0.0)))
 
     def _by_meaning(self, conn: sqlite3.Connection, vectors: Vectors, query: str, k: int, filters: Filters, mode: str,
                     snipped: int | None = None) -> Hits:
@@ -547,6 +561,7 @@ class MemoryStore:
         if mode == "hybrid":
             budget = min(cfg.rank_budget, cfg.hybrid_rank_budget)
             the_plan = search.plan(conn, query, cfg.model_copy(update={"rank_budget": budget}), self._df(budget))
+        cosines = dict(nearest)
         if mode == "vector" or the_plan.capped or not the_plan.terms:
             scored = nearest[:k]
             used = "vector"
@@ -561,11 +576,17 @@ class MemoryStore:
             else:
                 meaning = dict(nearest)
                 meaning.update(vectors.similarity(conn, query[: hostwrites.SEARCH_QUERY_CHARS], [i for i, _ in words if i not in meaning]))
+                cosines = meaning
                 fused = fusion.blend(words, meaning, w_words, w_meaning)
             scored = fused[:k]
             used = "hybrid"
         snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored[:snipped]], cfg.snippet_tokens) if the_plan.terms else {}
-        return Hits(search.hits(conn, scored, snips), terms=tuple(the_plan.terms), dropped=tuple(the_plan.dropped), mode=used)
+        ids = [i for i, _ in scored]
+        worded = search.holding(conn, the_plan.any_match, ids) if the_plan.terms else set()
+        found = Hits(search.hits(conn, scored, snips, by_meaning=frozenset(ids) - worded), terms=tuple(the_plan.terms),
+                     dropped=tuple(the_plan.dropped), mode=used)
+        found.cosines = cosines
+        return found
 
     def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:
         """Count hits as recalled together; False when there is nothing to record, the store

@@ -24,7 +24,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -106,12 +106,15 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
                     unit: Annotated[str, Field(description="lines, chars or tokens")] = "lines") -> dict[str, Any]:
         return await call(service.chunk, context, index, size, unit)
 
-    @server.tool(description="Ranked full-text search (BM25) for passages across contexts (default: every registered "
-                             "context) and the memory store.")
+    @server.tool(description="Ranked search for passages across contexts (default: every registered context) and the "
+                             "memory store, by words and by meaning fused; each hit names its file and the file's lines.")
     async def search(query: Annotated[str, Field(description="words to look for, in plain text")],
                      k: Annotated[int, Field(description="how many passages", ge=1)] = 10,
-                     contexts: Annotated[list[str] | None, Field(description="limit to these contexts")] = None) -> dict[str, Any]:
-        return await call(service.search, query, k, contexts)
+                     contexts: Annotated[list[str] | None, Field(description="limit to these contexts")] = None,
+                     mode: Annotated[Literal["hybrid", "bm25", "vector"] | None,
+                                     Field(description="hybrid (default): words and meaning; bm25: words only; "
+                                                       "vector: meaning only")] = None) -> dict[str, Any]:
+        return await call(service.search, query, k, contexts, mode)
 
     @server.tool(description="Store a note in the memory store, where search (and the model's search_chunks) finds it later.")
     async def remember(text: Annotated[str, Field(description="the note")],

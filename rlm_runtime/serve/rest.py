@@ -41,6 +41,10 @@ from rlm_runtime.utf8safe import utf8safe
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+#: How a search ranks: by words and meaning fused (the default), by words, or by meaning.
+_Mode = Literal["hybrid", "bm25", "vector"] | None
+_MODE_HELP = "hybrid (default): words and meaning fused; bm25: words only; vector: meaning only"
+
 #: How often a plain ask checks that its client is still there.
 DISCONNECT_POLL_S = 0.5
 #: The largest request body accepted (a question, a note, a path to register; MCP messages).
@@ -207,12 +211,13 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
     async def stats() -> dict[str, Any]:
         return await call(service.stats)
 
-    @app.get("/api/context/search/all", summary="Ranked full-text search across contexts and the memory store",
+    @app.get("/api/context/search/all", summary="Ranked search by words and meaning across contexts and the memory store",
              responses=_READING)
     async def search(query: str = Query(..., min_length=1, description="words to look for, in plain text"),
                      k: int = Query(10, ge=1, description="how many passages"),
-                     context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None) -> dict[str, Any]:
-        return await call(service.search, query, k, context)
+                     context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None,
+                     mode: Annotated[_Mode, Query(description=_MODE_HELP)] = None) -> dict[str, Any]:
+        return await call(service.search, query, k, context, mode)
 
     @app.post("/api/context/register", summary="Register a file or folder under the server's roots",
               responses=_errors(400, 422))
@@ -301,9 +306,10 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
     async def remember(body: RememberBody) -> dict[str, Any]:
         return await call(service.remember, body.text, body.tags)
 
-    @app.get("/api/memory/search", summary="Ranked full-text search of the memory store", responses=_errors(400, 422))
-    async def memory_search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1)) -> dict[str, Any]:
-        return await call(service.search, query, k, [])
+    @app.get("/api/memory/search", summary="Ranked search of the memory store by words and meaning", responses=_errors(400, 422))
+    async def memory_search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1),
+                            mode: Annotated[_Mode, Query(description=_MODE_HELP)] = None) -> dict[str, Any]:
+        return await call(service.search, query, k, [], mode)
 
     # The .html route first: {trace_id} alone would take "run-....html" whole.
     # response_class=Response: its errors are JSON (HTMLResponse would document them as text/html).

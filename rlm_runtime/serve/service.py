@@ -45,6 +45,7 @@ from rlm_runtime.serve.sessions import Listener, SessionPool
 #: A trajectory's id: the stem of its file under ``$RLM_HOME/traces``.
 TRACE_ID = re.compile(r"run-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
 _UNITS = ("lines", "chars", "tokens")
+_MODES = ("hybrid", "bm25", "vector")
 
 
 class Service:
@@ -205,9 +206,12 @@ class Service:
         self._record(rid, "loads")
         return {"context": context, "text": text, "length": length}
 
-    def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None) -> dict[str, Any]:
-        """Ranked full-text search over contexts (default: every registered one) and the memory store."""
+    def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None, mode: str | None = None) -> dict[str, Any]:
+        """Ranked search over contexts (default: every registered one) and the memory store, by
+        words and meaning fused (``mode`` ``hybrid``, the default), or ``bm25`` or ``vector``."""
         _text(query, "query", cap=self.limits.question_chars)
+        if mode is not None and mode not in _MODES:
+            raise ContextError(f"mode must be one of {', '.join(_MODES)}")
         _at_most("k", k, self.limits.search_k, least=1)
         skipped: list[dict[str, str]] = []
         if contexts is not None:
@@ -226,12 +230,12 @@ class Service:
             raise WorkersBusy(f"the server is busy: {self.limits.searches} searches are running; try again shortly",
                               pool_size=self.limits.searches)
         try:
-            return self._search(query, k, refs, skipped, explicit=contexts is not None)
+            return self._search(query, k, refs, skipped, explicit=contexts is not None, mode=mode)
         finally:
             self._searches.release()
 
     def _search(self, query: str, k: int, refs: list[str], skipped: list[dict[str, str]], *,
-                explicit: bool) -> dict[str, Any]:
+                explicit: bool, mode: str | None = None) -> dict[str, Any]:
         from rlm_runtime.memory.store import MemoryStore, default_store_path
         from rlm_runtime.searching import ChunkSearch
 
@@ -271,7 +275,7 @@ class Service:
                     raise TooLarge(f"this search took over {self.limits.search_s:.0f} s building indexes; what was "
                                    "indexed is kept, so asking again goes further (or name fewer contexts)")
 
-            hits = search.search(query, k=k, stop=in_time)
+            hits = search.search(query, k=k, stop=in_time, mode=mode)
         finally:
             search.close()
             if store is not None:

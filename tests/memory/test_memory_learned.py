@@ -24,10 +24,10 @@ def test_an_answers_source_comes_up_for_the_question_asked_again(store: MemorySt
     _filler(store)
     source = store.add_text("Refunds are accepted within thirty days of purchase with a receipt.", source="policy")[0]
     question = "when may I get my money back"
-    assert source not in [h.chunk_id for h in store.search(question, record=False)]  # words alone miss it
+    assert source not in [h.chunk_id for h in store.search(question, record=False, mode="bm25")]  # words alone miss it
     store.remember(question, "within thirty days", run_id="r1", read_chunk_ids=[source])
     clock.advance(DAY)
-    hits = store.search(question, record=False)
+    hits = store.search(question, record=False, mode="bm25")
     ids = [h.chunk_id for h in hits]
     assert source in ids[:2], ids  # the answer first, the text it came from next
     mine = next(h for h in hits if h.chunk_id == source)
@@ -35,16 +35,16 @@ def test_an_answers_source_comes_up_for_the_question_asked_again(store: MemorySt
 
 
 def test_scores_stay_on_the_texts_scale(open_store: Callable[..., MemoryStore], store_path: object, clock: Clock) -> None:
-    """It scores the best hit at least its text score and within the record's weight of it, so a
-    store's hits still sort with a context index's BM25 hits."""
+    """It scores the best hit at least its text score and within the record's weight of it: the
+    record re-ranks the text's hits, on the text's scale."""
     st = open_store()
     _filler(st)
     source = st.add_text("Refunds are accepted within thirty days of purchase.", source="policy")[0]
     st.remember("when may I get my money back", "thirty days", run_id="r1", read_chunk_ids=[source])
     clock.advance(DAY)
     text_only = open_store(MemorySettings(search=SearchConfig(w_memory=0)), readonly=True)
-    plain = text_only.search("when may I get my money back", record=False)[0].score
-    blended = st.search("when may I get my money back", record=False)[0].score
+    plain = text_only.search("when may I get my money back", record=False, mode="bm25")[0].score
+    blended = st.search("when may I get my money back", record=False, mode="bm25")[0].score
     cfg = SearchConfig()
     assert plain <= blended <= plain * (1 + cfg.w_learned_link + cfg.w_recalled_recency + cfg.w_recalled_rate)
     assert plain > 1.0  # BM25's scale, not a [0, 1] blend
@@ -56,7 +56,7 @@ def test_w_memory_zero_ranks_by_text_alone(open_store: Callable[..., MemoryStore
     _filler(st)
     source = st.add_text("Refunds are accepted within thirty days of purchase.", source="policy")[0]
     st.remember("when may I get my money back", "thirty days", run_id="r1", read_chunk_ids=[source])
-    hits = st.search("when may I get my money back", record=False)
+    hits = st.search("when may I get my money back", record=False, mode="bm25")
     assert source not in [h.chunk_id for h in hits]
     assert all(h.parts is None for h in hits)
 
@@ -66,7 +66,7 @@ def test_a_store_that_recorded_nothing_keeps_the_text_order(store: MemoryStore) 
     _filler(store)
     a = store.add_text("compost compost compost heap", source="a")[0]
     b = store.add_text("a compost heap", source="b")[0]
-    hits = store.search("compost heap", record=False)
+    hits = store.search("compost heap", record=False, mode="bm25")
     assert [h.chunk_id for h in hits][:2] == [a, b]
     assert hits[0].parts is None and hits[0].score > 1.0  # a BM25 score, not a blended one
 

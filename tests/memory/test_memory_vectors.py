@@ -152,11 +152,11 @@ def test_vector_mode_finds_a_chunk_sharing_no_word(facts: MemoryStore) -> None:
     assert hits.mode == "vector" and hits[0].snippet.startswith("Refunds are accepted")
 
 
-def test_bm25_is_the_default_and_hybrid_fuses_both_rankings(facts: MemoryStore) -> None:
-    """It ranks by words by default; hybrid fuses BM25 and vectors: a word match and a meaning
-    match both come back, best first."""
-    assert facts.search("kitten parking", record=False).mode == "bm25"
-    hits = facts.search("kitten parking", mode="hybrid", record=False)
+def test_hybrid_is_the_default_and_fuses_both_rankings(facts: MemoryStore) -> None:
+    """It ranks by words and meaning fused by default; bm25 is one argument away: a word match
+    and a meaning match both come back, best first."""
+    assert facts.search("kitten parking", mode="bm25", record=False).mode == "bm25"
+    hits = facts.search("kitten parking", record=False)
     assert hits.mode == "hybrid" and hits.fallback is None
     top = {h.snippet.replace("«", "").replace("»", "").split()[1] for h in hits[:2]}
     assert top == {"tabby", "behind"}

@@ -288,11 +288,11 @@ def test_a_repeated_server_search_reuses_its_index(house: dict[str, Any], what: 
     for i in range(3):
         (docs / f"d{i}.txt").write_text("".join(f"line {n} of document {i} about topic{n % 7}\n" for n in range(300)))
     name = "docs" if what == "folder" else "docs/d1.txt"
-    built: list[str] = []
+    built: dict[str, None] = {}  # each build is a store of its own name (a folder's: a text a file)
     real_add = MemoryStore.add_text
 
     def counting_add(self: MemoryStore, text: str, **kw: Any) -> Any:
-        built.append(self.path.name)
+        built[self.path.name] = None
         return real_add(self, text, **kw)
 
     monkeypatch.setattr(MemoryStore, "add_text", counting_add)

@@ -95,6 +95,21 @@ def test_peek_grep_chunk_read_a_file_under_the_root(root: Path) -> None:
     assert "between the lines" in _text(folder)
 
 
+def test_search_of_a_folder_names_the_file_and_takes_a_mode(root: Path) -> None:
+    """It finds a passage of a folder and names its file and own line; bm25 is one argument away."""
+    docs = str(root / "docs")
+
+    async def body(client: Client) -> Any:
+        fused = await client.call_tool("search", {"query": "between lines", "contexts": [docs]})
+        words = await client.call_tool("search", {"query": "zeppelin", "contexts": [docs], "mode": "bm25"})
+        return fused, words
+
+    fused, words = _run(_service(root, lambda m: ""), body)
+    hit = fused.structured_content["hits"][0]
+    assert hit["source"] == "a.md" and hit["lines"] == "1-2" and hit["by"] == "words"
+    assert words.structured_content["hits"] == []
+
+
 def test_bad_requests_are_tool_errors_with_a_reason(root: Path) -> None:
     """It answers a bad request with a tool error that says why, and no traceback."""
     notes = str(root / "notes.txt")
