@@ -582,7 +582,10 @@ def _open_memory(memory: bool | str | Path | MemoryStore | None, paths: Paths, *
         if readonly and not memory.db.readonly:
             raise ConfigError("memory_readonly: the MemoryStore given was opened for writing (open it with readonly=True)")
         return memory
-    return MemoryStore(default_store_path(paths) if memory is True else user_path(memory), readonly=readonly)
+    from rlm_runtime import contextual
+
+    return MemoryStore(default_store_path(paths) if memory is True else user_path(memory), readonly=readonly,
+                       quality=contextual.factory(paths.models))
 
 
 def _registered_store(memory: bool | str | Path | MemoryStore | None, path: Path, ref: str) -> Any:

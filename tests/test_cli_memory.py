@@ -475,3 +475,28 @@ def test_reindex_of_a_missing_store_is_usage(tmp_path: Path, capsys: pytest.Capt
     """It exits 2 when there is no store to reindex."""
     assert main(["memory", "reindex", "--store", str(tmp_path / "none.db")]) == 2
     _one_error(capsys.readouterr().err, "no memory store")
+
+
+def test_reindex_quality_without_the_model_says_how_to_install_it(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It refuses a quality fill without the model (exit 1, one line naming the install), and
+    stats says nothing of a quality tier the store does not have."""
+    assert main(["memory", "reindex", "--quality"]) == 1
+    err = capsys.readouterr().err
+    assert "rlm model install minilm-l6" in err and "Traceback" not in err and err.count("\n") == 1
+    assert main(["memory", "stats"]) == 0
+    assert "quality vectors" not in capsys.readouterr().out
+
+
+@needs_model
+def test_reindex_quality_fills_the_tier_and_stats_show_it(store: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """It fills the quality tier with the model the store is given, says how many, and stats
+    shows the tier's count and model."""
+    from conftest_models import tiny_quality
+
+    monkeypatch.setattr("rlm_runtime.contextual.factory", lambda folder: tiny_quality)
+    assert main(["memory", "reindex", "--quality"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("embedded 2 chunks in ") and "(2 of 2 chunks with a quality vector)" in out
+    assert main(["memory", "stats"]) == 0
+    assert "quality vectors: 2 of 2 chunks (tiny-quality-64)" in capsys.readouterr().out

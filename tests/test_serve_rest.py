@@ -76,6 +76,8 @@ def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
 
         health = api.get("/api/health").json()
         assert health["status"] == "ok" and health["version"]
+        meaning = health["meaning"]
+        assert meaning["chunks"] >= 1 and meaning["quality_vectors"] == 0 and meaning["quality_installed"] is False
 
         answer = api.post("/api/ask", json={"question": "the code?", "contexts": ["ctx:notes"], "session": "a-1"}).json()
         assert answer["answer"] == "4711" and answer["ok"] and answer["iterations"] == 1

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlm_runtime import private, timestamps
+from rlm_runtime import contextual, private, timestamps
 from rlm_runtime.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -52,6 +52,7 @@ from rlm_runtime.cli.common import (
     say,
     unreadable,
 )
+from rlm_runtime.config import paths_from_env
 from rlm_runtime.termsafe import one_line
 
 if TYPE_CHECKING:
@@ -162,10 +163,15 @@ def add_commands(commands: Any) -> None:
                       description="Embed the chunks that have no vector yet (a store made before vectors, or by a\n"
                                   "process without the embedding model), a batch per transaction: interrupted or\n"
                                   "killed, it keeps what it committed and the next run goes on from there. Progress\n"
-                                  "on stderr. Vectors of another model are dropped and made again.",
-                      examples=("rlm memory reindex", "rlm memory reindex --store team.db --rebuild"))
+                                  "on stderr. Vectors of another model are dropped and made again.\n"
+                                  "--quality fills the quality tier instead (a contextual model, rlm model install\n"
+                                  "minilm-l6: ~0.03 MB of text a second on two cores), newest chunks first, at idle\n"
+                                  "priority; search uses those vectors wherever they exist.",
+                      examples=("rlm memory reindex", "rlm memory reindex --store team.db --rebuild", "rlm memory reindex --quality"))
     re_.add_argument("--rebuild", action="store_true", help="drop every vector and embed all chunks again")
-    re_.add_argument("--batch", type=_positive, default=512, metavar="N", help="chunks per transaction (default 512)")
+    re_.add_argument("--quality", action="store_true", help="fill the quality tier's vectors (resumable, at idle priority)")
+    re_.add_argument("--batch", type=_positive, default=None, metavar="N",
+                     help="chunks per transaction (default 512; 32 with --quality)")
     re_.set_defaults(run=_guarded(_reindex))
 
     ex = add_command(actions, "export", parents=[store], help="write the whole store as JSON lines",
@@ -298,7 +304,7 @@ def _open(args: argparse.Namespace, *, readonly: bool, must_exist: bool = True) 
     path = _store_path(args)
     try:
         _check_store_file(path, must_exist=must_exist or readonly)
-        store = MemoryStore(path, readonly=readonly)
+        store = MemoryStore(path, readonly=readonly, quality=contextual.factory(paths_from_env().models))
     except StoreError as e:
         raise _Unusable(e) from e
     try:
@@ -583,6 +589,11 @@ def _link(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{seconds:.0f} s" if seconds < 90 else f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
+
+
 def _stats(args: argparse.Namespace) -> int:
     with _open(args, readonly=True) as store:
         s = store.stats()
@@ -599,6 +610,9 @@ def _stats(args: argparse.Namespace) -> int:
     say(f"recall traces: {s.traces:,}")
     say(f"vectors: {s.vectors:,} of {s.chunks:,} chunks" + (f" ({one_line(s.vector_model)})" if s.vector_model else "")
         + (" (rlm memory reindex gives the others theirs)" if s.vectors < s.chunks else ""))
+    if s.quality_model or s.quality_vectors:
+        eta = f"; about {_duration(s.quality_eta_s)} more (rlm memory reindex --quality)" if s.quality_eta_s else ""
+        say(f"quality vectors: {s.quality_vectors:,} of {s.chunks:,} chunks ({one_line(s.quality_model or '?')}){eta}")
     say(f"size on disk: {_size(s.size_bytes)}")
     say(f"migrations: {len(s.migrations)} ({s.migrations[-1] if s.migrations else 'none'})")
     return EXIT_OK
@@ -636,18 +650,32 @@ def _reindex(args: argparse.Namespace) -> int:
     progress = ReindexProgress(sys.stderr)
     with _open(args, readonly=False) as store:
         try:
-            report = store.reindex(rebuild=args.rebuild, progress=progress, batch=args.batch)
+            if args.quality:
+                _idle()
+                report = store.fill_quality(rebuild=args.rebuild, progress=progress, batch=args.batch or 0)
+            else:
+                report = store.reindex(rebuild=args.rebuild, progress=progress, batch=args.batch or 0)
         finally:
             progress.finish()
         total = store.stats()
+    have = total.quality_vectors if args.quality else total.vectors
     if args.json:
-        print_json(args, {**report.to_dict(), "store": str(store.path), "vectors": total.vectors, "chunks": total.chunks})
+        print_json(args, {**report.to_dict(), "store": str(store.path), "vectors": have, "chunks": total.chunks})
         return EXIT_OK
     again = "dropped the vectors of another model; " if report.rebuilt else ""
     say(f"{again}embedded {_plural(report.embedded, 'chunk')} in {report.seconds:.1f} s ({one_line(report.model)}); "
         f"{report.kept:,} had a vector already")
-    say(f"store: {store.path} ({total.vectors:,} of {_plural(total.chunks, 'chunk')} with a vector)")
+    say(f"store: {store.path} ({have:,} of {_plural(total.chunks, 'chunk')} with a {'quality ' if args.quality else ''}vector)")
     return EXIT_OK
+
+
+def _idle() -> None:
+    """This process at the lowest CPU priority: a fill of the quality tier gives way to
+    whatever else the machine does."""
+    try:
+        os.nice(19)
+    except (AttributeError, OSError):  # no nice on this system, or not allowed: at the priority it has
+        pass
 
 
 def _prune(args: argparse.Namespace) -> int:

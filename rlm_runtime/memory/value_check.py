@@ -30,7 +30,7 @@ from typing import Any
 #: Counts and counters stay below this (see the module docstring).
 COUNT_LIMIT = 1 << 62
 #: The change counters of ``vector_meta`` (``vectors.py``): compared for change only, reset when out of range.
-COUNTERS = (("vector_meta", "version"), ("vector_meta", "epoch"))
+COUNTERS = (("vector_meta", "version"), ("vector_meta", "epoch"), ("quality_meta", "version"), ("quality_meta", "epoch"))
 #: The types ``typeof()`` may report for a declared column type (NULL is allowed apart).
 _ALLOWED = {"INTEGER": ("integer",), "REAL": ("real", "integer"), "TEXT": ("text",), "BLOB": ("blob",)}
 #: A column's other types: a counter an older version overflowed holds a REAL (reset at a writable open).
@@ -38,10 +38,10 @@ _ALSO_ALLOWED = {column: ("real",) for column in COUNTERS}
 #: What a value must also be, beyond its type: the CHECK constraints of the migrations (SQLite
 #: checks them on writes only, not on a file written elsewhere) and the size of a vector.
 _VALUE_RULES = {
-    ("vector_meta", "id"): '"id" = 1',
-    ("vector_meta", "dim"): '"dim" > 0 AND "dim" <= 4096 AND "dim" % 64 = 0',
-    ("vector_meta", "bytes"): '"bytes" * 4 = "dim"',
+    **{(meta, rule[0]): rule[1] for meta in ("vector_meta", "quality_meta") for rule in (
+        ("id", '"id" = 1'), ("dim", '"dim" > 0 AND "dim" <= 4096 AND "dim" % 64 = 0'), ("bytes", '"bytes" * 4 = "dim"'))},
     ("chunk_vectors", "bits"): 'length("bits") = (SELECT "bytes" FROM main."vector_meta" WHERE "id" = 1)',
+    ("quality_vectors", "bits"): 'length("bits") = (SELECT "bytes" FROM main."quality_meta" WHERE "id" = 1)',
     # AUTOINCREMENT ids: room for 2**62 more rows (SQLite refuses a row past 2**63-1).
     **{(table, "id"): f'"id" <= {COUNT_LIMIT}' for table in ("sources", "chunks", "recall_traces")},
 }

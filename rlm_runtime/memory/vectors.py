@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 #: Chunks embedded and written per transaction by ``reindex``.
 REINDEX_BATCH = 512
+#: Chunks a batch of the quality tier's fill (``MemoryStore.fill_quality``): a few seconds of
+#: the contextual model's time, so a stop is heard soon and a kill loses little.
+QUALITY_BATCH = 32
 #: The levels a component reads back as: small, large (their ratio is what matters).
 SMALL, LARGE = 1.0, 3.0
 
@@ -80,10 +83,26 @@ def vector_text(text: str, header: str | None) -> str:
     return f"{header}\n{text}" if header else text
 
 
-def has_table(conn: sqlite3.Connection) -> bool:
-    """Whether the store has the vector tables (a store opened read-only before its
-    migration has not: it reads as a store without vectors)."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'").fetchone() is not None
+@dataclass(frozen=True)
+class Tier:
+    """Where one model's vectors live: ``table`` (chunk id, bits) and ``meta_table`` (the one
+    row naming the model). The fast tier is the static model's, written beside each chunk;
+    the quality tier a contextual model's, filled afterwards (``contextual.py``). Each model's
+    vectors are kept apart and never compared with a query of the other."""
+
+    name: str
+    table: str
+    meta_table: str
+
+
+FAST = Tier("fast", "chunk_vectors", "vector_meta")
+QUALITY = Tier("quality", "quality_vectors", "quality_meta")
+
+
+def has_table(conn: sqlite3.Connection, tier: Tier = FAST) -> bool:
+    """Whether the store has the tier's tables (a store opened read-only before their
+    migration has not: it reads as a store without those vectors)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (tier.table,)).fetchone() is not None
 
 
 @dataclass(frozen=True)
@@ -96,10 +115,10 @@ class Meta:
     epoch: int
 
 
-def meta(conn: sqlite3.Connection) -> Meta | None:
-    if not has_table(conn):
+def meta(conn: sqlite3.Connection, tier: Tier = FAST) -> Meta | None:
+    if not has_table(conn, tier):
         return None
-    row = conn.execute("SELECT model, dim, version, epoch FROM vector_meta WHERE id = 1").fetchone()
+    row = conn.execute(f"SELECT model, dim, version, epoch FROM {tier.meta_table} WHERE id = 1").fetchone()
     return None if row is None else Meta(str(row[0]), int(row[1]), _counter(row[2]), _counter(row[3]))
 
 
@@ -109,13 +128,29 @@ def _counter(value: object) -> int:
     return value if isinstance(value, int) and 0 <= value < COUNT_LIMIT else -1
 
 
-def counts(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(chunks with a vector, chunks without one)."""
+def counts(conn: sqlite3.Connection, tier: Tier = FAST) -> tuple[int, int]:
+    """(chunks with a vector of the tier, chunks without one)."""
     total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    if not has_table(conn):
+    if not has_table(conn, tier):
         return 0, total
-    with_vectors = int(conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0])
+    with_vectors = int(conn.execute(f"SELECT count(*) FROM {tier.table}").fetchone()[0])
     return with_vectors, max(0, total - with_vectors)
+
+
+def missing(conn: sqlite3.Connection, tier: Tier, before: int | None, limit: int) -> list[tuple[int, str]]:
+    """Up to ``limit`` live chunks below id ``before`` (None: any) without a vector of the
+    tier, newest first: (id, the text its vector is made from)."""
+    rows = conn.execute(f"""SELECT c.id, c.text, c.meta FROM chunks c
+                            WHERE c.id < ? AND c.deleted_at IS NULL
+                              AND NOT EXISTS (SELECT 1 FROM {tier.table} v WHERE v.chunk_id = c.id)
+                            ORDER BY c.id DESC LIMIT ?""", (COUNT_LIMIT if before is None else before, limit)).fetchall()
+    return [(int(r[0]), vector_text(str(r[1]), (read_meta(r[2]) or {}).get("header"))) for r in rows]
+
+
+def set_rate(conn: sqlite3.Connection, tier: Tier, rate: float) -> None:
+    """Keep the characters a second the tier's last fill embedded (its meta table's ``rate``)."""
+    if tier is QUALITY:
+        conn.execute(f"UPDATE {tier.meta_table} SET rate = ? WHERE id = 1", (float(rate),))
 
 
 class Vectors:
@@ -123,11 +158,12 @@ class Vectors:
     runs on the connection it is given, inside the caller's transaction (``write``) or
     snapshot (``search``), under the store's lock."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, tier: Tier = FAST) -> None:
         self.embedder = embedder
+        self.tier = tier
         if embedder.dim % 64 or embedder.dim <= 0:
             raise StoreError(f"the embedding model {embedder.name} has {embedder.dim} dimensions: a multiple of 64 is needed")
-        self.index = VectorIndex(embedder.dim)
+        self.index = VectorIndex(embedder.dim, tier)
         self._lock = threading.Lock()
 
     @property
@@ -136,9 +172,10 @@ class Vectors:
 
     def usable(self, conn: sqlite3.Connection) -> str | None:
         """None when the store's vectors are this model's; else why they cannot be searched."""
-        m = meta(conn)
+        m = meta(conn, self.tier)
         if m is None:
-            return "the store has no vectors yet (rlm memory reindex makes them)"
+            command = "rlm memory reindex --quality" if self.tier is QUALITY else "rlm memory reindex"
+            return f"the store has no vectors yet ({command} makes them)"
         if m.model != self.embedder.name or m.dim != self.embedder.dim:
             return f"the store's vectors were made by another model ({m.model}): rlm memory reindex makes them again"
         return None
@@ -146,11 +183,11 @@ class Vectors:
     def _claim(self, conn: sqlite3.Connection) -> bool:
         """Whether vectors of this model may be written (the store has none yet, or this
         model's): an empty ``vector_meta`` is claimed for this model."""
-        if not has_table(conn):
+        if not has_table(conn, self.tier):
             return False
-        m = meta(conn)
+        m = meta(conn, self.tier)
         if m is None:
-            conn.execute("INSERT INTO vector_meta (id, model, dim, bytes) VALUES (1, ?, ?, ?)",
+            conn.execute(f"INSERT INTO {self.tier.meta_table} (id, model, dim, bytes) VALUES (1, ?, ?, ?)",
                          (self.embedder.name, self.embedder.dim, self.bytes_per_vector))
             return True
         return m.model == self.embedder.name and m.dim == self.embedder.dim
@@ -161,12 +198,20 @@ class Vectors:
         new (above every id with a vector), else readers reload all (``epoch``)."""
         if not rows or not self._claim(conn):
             return 0
-        packed = pack(self.embedder.embed([t for _, t in rows]))
-        conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, bits) VALUES (?, ?)",
-                         [(cid, blob) for (cid, _), blob in zip(rows, packed, strict=True)])
+        return self.put(conn, [cid for cid, _ in rows], self.embedder.embed([t for _, t in rows]), appended=appended)
+
+    def put(self, conn: sqlite3.Connection, ids: Sequence[int], vectors: NDArray[np.float32], *, appended: bool) -> int:
+        """Store vectors already made (``ids`` in order, of chunks that still exist); return how
+        many. Nothing is written when the store holds another model's vectors in this tier."""
+        if not len(ids) or not self._claim(conn):
+            return 0
+        packed = pack(vectors)
+        conn.executemany(f"INSERT OR REPLACE INTO {self.tier.table} (chunk_id, bits) SELECT ?, ? WHERE EXISTS "
+                         "(SELECT 1 FROM chunks WHERE id = ?)",
+                         [(cid, blob, cid) for cid, blob in zip(ids, packed, strict=True)])
         counter = "version" if appended else "epoch"
-        conn.execute(f"UPDATE vector_meta SET {counter} = {wrapped_increment(counter)} WHERE id = 1")
-        return len(rows)
+        conn.execute(f"UPDATE {self.tier.meta_table} SET {counter} = {wrapped_increment(counter)} WHERE id = 1")
+        return len(ids)
 
     def write_new(self, conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str | None]]) -> int:
         """The vectors of chunks just inserted: (id, text, header line or None)."""
@@ -175,9 +220,9 @@ class Vectors:
     def fill(self, conn: sqlite3.Connection, *, after: int = 0, limit: int = REINDEX_BATCH) -> tuple[int, int]:
         """Embed up to ``limit`` chunks above id ``after`` that have no vector; return (how
         many, the last id looked at; 0 when none is left)."""
-        rows = conn.execute("""SELECT c.id, c.text, c.meta FROM chunks c
-                               WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id)
-                               ORDER BY c.id LIMIT ?""", (after, limit)).fetchall()
+        rows = conn.execute(f"""SELECT c.id, c.text, c.meta FROM chunks c
+                                WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM {self.tier.table} v WHERE v.chunk_id = c.id)
+                                ORDER BY c.id LIMIT ?""", (after, limit)).fetchall()
         if not rows:
             return 0, 0
         batch = [(int(r[0]), vector_text(str(r[1]), (read_meta(r[2]) or {}).get("header"))) for r in rows]
@@ -185,8 +230,8 @@ class Vectors:
 
     def reset(self, conn: sqlite3.Connection) -> None:
         """Drop every vector and claim the store for this model (a reindex after a change of model)."""
-        conn.execute("DELETE FROM chunk_vectors")
-        conn.execute(f"""INSERT INTO vector_meta (id, model, dim, bytes) VALUES (1, ?, ?, ?)
+        conn.execute(f"DELETE FROM {self.tier.table}")
+        conn.execute(f"""INSERT INTO {self.tier.meta_table} (id, model, dim, bytes) VALUES (1, ?, ?, ?)
                         ON CONFLICT (id) DO UPDATE SET model = excluded.model, dim = excluded.dim, bytes = excluded.bytes,
                                                        epoch = {wrapped_increment("epoch")}""",
                      (self.embedder.name, self.embedder.dim, self.bytes_per_vector))
@@ -198,7 +243,7 @@ class Vectors:
         than ``k`` of the candidates, more are taken."""
         if k <= 0 or self.usable(conn) is not None:
             return []
-        m = meta(conn)
+        m = meta(conn, self.tier)
         assert m is not None
         with self._lock:
             self.index.refresh(conn, m)
@@ -219,7 +264,7 @@ class Vectors:
         ``search`` scores it); the others are left out."""
         if not ids or self.usable(conn) is not None:
             return {}
-        m = meta(conn)
+        m = meta(conn, self.tier)
         assert m is not None
         with self._lock:
             self.index.refresh(conn, m)
@@ -232,8 +277,9 @@ class VectorIndex:
     large-magnitude words stored column by column (``signs[j]`` is word j of every vector,
     contiguous), so each bit-count pass runs over contiguous memory."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, tier: Tier = FAST) -> None:
         self.dim = dim
+        self.tier = tier
         self.words = dim // 64
         self._clear()
         self.state: tuple[str, int, int] | None = None
@@ -257,7 +303,7 @@ class VectorIndex:
         size = self.dim // 4
         ids: list[int] = []
         blobs: list[bytes] = []
-        for cid, bits in conn.execute("SELECT chunk_id, bits FROM chunk_vectors WHERE chunk_id > ? ORDER BY chunk_id", (after,)):
+        for cid, bits in conn.execute(f"SELECT chunk_id, bits FROM {self.tier.table} WHERE chunk_id > ? ORDER BY chunk_id", (after,)):
             if isinstance(bits, bytes) and len(bits) == size:
                 ids.append(int(cid))
                 blobs.append(bits)
@@ -322,6 +368,12 @@ class VectorIndex:
         scores = self._cosines(q, pick)
         order = np.argsort(-scores)[:n]
         return [(int(self.ids[pick[i]]), float(scores[i])) for i in order]
+
+
+def holds(ids: NDArray[np.int64], chunk_id: int) -> bool:
+    """Whether the ascending ``ids`` hold ``chunk_id`` (a binary search)."""
+    at = int(np.searchsorted(ids, chunk_id))
+    return at < ids.size and int(ids[at]) == chunk_id
 
 
 def blend(words: Sequence[tuple[int, float]], meaning: dict[int, float], w_words: float, w_meaning: float) -> list[tuple[int, float]]:

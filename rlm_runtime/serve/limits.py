@@ -36,6 +36,8 @@ class ServeLimits:
         sessions: sessions kept at once (each holds a worker); None: the governor's worker count.
         idle_s: a client's session unused this long is closed (its worker freed).
         wait_s: how long a request waits for a worker before the server says it is busy.
+        fill_idle_s: seconds with no request before the memory store's quality tier is filled
+            in the background (with the quality model installed: ``serve.filler``).
     """
 
     question_chars: int = 20_000
@@ -55,3 +57,4 @@ class ServeLimits:
     sessions: int | None = None
     idle_s: float = 900.0
     wait_s: float = 30.0
+    fill_idle_s: float = 60.0

@@ -60,7 +60,8 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
+            with service.request():
+                answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
         except RLMError as e:
             raise ToolError(utf8safe(str(e))) from e
         return answer

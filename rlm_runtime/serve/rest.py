@@ -183,12 +183,15 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             "x-content-type-options": "nosniff"})
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
+        with service.request():
+            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
         return answer
 
-    @app.get("/api/health", summary="The server's version and how many client sessions it keeps", responses=_errors())
+    @app.get("/api/health", summary="The server's version, its client sessions, and how far search by meaning is filled",
+             responses=_errors())
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "sessions": len(service.sessions)}
+        meaning = await anyio.to_thread.run_sync(service.meaning)
+        return {"status": "ok", "version": __version__, "sessions": len(service.sessions), "meaning": meaning}
 
     @app.get("/api/hello", summary="Proof that this is the server its record names (answered without the token)",
              responses=_errors(404, 422))

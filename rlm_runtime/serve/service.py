@@ -13,6 +13,7 @@ is capped (``ServeLimits``) and a request over a cap is refused whole (``TooLarg
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -22,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rlm_runtime import contextual
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.context.beneath import seal, sealed
 from rlm_runtime.errors import (
@@ -39,6 +41,7 @@ from rlm_runtime.errors import (
 from rlm_runtime.memory.db import descriptor_path
 from rlm_runtime.registry.ids import shown
 from rlm_runtime.serve.auth import token_path as auth_token_path
+from rlm_runtime.serve.filler import IdleFill
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.sessions import Listener, SessionPool
 
@@ -103,6 +106,11 @@ class Service:
         self.memory_on = bool(self._session_options.get("memory"))
         if not self.memory_on:
             self._session_options.setdefault("memory_readonly", True)
+        # The memory store's quality tier is filled while no request runs (``filler``).
+        self.filler: IdleFill | None = None
+        if self.memory_on and contextual.installed(self.paths.models):
+            self.filler = IdleFill(self._filling_store, idle_s=self.limits.fill_idle_s)
+            self.filler.start()
         # Idle sessions are closed on time even when no request comes to trigger it.
         self._stop = threading.Event()
         self._sweeper = threading.Thread(target=self._sweep, name="rlm-serve-sweep", daemon=True)
@@ -111,11 +119,39 @@ class Service:
     def close(self) -> None:
         """Close every client's session and the memory store."""
         self._stop.set()
+        if self.filler is not None:
+            self.filler.close()
         self.sessions.close_all()
         with self._memory_lock:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+
+    def _filling_store(self) -> Any:
+        from rlm_runtime.memory.store import MemoryStore, default_store_path
+
+        return MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models))
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        """Around each request a protocol answers: the background fill waits for the quiet after it."""
+        if self.filler is None:
+            yield
+            return
+        with self.filler.request():
+            yield
+
+    def meaning(self) -> dict[str, Any]:
+        """How far the memory store's quality tier is filled (for ``/api/health``)."""
+        if not self.memory_on:
+            return {"memory": False}
+        stats = self._store().stats()
+        out: dict[str, Any] = {"chunks": stats.chunks, "fast_vectors": stats.vectors, "quality_vectors": stats.quality_vectors,
+                               "quality_model": stats.quality_model, "quality_eta_s": stats.quality_eta_s,
+                               "quality_installed": self.filler is not None}
+        if self.filler is not None:
+            out["fill_error"] = self.filler.error
+        return out
 
     # ------------------------------------------------------------------ contexts
 
@@ -242,7 +278,7 @@ class Service:
         opened: list[tuple[Any, str | None]] = []
         # A search of its own (its own store connection: SQLite reads in parallel), so that
         # one client's index being built holds up no other client's search or note.
-        store = MemoryStore(default_store_path(self.paths)) if self.memory_on else None
+        store = MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models)) if self.memory_on else None
         search = ChunkSearch(self.paths.home / "index", store)
         try:
             size = 0
@@ -320,7 +356,7 @@ class Service:
         # session is given what was checked, opened (``_open_session``), never a name.
         for ref in refs:
             self._source(ref)
-        with self.sessions.lease(client, refs, refs, listener) as session:
+        with self.request(), self.sessions.lease(client, refs, refs, listener) as session:
             if on_session is not None:
                 on_session(session)
             result = session.ask(question)
@@ -504,7 +540,7 @@ class Service:
         from rlm_runtime.memory.store import MemoryStore, default_store_path
 
         if self._memory is None:
-            self._memory = MemoryStore(default_store_path(self.paths))
+            self._memory = MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models))
         return self._memory
 
 

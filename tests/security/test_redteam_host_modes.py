@@ -64,7 +64,7 @@ def test_the_model_notices_are_private(tmp_path: Path, umask_022: None) -> None:
     from rlm_runtime.llm import models
 
     folder = private.make_dir(tmp_path / "home" / "models")
-    models._write_notice(folder)
+    models.write_notice(folder)
     assert sorted(p.name for p in folder.iterdir()) and all(_mode(p) == 0o600 for p in folder.iterdir())
     assert private.exposed(tmp_path / "home") == []
 

@@ -1,0 +1,115 @@
+"""The server's background fill of the memory store's quality tier (``MemoryStore.fill_quality``).
+
+A server started with the memory store and the quality model installed fills the store's
+quality vectors when it has nothing else to do: once no request has been running for
+``idle_s`` seconds, it fills batch by batch (its own connection to the store; each batch
+embedded with no lock held), and stops between batches as soon as a request comes or the
+server closes; it tries again after the next quiet spell. On Linux the fill's thread runs at
+the lowest CPU priority (niceness 19), as do the model's threads when the fill is what loads
+the model (they inherit it). A store with nothing left to fill is looked at again every ``recheck_s``
+(a note remembered since, a folder added). Nothing here is reached by a client: it only reads
+the store the server already serves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rlm_runtime.errors import RLMError
+
+log = logging.getLogger(__name__)
+
+
+class _Busy(Exception):
+    """A request came (or the server is closing): the fill stops between batches."""
+
+
+class IdleFill:
+    """Fills the quality tier while the server is idle (see the module docstring).
+
+    Args:
+        open_store: opens the memory store for writing (a connection of the fill's own).
+        idle_s: seconds with no request before a fill starts.
+        recheck_s: seconds between looks at a store that had nothing left to fill.
+    """
+
+    def __init__(self, open_store: Callable[[], Any], *, idle_s: float = 60.0, recheck_s: float = 300.0) -> None:
+        self._open = open_store
+        self.idle_s = idle_s
+        self.recheck_s = recheck_s
+        self._lock = threading.Lock()
+        self._running = 0
+        self._last = time.monotonic()
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rlm-serve-quality-fill", daemon=True)
+        #: What the last fill did (for health): chunks embedded, and the error that ended it.
+        self.embedded = 0
+        self.error: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        """Around each request the server answers: the fill waits for the quiet after it."""
+        with self._lock:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._last = time.monotonic()
+
+    def idle(self) -> bool:
+        with self._lock:
+            return self._running == 0 and time.monotonic() - self._last >= self.idle_s
+
+    def _check(self) -> None:
+        if self._closing.is_set() or not self.idle():
+            raise _Busy
+
+    def _run(self) -> None:
+        _lowest_priority()
+        wait = min(self.idle_s, 5.0)
+        while not self._closing.wait(wait):
+            if not self.idle():
+                wait = min(self.idle_s, 5.0)
+                continue
+            try:
+                with contextlib.closing(self._open()) as store:
+                    report = store.fill_quality(stop=self._check)
+            except _Busy:
+                wait = min(self.idle_s, 5.0)
+                continue
+            except RLMError as e:  # the model cannot load, the store is busy or damaged: said, tried later
+                self.error = str(e)
+                log.warning("the quality tier's fill stopped: %s", e)
+                wait = self.recheck_s
+                continue
+            self.embedded += report.embedded
+            self.error = None
+            wait = self.recheck_s
+
+
+def _lowest_priority() -> None:
+    """This thread (and the threads it starts) at niceness 19, on Linux, where a thread id
+    names the thread to ``setpriority`` (elsewhere it could name another process)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass

@@ -1,0 +1,177 @@
+"""The quality tier of search by meaning: a second model's vectors, kept apart from the fast
+tier's, filled after ingest (newest first, in batches, resumable), used by search wherever they
+exist. A test model stands for the contextual one: ``plain`` (the fast tier) knows no synonyms,
+``tiny`` (the quality tier) reads the words of a concept as one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TinyEmbedder
+
+from rlm_runtime.memory import MemoryStore, StoreError
+
+Open = Callable[..., MemoryStore]
+
+
+def plain() -> TinyEmbedder:
+    model = TinyEmbedder("plain-64")
+    model.concept = {}
+    return model
+
+
+def stocked(open_store: Open, quality: TinyEmbedder | None, n: int = 40) -> MemoryStore:
+    fast = plain()
+    st = open_store(embedder=lambda: fast, quality=(lambda: quality) if quality is not None else None)
+    for i in range(n):
+        st.add_text(f"Entry {i}: the warehouse counted crates of batch {i}.", source=f"log{i}")
+    st.add_text("Reimbursement is granted within thirty days of purchase.", source="policy")
+    return st
+
+
+def quality_rows(path: Path) -> list[int]:
+    conn = sqlite3.connect(path)
+    try:
+        return [int(r[0]) for r in conn.execute("SELECT chunk_id FROM quality_vectors ORDER BY chunk_id")]
+    finally:
+        conn.close()
+
+
+def test_the_fill_gives_every_chunk_a_quality_vector_newest_first_and_keeps_the_fast_ones(
+        open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """It embeds the chunks without a quality vector newest first, a batch at a time, leaves
+    the fast tier's vectors as they were, and a second fill finds nothing to do."""
+    st = stocked(open_store, tiny)
+    fast_before = st.stats().vectors
+    seen: list[int] = []
+    report = st.fill_quality(batch=8, progress=lambda p: seen.append(p.done))
+    assert report.embedded == 41 and report.kept == 0 and report.model == "tiny-64"
+    assert seen == [8, 16, 24, 32, 40, 41]
+    assert len(quality_rows(store_path)) == 41 and st.stats().vectors == fast_before == 41
+    s = st.stats()
+    assert (s.quality_vectors, s.quality_model, s.quality_eta_s) == (41, "tiny-64", None)
+    assert st.fill_quality().embedded == 0
+
+
+def test_a_stopped_fill_keeps_its_batches_and_the_next_goes_on(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """It keeps what a fill stopped between batches wrote (the newest chunks), gives an ETA for
+    the rest at the rate it measured, and the next fill embeds only the chunks left."""
+    st = stocked(open_store, tiny)
+    calls = {"n": 0}
+
+    def stop() -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        st.fill_quality(batch=10, stop=stop)
+    held = quality_rows(store_path)
+    assert len(held) == 20 and held == list(range(22, 42))  # the newest twenty
+    assert st.stats().quality_eta_s is not None and st.stats().quality_eta_s > 0
+    tiny.calls = 0
+    assert st.fill_quality(batch=10).embedded == 21 and tiny.calls == 21
+    assert st.stats().quality_eta_s is None
+
+
+def test_search_uses_the_quality_vectors_where_they_exist(open_store: Open, tiny: TinyEmbedder) -> None:
+    """It finds by the quality tier a passage the fast tier cannot (a synonym), once filled; and
+    with the fill half done, it still ranks the filled chunks by it and the others by the fast tier."""
+    st = stocked(open_store, tiny)
+    question = "money back"
+    before = st.search(question, mode="vector", k=3, record=False)
+    assert all("Reimbursement" not in h.snippet for h in before)
+    st.fill_quality(batch=5, stop=_stop_after(1))  # the newest five only: the policy among them
+    half = st.search(question, mode="vector", k=3, record=False)
+    assert "Reimbursement" in half[0].snippet and half[0].by == "meaning"
+    st.fill_quality()
+    full = st.search(question, k=3, record=False)
+    assert "Reimbursement" in full[0].snippet and full[0].by == "meaning"  # no word of the query: by meaning alone
+    assert full.strength > 0.2  # the quality model's cosine (each word of the policy counts)
+
+
+def _stop_after(batches: int) -> Callable[[], None]:
+    count = {"n": 0}
+
+    def stop() -> None:
+        count["n"] += 1
+        if count["n"] > batches:
+            raise _Stop
+
+    return stop
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _stop_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fill stopped by ``_stop_after`` ends quietly: the test goes on with what it wrote."""
+    real = MemoryStore.fill_quality
+
+    def fill(self: MemoryStore, **kw: Any) -> Any:
+        try:
+            return real(self, **kw)
+        except _Stop:
+            return None
+
+    monkeypatch.setattr(MemoryStore, "fill_quality", fill)
+
+
+def test_a_chunk_removed_during_a_fill_gets_no_vector(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """It writes no quality vector for a chunk removed between its read and its write."""
+    st = stocked(open_store, tiny, n=3)
+    real = tiny.embed
+
+    def embed_and_remove(texts: Any) -> Any:
+        if len(texts) > 1:
+            conn = sqlite3.connect(store_path)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("DELETE FROM chunks WHERE id = 1")
+            conn.commit()
+            conn.close()
+        return real(texts)
+
+    tiny.embed = embed_and_remove  # type: ignore[method-assign]
+    st.fill_quality()
+    assert 1 not in quality_rows(store_path) and len(quality_rows(store_path)) == 3
+
+
+def test_no_quality_model_or_a_read_only_store_is_a_clear_error(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """It refuses a fill without a quality model (saying how to install one), and on a store
+    opened read-only; a search of a store without quality vectors never loads the model."""
+    st = stocked(open_store, None)
+    with pytest.raises(StoreError, match="rlm model install minilm-l6"):
+        st.fill_quality()
+    loads = {"n": 0}
+
+    def counting() -> TinyEmbedder:
+        loads["n"] += 1
+        return tiny
+
+    reader = open_store(embedder=plain, quality=counting, readonly=True)
+    with pytest.raises(StoreError, match="read-only"):
+        reader.fill_quality()
+    assert reader.search("crates", mode="hybrid", record=False) and loads["n"] == 1  # the fill's own load only
+    other = open_store(embedder=plain, quality=counting)
+    other.search("crates", mode="hybrid", record=False)
+    assert loads["n"] == 1
+
+
+def test_a_quality_vector_of_the_wrong_size_in_a_store_file_is_refused(open_store: Open, store_path: Path,
+                                                                        tiny: TinyEmbedder) -> None:
+    """It refuses at open a store whose quality vector is not its model's size (read past its end)."""
+    st = stocked(open_store, tiny, n=2)
+    st.fill_quality()
+    st.close()
+    conn = sqlite3.connect(store_path)
+    conn.execute("UPDATE quality_vectors SET bits = x'00' WHERE chunk_id = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="quality_vectors.bits"):
+        MemoryStore(store_path, embedder=plain)

@@ -1,0 +1,102 @@
+"""The server's background fill of the quality tier (``serve.filler``): it starts only after a
+quiet spell with no request running, stops between batches when a request comes, goes on
+after, and stops when the server closes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from rlm_runtime.memory.store import StoreError
+from rlm_runtime.serve.filler import IdleFill
+
+
+class FakeStore:
+    """A store whose fill runs ``batches`` batches, calling ``stop`` before each, and records them."""
+
+    def __init__(self, log: list[str], batches: int = 1000, error: Exception | None = None) -> None:
+        self.log = log
+        self.batches = batches
+        self.error = error
+        self.closed = False
+
+    def fill_quality(self, *, stop: Any) -> Any:
+        if self.error is not None:
+            raise self.error
+        done = 0
+        for _ in range(self.batches):
+            stop()
+            done += 1
+            self.log.append("batch")
+            time.sleep(0.005)
+        return type("Report", (), {"embedded": done})()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def wait_for(check: Any, seconds: float = 10.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_it_fills_only_while_no_request_runs_and_stops_for_one() -> None:
+    """It runs no batch while a request is running, fills once the server has been quiet,
+    stops between batches when a request comes, and goes on when it is quiet again."""
+    log: list[str] = []
+    stores: list[FakeStore] = []
+
+    def open_store() -> FakeStore:
+        stores.append(FakeStore(log))
+        return stores[-1]
+
+    fill = IdleFill(open_store, idle_s=0.2, recheck_s=0.2)
+    in_request = threading.Event()
+    release = threading.Event()
+
+    def request() -> None:
+        with fill.request():
+            in_request.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=request)
+    worker.start()
+    in_request.wait(5)
+    fill.start()
+    try:
+        time.sleep(0.6)
+        assert log == []  # a request is running: nothing filled
+        release.set()
+        worker.join(5)
+        assert wait_for(lambda: len(log) >= 5)
+        with fill.request():
+            seen = len(log)
+            time.sleep(0.1)
+            assert len(log) <= seen + 1  # at most the batch under way when the request came
+        assert all(s.closed for s in stores[:-1])
+        assert wait_for(lambda: len(stores) >= 2 and len(log) > seen + 5)  # quiet again: a new fill goes on
+    finally:
+        fill.close()
+    assert stores[-1].closed
+
+
+def test_a_fill_that_fails_is_said_and_tried_again_later() -> None:
+    """It keeps the error of a fill that failed (health shows it) and does not stop for good."""
+    tries: list[int] = []
+
+    def open_store() -> FakeStore:
+        tries.append(1)
+        return FakeStore([], error=StoreError("the memory store is busy"))
+
+    fill = IdleFill(open_store, idle_s=0.05, recheck_s=0.05)
+    fill.start()
+    try:
+        assert wait_for(lambda: len(tries) >= 2)
+        assert fill.error == "the memory store is busy"
+    finally:
+        fill.close()
