@@ -42,3 +42,19 @@ def test_a_name_error_suggests_the_name_meant(sandbox: Sandbox) -> None:
     r = sandbox.execute("class E(NameError):\n    @property\n    def name(self):\n        print('ran')\n        return 'Final'\n"
                         "raise E('x')")
     assert r.error.endswith("E: x") and "ran" not in r.stdout
+
+
+def test_the_name_error_suggestion_is_bounded() -> None:
+    """It compares no name over 40 characters, and stops looking when its time is up (it runs
+    after the cell's own timer: 5,000 crafted names took difflib 5 s)."""
+    from rlm_runtime.sandbox import worker
+
+    names = [f"total_rows_{i:04d}" for i in range(3000)] + ["total_rows"]
+    assert worker._similar("total_rowz", names) == "total_rows"
+    assert worker._similar("a" * 41, ["a" * 41 + "b"]) is None
+    real = worker._SUGGEST_S
+    try:
+        worker._SUGGEST_S = -1.0
+        assert worker._similar("total_rowz", names) is None
+    finally:
+        worker._SUGGEST_S = real

@@ -20,6 +20,7 @@ by any number of processes at once (many readers, one writer at a time).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sqlite3
 import time
@@ -98,15 +99,17 @@ def _embedder_hint() -> str:
     return unavailable_reason() or f"no embedding model (for search by meaning: {INSTALL_HINT})"
 
 
-def _quality_stats(conn: sqlite3.Connection, live: str) -> tuple[int, str | None, float | None]:
+def _quality_stats(conn: sqlite3.Connection) -> tuple[int, str | None, float | None]:
     """(live chunks with a quality vector, its model, seconds to fill the rest at the last rate).
     Plain SQL: stats need no numpy (``vectors`` imports it)."""
-    have = int(conn.execute(f"SELECT count(*) FROM quality_vectors WHERE {live}").fetchone()[0])
+    have = int(conn.execute("""SELECT count(*) FROM quality_vectors v JOIN chunks c ON c.id = v.chunk_id
+                               WHERE c.deleted_at IS NULL""").fetchone()[0])
     row = conn.execute("SELECT model, rate FROM quality_meta WHERE id = 1").fetchone()
-    speed = float(row[1]) if row is not None and isinstance(row[1], (int, float)) and row[1] > 0 else None
+    speed = float(row[1]) if row is not None and isinstance(row[1], (int, float)) and math.isfinite(row[1]) and row[1] > 0 else None
     left = int(conn.execute("""SELECT coalesce(sum(length(c.text)), 0) FROM chunks c WHERE c.deleted_at IS NULL
                                AND NOT EXISTS (SELECT 1 FROM quality_vectors v WHERE v.chunk_id = c.id)""").fetchone()[0]) if speed else 0
-    return have, None if row is None else str(row[0]), (left / speed if speed and left else None)
+    eta = left / speed if speed and left else None
+    return have, None if row is None else str(row[0]), (eta if eta is not None and math.isfinite(eta) else None)
 
 
 def _chunk_count(conn: sqlite3.Connection) -> int:
@@ -163,6 +166,7 @@ class MemoryStore:
         self._quality_factory = quality
         self._quality: Vectors | None = None
         self._quality_made = quality is None
+        self._coverage: tuple[Any, bool] | None = None
         if not readonly:
             _private_file(self.path)
         try:
@@ -534,6 +538,7 @@ class MemoryStore:
         """
         cfg = self.settings.search
         mode = cfg.mode if mode is None else mode
+        query = utf8safe(query)  # lone surrogates (a name that is not UTF-8) are no text FTS5 or a tokenizer takes
         if mode not in SEARCH_MODES:
             raise StoreError(f"unknown search mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
         k = max(0, min(k, cfg.max_k))
@@ -638,11 +643,21 @@ class MemoryStore:
         held = quality.index.ids  # refreshed by its search: the chunks with a quality vector, ascending
         if not held.size:
             return nearest, dict(nearest), vectors.similarity
-        if held.size >= len(vectors.index):  # every chunk has one: the quality tier alone
+        if self._covered(vectors, quality):  # every chunk has one: the quality tier alone
             return better, dict(better), quality.similarity
         rest = [(i, s) for i, s in nearest if not _vectors.holds(held, i)]
         joined = _vectors.rrf([([i for i, _ in better], 1.0), ([i for i, _ in rest], 1.0)], cfg.rrf_k)[:depth]
         return joined, {**dict(rest), **dict(better)}, None
+
+    def _covered(self, fast: Vectors, quality: Vectors) -> bool:
+        """Whether every chunk with a fast vector has a quality one (their indexes as loaded;
+        worked out once a change of either: a size alone would count vectors of chunks gone)."""
+        import numpy as np
+
+        key = (fast.index.state, quality.index.state)
+        if self._coverage is None or self._coverage[0] != key:
+            self._coverage = (key, bool(np.isin(fast.index.ids, quality.index.ids, assume_unique=True).all()))
+        return self._coverage[1]
 
     def _record(self, hits: Sequence[Hit], op: str, query: str | None, run_id: str | None, now: float) -> bool:
         """Count hits as recalled together; False when there is nothing to record, the store
@@ -850,7 +865,7 @@ class MemoryStore:
             has_vectors = "m006_chunk_vectors" in names
             vectors = int(conn.execute(f"SELECT count(*) FROM chunk_vectors WHERE {live}").fetchone()[0]) if has_vectors else 0
             model = conn.execute("SELECT model FROM vector_meta WHERE id = 1").fetchone() if has_vectors else None
-            quality = _quality_stats(conn, live) if "m012_quality_vectors" in names else (0, None, None)
+            quality = _quality_stats(conn) if "m012_quality_vectors" in names else (0, None, None)
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")) if p.exists())
         return StoreStats(str(self.path), int(chunks), int(sources), int(tokens), by_type, tiers, int(pinned), int(traces), size, names,
                           vectors, None if model is None else str(model[0]), int(deleted), *quality)

@@ -175,3 +175,41 @@ def test_a_quality_vector_of_the_wrong_size_in_a_store_file_is_refused(open_stor
     conn.close()
     with pytest.raises(StoreError, match="quality_vectors.bits"):
         MemoryStore(store_path, embedder=plain)
+
+
+def test_the_quality_tier_ranks_alone_only_when_it_covers_every_chunk(open_store: Open, store_path: Path,
+                                                                      tiny: TinyEmbedder) -> None:
+    """It joins the tiers while some chunk with a fast vector has no quality one, even when the
+    two tiers hold as many vectors (chunks written by a process without the fast model, filled
+    by the quality tier first): the chunk only the fast tier holds is still found by meaning."""
+    fast = TinyEmbedder("fast-64")  # knows the concepts too: it finds the cat chunk
+    first = open_store(embedder=lambda: fast)
+    first.add_text("The tabby sleeps on the windowsill all afternoon.", source="cat")
+    for i in range(4):
+        first.add_text(f"Invoice {i} was paid in full by the supplier.", source=f"inv{i}")
+    first.close()
+    second = open_store(embedder=None, quality=lambda: plain())
+    for i in range(5):
+        second.add_text(f"Shipment {i} left the dock on schedule.", source=f"ship{i}")
+    second.fill_quality(batch=5, stop=_stop_after(1))  # the five newest: those without a fast vector
+    second.close()
+    st = open_store(embedder=lambda: fast, quality=lambda: plain())
+    assert st.stats().quality_vectors == 5 and st.stats().vectors == 5
+    found = st.search("kitten", mode="vector", k=5, record=False)
+    assert any("tabby" in h.snippet for h in found), [h.snippet for h in found]
+
+
+def test_a_query_that_is_not_utf8_and_a_rate_out_of_range_are_handled(open_store: Open, store_path: Path,
+                                                                      tiny: TinyEmbedder) -> None:
+    """It searches a query holding a lone surrogate (a name that is not UTF-8) in every mode,
+    and gives no ETA for a rate so small the time would be infinite."""
+    st = stocked(open_store, tiny, n=3)
+    st.fill_quality()
+    for mode in ("bm25", "hybrid", "vector"):
+        st.search("warehouse\udcff crates", mode=mode, record=False)
+    st.add_text("A note added after the fill.", source="late")
+    conn = sqlite3.connect(store_path)
+    conn.execute("UPDATE quality_meta SET rate = 5e-324")
+    conn.commit()
+    conn.close()
+    assert st.stats().quality_eta_s is None
