@@ -110,3 +110,10 @@ def test_load_refuses_a_file_that_fails_its_check(tmp_path: Path, monkeypatch: p
     with pytest.raises(contextual.ContextualError, match="rlm model install minilm-l6"):
         contextual.load(tmp_path)
     assert contextual.factory(tmp_path / "nothing")() is None
+
+
+def test_a_text_the_model_reads_as_many_pieces_costs_at_most_eight_windows() -> None:
+    """It reads a text of pieces the store's counter thinks few (a run of dots: a piece each) to
+    its first eight windows, so one chunk bounds the model's time."""
+    model = contextual.load(_real(), threads=1)
+    assert len(model.windows("." * 16_000)) == contextual.MAX_WINDOWS

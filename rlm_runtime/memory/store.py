@@ -958,7 +958,7 @@ class MemoryStore:
                     break
                 before = rows[-1][0]
                 texts = [text for _, text in rows]
-                vectors = model.embedder.embed(texts)
+                vectors = self._embed_stoppable(model, texts, stop)
                 with self.db.write() as conn:
                     done += model.put(conn, [cid for cid, _ in rows], vectors, appended=False)
                     chars += sum(map(len, texts))
@@ -967,6 +967,19 @@ class MemoryStore:
                 if progress is not None:
                     progress(ReindexProgress(done, total, time.perf_counter() - began))
         return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)
+
+    @staticmethod
+    def _embed_stoppable(model: Vectors, texts: list[str], stop: _ingest.Stop | None) -> Any:
+        """``texts``' vectors, a text at a time with ``stop`` called between them: a request or
+        a close waits for one text's embedding (eight windows at most), not a batch's."""
+        import numpy as np
+
+        rows = []
+        for text in texts:
+            if stop is not None:
+                stop()
+            rows.append(model.embedder.embed([text])[0])
+        return np.stack(rows).astype(np.float32, copy=False)
 
     def export_jsonl(self, target: transfer.Target) -> int:
         """Write the whole store as JSON lines (see ``transfer``); return the records written."""

@@ -3,12 +3,13 @@
 A server started with the memory store and the quality model installed fills the store's
 quality vectors when it has nothing else to do: once no request has been running for
 ``idle_s`` seconds, it fills batch by batch (its own connection to the store; each batch
-embedded with no lock held), and stops between batches as soon as a request comes or the
-server closes; it tries again after the next quiet spell. On Linux the fill's thread runs at
-the lowest CPU priority (niceness 19), as do the model's threads when the fill is what loads
-the model (they inherit it). A store with nothing left to fill is looked at again every ``recheck_s``
-(a note remembered since, a folder added). Nothing here is reached by a client: it only reads
-the store the server already serves.
+embedded with no lock held), and stops between two chunks' embeddings as soon as a request
+comes or the server closes (a chunk is eight of the model's windows at most); it tries again
+after the next quiet spell. On Linux the fill's thread runs at the lowest CPU priority
+(niceness 19), as do the model's threads when the fill is what loads the model (they inherit
+it). A store with nothing left to fill is looked at again every ``recheck_s`` (a note
+remembered since, a folder added). Nothing here is reached by a client: it only reads the
+store the server already serves.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class IdleFill:
         recheck_s: seconds between looks at a store that had nothing left to fill.
     """
 
-    def __init__(self, open_store: Callable[[], Any], *, idle_s: float = 60.0, recheck_s: float = 300.0) -> None:
+    def __init__(self, open_store: Callable[[], Any], *, idle_s: float = 60.0, recheck_s: float = 60.0) -> None:
         self._open = open_store
         self.idle_s = idle_s
         self.recheck_s = recheck_s

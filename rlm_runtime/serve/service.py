@@ -142,15 +142,25 @@ class Service:
             yield
 
     def meaning(self) -> dict[str, Any]:
-        """How far the memory store's quality tier is filled (for ``/api/health``)."""
+        """How far the memory store's quality tier is filled (for ``/api/health``): never an
+        error (a store that cannot be read says so), never a path of the host's."""
+        from rlm_runtime.memory.store import default_store_path
+
         if not self.memory_on:
             return {"memory": False}
-        stats = self._store().stats()
+        with self._memory_lock:
+            if self._stop.is_set():
+                return {"memory": "closed"}
+            try:
+                stats = self._store().stats()
+            except Exception:  # noqa: BLE001 - a damaged or changed store: health still answers
+                return {"error": "the memory store cannot be read (rlm memory stats says why)"}
         out: dict[str, Any] = {"chunks": stats.chunks, "fast_vectors": stats.vectors, "quality_vectors": stats.quality_vectors,
                                "quality_model": stats.quality_model, "quality_eta_s": stats.quality_eta_s,
                                "quality_installed": self.filler is not None}
         if self.filler is not None:
-            out["fill_error"] = self.filler.error
+            error = self.filler.error
+            out["fill_error"] = None if error is None else error.replace(str(default_store_path(self.paths)), "the memory store")
         return out
 
     # ------------------------------------------------------------------ contexts

@@ -61,11 +61,9 @@ def test_a_stopped_fill_keeps_its_batches_and_the_next_goes_on(open_store: Open,
     """It keeps what a fill stopped between batches wrote (the newest chunks), gives an ETA for
     the rest at the rate it measured, and the next fill embeds only the chunks left."""
     st = stocked(open_store, tiny)
-    calls = {"n": 0}
 
     def stop() -> None:
-        calls["n"] += 1
-        if calls["n"] == 3:
+        if len(quality_rows(store_path)) >= 20:  # two batches written
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -78,14 +76,14 @@ def test_a_stopped_fill_keeps_its_batches_and_the_next_goes_on(open_store: Open,
     assert st.stats().quality_eta_s is None
 
 
-def test_search_uses_the_quality_vectors_where_they_exist(open_store: Open, tiny: TinyEmbedder) -> None:
+def test_search_uses_the_quality_vectors_where_they_exist(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
     """It finds by the quality tier a passage the fast tier cannot (a synonym), once filled; and
     with the fill half done, it still ranks the filled chunks by it and the others by the fast tier."""
     st = stocked(open_store, tiny)
     question = "money back"
     before = st.search(question, mode="vector", k=3, record=False)
     assert all("Reimbursement" not in h.snippet for h in before)
-    st.fill_quality(batch=5, stop=_stop_after(1))  # the newest five only: the policy among them
+    st.fill_quality(batch=5, stop=_stop_after(store_path, 5))  # the newest five only: the policy among them
     half = st.search(question, mode="vector", k=3, record=False)
     assert "Reimbursement" in half[0].snippet and half[0].by == "meaning"
     st.fill_quality()
@@ -94,12 +92,10 @@ def test_search_uses_the_quality_vectors_where_they_exist(open_store: Open, tiny
     assert full.strength > 0.2  # the quality model's cosine (each word of the policy counts)
 
 
-def _stop_after(batches: int) -> Callable[[], None]:
-    count = {"n": 0}
-
+def _stop_after(path: Path, rows: int) -> Callable[[], None]:
+    """A fill's ``stop`` that ends it once ``rows`` quality vectors are written."""
     def stop() -> None:
-        count["n"] += 1
-        if count["n"] > batches:
+        if len(quality_rows(path)) >= rows:
             raise _Stop
 
     return stop
@@ -129,7 +125,7 @@ def test_a_chunk_removed_during_a_fill_gets_no_vector(open_store: Open, store_pa
     real = tiny.embed
 
     def embed_and_remove(texts: Any) -> Any:
-        if len(texts) > 1:
+        if texts and "Entry 2:" in texts[0]:  # the first chunk the fill reads: chunk 1 goes meanwhile
             conn = sqlite3.connect(store_path)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("DELETE FROM chunks WHERE id = 1")
@@ -191,7 +187,7 @@ def test_the_quality_tier_ranks_alone_only_when_it_covers_every_chunk(open_store
     second = open_store(embedder=None, quality=lambda: plain())
     for i in range(5):
         second.add_text(f"Shipment {i} left the dock on schedule.", source=f"ship{i}")
-    second.fill_quality(batch=5, stop=_stop_after(1))  # the five newest: those without a fast vector
+    second.fill_quality(batch=5, stop=_stop_after(store_path, 5))  # the five newest: those without a fast vector
     second.close()
     st = open_store(embedder=lambda: fast, quality=lambda: plain())
     assert st.stats().quality_vectors == 5 and st.stats().vectors == 5
@@ -213,3 +209,16 @@ def test_a_query_that_is_not_utf8_and_a_rate_out_of_range_are_handled(open_store
     conn.commit()
     conn.close()
     assert st.stats().quality_eta_s is None
+
+
+def test_a_fill_can_be_stopped_between_any_two_chunks(open_store: Open, tiny: TinyEmbedder) -> None:
+    """It calls ``stop`` before each chunk's embedding, not only between batches: a request or
+    a server's close waits for one chunk, however large the batch."""
+    st = stocked(open_store, tiny, n=10)
+    calls = {"n": 0}
+
+    def stop() -> None:
+        calls["n"] += 1
+
+    st.fill_quality(batch=32, stop=stop)
+    assert calls["n"] >= 11  # one a chunk (and one a batch)

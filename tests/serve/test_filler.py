@@ -100,3 +100,29 @@ def test_a_fill_that_fails_is_said_and_tried_again_later() -> None:
         assert fill.error == "the memory store is busy"
     finally:
         fill.close()
+
+
+def test_health_of_a_store_that_cannot_be_read_and_after_close(tmp_path: Any) -> None:
+    """It answers the health's meaning of a store changed into garbage under the server with a
+    sentence, not an error and not the store's path, and after close without reopening it."""
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.llm import ScriptedClient
+    from rlm_runtime.memory.store import default_store_path
+    from rlm_runtime.serve.limits import ServeLimits
+    from rlm_runtime.serve.service import Service
+
+    root = tmp_path / "root"
+    root.mkdir()
+    service = Service(ScriptedClient([]), roots=[root], limits=ServeLimits(), session_options={"memory": True})
+    try:
+        service.remember("the drill is on tuesday")
+        assert service.meaning()["chunks"] == 1
+        service._memory.close()
+        service._memory = None
+        path = default_store_path(paths_from_env())
+        path.write_bytes(b"not a database at all" * 100)
+        meaning = service.meaning()
+        assert set(meaning) == {"error"} and str(path) not in meaning["error"] and str(tmp_path) not in meaning["error"]
+    finally:
+        service.close()
+    assert service.meaning() == {"memory": "closed"} and service._memory is None
