@@ -222,3 +222,35 @@ def test_a_fill_can_be_stopped_between_any_two_chunks(open_store: Open, tiny: Ti
 
     st.fill_quality(batch=32, stop=stop)
     assert calls["n"] >= 11  # one a chunk (and one a batch)
+
+
+def test_a_fill_killed_by_sigkill_keeps_its_batches(tmp_path: Path) -> None:
+    """It keeps the batches a fill wrote before the process was killed with SIGKILL in the
+    middle of the next one, and the next fill embeds only the chunks left."""
+    import subprocess
+    import sys
+    import textwrap
+
+    store = tmp_path / "store.db"
+    code = textwrap.dedent(f"""
+        import os, signal, sqlite3, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from conftest import TinyEmbedder
+        from rlm_runtime.memory import MemoryStore
+        st = MemoryStore({str(store)!r}, embedder=None, quality=TinyEmbedder)
+        for i in range(30):
+            st.add_text(f"entry {{i}} of the ledger", source=f"s{{i}}")
+        def stop():
+            conn = sqlite3.connect({str(store)!r})
+            held = conn.execute("SELECT count(*) FROM quality_vectors").fetchone()[0]
+            conn.close()
+            if held >= 20:
+                os.kill(os.getpid(), signal.SIGKILL)
+        st.fill_quality(batch=10, stop=stop)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    assert len(quality_rows(store)) == 20
+    tiny = TinyEmbedder()
+    with MemoryStore(store, embedder=None, quality=lambda: tiny) as st:
+        assert st.fill_quality().embedded == 10 and tiny.calls == 10
