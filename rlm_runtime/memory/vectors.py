@@ -90,13 +90,12 @@ class Tier:
     the quality tier a contextual model's, filled afterwards (``contextual.py``). Each model's
     vectors are kept apart and never compared with a query of the other."""
 
-    name: str
     table: str
     meta_table: str
 
 
-FAST = Tier("fast", "chunk_vectors", "vector_meta")
-QUALITY = Tier("quality", "quality_vectors", "quality_meta")
+FAST = Tier("chunk_vectors", "vector_meta")
+QUALITY = Tier("quality_vectors", "quality_meta")
 
 
 def has_table(conn: sqlite3.Connection, tier: Tier = FAST) -> bool:

@@ -95,8 +95,9 @@ class IdleFill:
             except _Busy:
                 wait = min(self.idle_s, 5.0)
                 continue
-            except RLMError as e:  # the model cannot load, the store is busy or damaged: said, tried later
-                self.error = str(e)
+            except Exception as e:  # noqa: BLE001 - the model cannot load or run, the store is busy or damaged:
+                # said (health shows it) and tried later; the thread lives on
+                self.error = str(e) if isinstance(e, RLMError) else f"{type(e).__name__}: {e}"
                 log.warning("the quality tier's fill stopped: %s", e)
                 wait = self.recheck_s
                 continue

@@ -126,3 +126,46 @@ def test_health_of_a_store_that_cannot_be_read_and_after_close(tmp_path: Any) ->
     finally:
         service.close()
     assert service.meaning() == {"memory": "closed"} and service._memory is None
+
+
+def test_a_fill_that_fails_outside_the_runtime_keeps_the_thread() -> None:
+    """It keeps going after a fill fails with an error that is not the runtime's (the model's
+    engine failing), and says which."""
+    tries: list[int] = []
+
+    def open_store() -> FakeStore:
+        tries.append(1)
+        return FakeStore([], error=RuntimeError("the engine failed"))
+
+    fill = IdleFill(open_store, idle_s=0.05, recheck_s=0.05)
+    fill.start()
+    try:
+        assert wait_for(lambda: len(tries) >= 2)
+        assert fill.error == "RuntimeError: the engine failed"
+    finally:
+        fill.close()
+
+
+def test_a_server_with_the_quality_model_fills_its_store_while_idle(tmp_path: Any, monkeypatch: Any) -> None:
+    """It starts the fill with the server when the memory store is on and the quality model is
+    there, and a note remembered gets its quality vector once the server is quiet."""
+    from conftest_models import tiny_quality
+
+    from rlm_runtime import contextual
+    from rlm_runtime.llm import ScriptedClient
+    from rlm_runtime.serve.limits import ServeLimits
+    from rlm_runtime.serve.service import Service
+
+    monkeypatch.setattr(contextual, "installed", lambda folder: True)
+    monkeypatch.setattr(contextual, "factory", lambda folder: tiny_quality)
+    root = tmp_path / "root"
+    root.mkdir()
+    service = Service(ScriptedClient([]), roots=[root], limits=ServeLimits(fill_idle_s=0.1), session_options={"memory": True})
+    try:
+        assert service.filler is not None
+        with service.request():
+            service.remember("the drill is on tuesday")
+        assert wait_for(lambda: service.meaning()["quality_vectors"] == 1)
+        assert service.meaning()["quality_model"] == "tiny-quality-64"
+    finally:
+        service.close()
