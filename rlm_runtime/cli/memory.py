@@ -170,6 +170,8 @@ def add_commands(commands: Any) -> None:
                       examples=("rlm memory reindex", "rlm memory reindex --store team.db --rebuild", "rlm memory reindex --quality"))
     re_.add_argument("--rebuild", action="store_true", help="drop every vector and embed all chunks again")
     re_.add_argument("--quality", action="store_true", help="fill the quality tier's vectors (resumable, at idle priority)")
+    re_.add_argument("--threads", type=_threads, metavar="N",
+                     help="the quality model's threads (default: the machine's cores less one)")
     re_.add_argument("--batch", type=_positive, default=None, metavar="N",
                      help="chunks per transaction (default 512; 32 with --quality)")
     re_.set_defaults(run=_guarded(_reindex))
@@ -225,6 +227,13 @@ def _positive(text: str) -> int:
     value = _count(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more: {text}")
+    return value
+
+
+def _threads(text: str) -> int:
+    value = _positive(text)
+    if value > 256:
+        raise argparse.ArgumentTypeError(f"must be 256 or fewer: {text}")
     return value
 
 
@@ -304,7 +313,8 @@ def _open(args: argparse.Namespace, *, readonly: bool, must_exist: bool = True) 
     path = _store_path(args)
     try:
         _check_store_file(path, must_exist=must_exist or readonly)
-        store = MemoryStore(path, readonly=readonly, quality=contextual.factory(paths_from_env().models))
+        store = MemoryStore(path, readonly=readonly,
+                            quality=contextual.factory(paths_from_env().models, getattr(args, "threads", None)))
     except StoreError as e:
         raise _Unusable(e) from e
     try:

@@ -88,7 +88,8 @@ def _model_remove(args: argparse.Namespace) -> int:
     if args.name == "minilm-l6":
         from rlm_runtime import contextual
 
-        found = [p for p in contextual.files(paths_from_env().models) if p.is_file()]
+        folder = paths_from_env().models
+        found = [p for p in (*contextual.files(folder), *contextual.made_files(folder)) if p.is_file()]
         for p in found:
             p.unlink()
         say(f"removed {args.name}" if found else f"{args.name} is not installed")

@@ -19,6 +19,7 @@ by any number of processes at once (many readers, one writer at a time).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -40,6 +41,7 @@ from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.errors import ChunkNotFound, StoreError
+from rlm_runtime.memory.idlefill import IdleFill
 from rlm_runtime.memory.migrations import READ_ONLY_OPTIONAL, applied, migrate, pending, read_as_current
 from rlm_runtime.memory.records import (
     Added,
@@ -167,6 +169,7 @@ class MemoryStore:
         self._quality: Vectors | None = None
         self._quality_made = quality is None
         self._coverage: tuple[Any, bool] | None = None
+        self._idle_fill: IdleFill | None = None
         if not readonly:
             _private_file(self.path)
         try:
@@ -216,7 +219,11 @@ class MemoryStore:
     # ------------------------------------------------------------------ lifetime
 
     def close(self) -> None:
-        """Close the connection (the store stays on disk)."""
+        """Stop the fill started by ``fill_while_idle``, and close the connection (the store
+        stays on disk)."""
+        fill, self._idle_fill = self._idle_fill, None
+        if fill is not None:
+            fill.close()
         self.db.close()
         copy, self._copy = self._copy, None
         _remove_copy(copy)
@@ -967,6 +974,30 @@ class MemoryStore:
                 if progress is not None:
                     progress(ReindexProgress(done, total, time.perf_counter() - began))
         return ReindexReport(done, kept, model.embedder.name, rebuilt, time.perf_counter() - began)
+
+    def fill_while_idle(self, *, idle_s: float = 60.0, recheck_s: float = 60.0) -> IdleFill:
+        """Fill the quality tier in the background while this store's owner is idle (the
+        owner marks its work with ``busy()``), on a connection of the fill's own, until the
+        store is closed; the fill already started, when there is one (``memory.idlefill``).
+
+        Raises:
+            StoreError: the store is read-only, or was opened without a quality model.
+        """
+        if self.db.readonly:
+            raise StoreError("a read-only store cannot be filled")
+        if self._quality_factory is None:
+            raise StoreError("this store was opened without a quality model (MemoryStore(quality=contextual.factory(...)))")
+        if self._idle_fill is None:
+            path, settings, embedder, quality = self.path, self.settings, self._embedder_factory, self._quality_factory
+            self._idle_fill = IdleFill(lambda: MemoryStore(path, settings=settings, embedder=embedder, quality=quality),
+                                       idle_s=idle_s, recheck_s=recheck_s)
+            self._idle_fill.start()
+        return self._idle_fill
+
+    def busy(self) -> contextlib.AbstractContextManager[None]:
+        """Around the owner's work (a question, a request): the fill of ``fill_while_idle``
+        stops until the quiet after it; nothing without one."""
+        return self._idle_fill.request() if self._idle_fill is not None else contextlib.nullcontext()
 
     @staticmethod
     def _embed_stoppable(model: Vectors, texts: list[str], stop: _ingest.Stop | None) -> Any:

@@ -49,6 +49,7 @@ class ReplConfig:
     profile: str | None = None  # a profile name or TOML path
     allow_commands: bool = False  # piped lines are the person's own script: run all their commands
     assists: str | None = None  # RunLimits.assists for the session's questions (None: the limits' own)
+    fill_quality: bool = False  # fill the memory store's quality tier while no question runs
     extra: dict[str, Any] = field(default_factory=dict)  # more Session keyword arguments (tests)
 
 
@@ -72,7 +73,37 @@ def open_session(config: ReplConfig, on_event: Callable[[dict[str, Any]], None])
         except ValueError as e:
             session.close()
             raise ConfigError(f"--assists: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
+    if config.fill_quality:
+        _fill_quality(session)
     return session
+
+
+#: Seconds with no question running before the REPL's fill of the quality tier starts: short,
+#: as a person typing leaves the machine idle, and a question stops the fill within one chunk.
+FILL_IDLE_S = 10.0
+
+
+def _fill_quality(session: Any) -> None:
+    """Start the fill of the session's memory store's quality tier while no question runs
+    (``MemoryStore.fill_while_idle``), or close the session and say why it cannot."""
+    from rlm_runtime import contextual
+    from rlm_runtime.errors import ConfigError, RLMError
+
+    why = None
+    if session.memory is None:
+        why = "--fill-quality fills a memory store: use it with --memory"
+    elif session.memory.db.readonly:
+        why = "--fill-quality needs a memory store open for writing"
+    elif not contextual.installed(session.paths.models):
+        why = f"--fill-quality needs the quality model ({contextual.INSTALL_HINT})"
+    if why is None:
+        try:
+            session.memory.fill_while_idle(idle_s=FILL_IDLE_S)
+            return
+        except RLMError as e:
+            why = f"--fill-quality: {e}"
+    session.close()
+    raise ConfigError(why)
 
 
 class Operation:

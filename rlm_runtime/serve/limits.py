@@ -37,7 +37,7 @@ class ServeLimits:
         idle_s: a client's session unused this long is closed (its worker freed).
         wait_s: how long a request waits for a worker before the server says it is busy.
         fill_idle_s: seconds with no request before the memory store's quality tier is filled
-            in the background (with the quality model installed: ``serve.filler``).
+            in the background (with the quality model installed: ``memory.idlefill``).
     """
 
     question_chars: int = 20_000

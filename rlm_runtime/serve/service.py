@@ -39,9 +39,9 @@ from rlm_runtime.errors import (
     WorkersBusy,
 )
 from rlm_runtime.memory.db import descriptor_path
+from rlm_runtime.memory.idlefill import IdleFill
 from rlm_runtime.registry.ids import shown
 from rlm_runtime.serve.auth import token_path as auth_token_path
-from rlm_runtime.serve.filler import IdleFill
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.sessions import Listener, SessionPool
 
@@ -106,7 +106,7 @@ class Service:
         self.memory_on = bool(self._session_options.get("memory"))
         if not self.memory_on:
             self._session_options.setdefault("memory_readonly", True)
-        # The memory store's quality tier is filled while no request runs (``filler``).
+        # The memory store's quality tier is filled while no request runs (``memory.idlefill``).
         self.filler: IdleFill | None = None
         if self.memory_on and contextual.installed(self.paths.models):
             self.filler = IdleFill(self._filling_store, idle_s=self.limits.fill_idle_s)

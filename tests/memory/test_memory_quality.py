@@ -254,3 +254,66 @@ def test_a_fill_killed_by_sigkill_keeps_its_batches(tmp_path: Path) -> None:
     tiny = TinyEmbedder()
     with MemoryStore(store, embedder=None, quality=lambda: tiny) as st:
         assert st.fill_quality().embedded == 10 and tiny.calls == 10
+
+
+def _wait(cond: Callable[[], bool], timeout: float = 20.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def test_a_store_fills_its_quality_tier_while_its_owner_is_idle(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """``fill_while_idle`` fills the tier on a thread of its own once the owner has been idle;
+    work marked ``busy()`` holds it off; ``close()`` stops the thread; asking twice returns the
+    fill already running."""
+    import threading
+
+    st = stocked(open_store, tiny)
+    with st.busy():  # no fill yet: nothing to hold off
+        pass
+    fill = st.fill_while_idle(idle_s=0.2, recheck_s=0.2)
+    assert st.fill_while_idle() is fill
+    with st.busy():
+        assert not _wait(lambda: bool(quality_rows(store_path)), timeout=0.8)  # busy: nothing filled
+    assert _wait(lambda: len(quality_rows(store_path)) == 41)
+    assert fill.error is None and fill.embedded == 41
+    st.add_text("A note remembered later about refunds.", source="later")
+    assert _wait(lambda: len(quality_rows(store_path)) == 42)  # looked at again after recheck_s
+    st.close()
+    assert not any(t.name == "rlm-quality-fill" for t in threading.enumerate())
+
+
+def test_fill_while_idle_refuses_a_store_it_cannot_fill(open_store: Open, store_path: Path, tiny: TinyEmbedder) -> None:
+    """A store without a quality model, or read-only, cannot be filled: a StoreError, no thread."""
+    import threading
+
+    st = stocked(open_store, None)
+    with pytest.raises(StoreError, match="without a quality model"):
+        st.fill_while_idle()
+    st.close()
+    ro = MemoryStore(store_path, readonly=True, quality=lambda: tiny)
+    with pytest.raises(StoreError, match="read-only"):
+        ro.fill_while_idle()
+    ro.close()
+    assert not any(t.name == "rlm-quality-fill" for t in threading.enumerate())
+
+
+def test_a_session_holds_the_fill_off_while_it_answers(open_store: Open, tmp_path: Path, tiny: TinyEmbedder) -> None:
+    """A ``Session`` over a store that fills while idle marks each question as work: while the
+    question runs, the fill is not idle; after it, the fill goes on."""
+    from rlm_runtime import Session
+    from rlm_runtime.llm import ScriptedClient
+
+    st = stocked(open_store, tiny)
+    fill = st.fill_while_idle(idle_s=0.05, recheck_s=0.05)
+    idle_during: list[bool] = []
+    client = ScriptedClient(["```python\nFINAL('done')\n```"])
+    with Session(client, memory=st, trace=False, on_event=lambda e: idle_during.append(fill.idle())) as session:
+        assert session.ask("anything?").answer == "done"
+    assert idle_during and not any(idle_during[1:-1])
+    st.close()

@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlm_runtime.config import paths_from_env
+
 from .conftest import code
+
+# Read at import, before the autouse fixture points RLM_HOME at a temp dir.
+REAL_MODELS_DIR = paths_from_env().models
 
 
 def _repl(stdin: str, *args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -47,3 +52,65 @@ def test_bad_usage_is_exit_2(_rlm_home: Path, tmp_path: Path) -> None:
     done = _repl("", "--model", "scripted:x", "-c", "/no/such/file", home=_rlm_home, cwd=tmp_path)
     assert done.returncode == 2
     assert "no such context file or folder" in done.stderr
+
+
+def test_fill_quality_without_the_quality_model_says_how_to_install_it(write_script, _rlm_home: Path, tmp_path: Path) -> None:
+    """``rlm repl --fill-quality`` where the quality model is not installed exits 2 with the
+    install command, before any question; no traceback."""
+    script = write_script(code("FINAL('never asked')"))
+    env_models = _rlm_home / "no-models"
+    env_models.mkdir()
+    env = {**os.environ, "RLM_HOME": str(_rlm_home), "RLM_MODELS_DIR": str(env_models)}
+    done = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "repl", "--fill-quality", "--model", f"scripted:{script}"],
+                          input="what?\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "rlm model install minilm-l6" in done.stderr and "Traceback" not in done.stderr
+    assert "never asked" not in done.stdout
+
+
+def test_fill_quality_fills_the_store_while_the_repl_waits(write_script, _rlm_home: Path, tmp_path: Path) -> None:
+    """With the quality model installed, ``rlm repl --memory STORE --fill-quality`` gives the
+    store's chunks their quality vectors while no question runs (the REPL waiting for a
+    line), and ``/exit`` ends it: exit 0, every chunk with a vector, no thread left behind."""
+    import sqlite3
+    import time
+
+    from rlm_runtime import contextual
+    from rlm_runtime.memory import MemoryStore
+    from rlm_runtime.repl.controller import FILL_IDLE_S
+
+    models = REAL_MODELS_DIR
+    if not contextual.installed(models):
+        import pytest
+
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the quality model is not installed in {models}")
+        pytest.skip("the quality model is not installed")
+    store_path = tmp_path / "notes.db"
+    with MemoryStore(store_path) as st:
+        for i in range(3):
+            st.add_text(f"Note {i}: refunds are paid back within {i + 30} days of purchase.", source=f"n{i}")
+    script = write_script(code("FINAL('unused')"))
+    env = {**os.environ, "RLM_HOME": str(_rlm_home), "RLM_MODELS_DIR": str(models)}
+    proc = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "repl", "--memory", str(store_path), "--fill-quality",
+                             "--model", f"scripted:{script}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+
+    def filled() -> int:
+        conn = sqlite3.connect(f"{store_path.as_uri()}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("SELECT count(*) FROM quality_vectors").fetchone()[0])
+        finally:
+            conn.close()
+
+    try:
+        deadline = time.monotonic() + FILL_IDLE_S + 60
+        while filled() < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        out, err = proc.communicate("/exit\n", timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert filled() == 3 and "Traceback" not in err

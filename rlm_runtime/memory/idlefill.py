@@ -1,15 +1,16 @@
-"""The server's background fill of the memory store's quality tier (``MemoryStore.fill_quality``).
+"""The quality tier's fill in the background, while the store's owner is idle
+(``MemoryStore.fill_quality``, started by ``MemoryStore.fill_while_idle``).
 
-A server started with the memory store and the quality model installed fills the store's
-quality vectors when it has nothing else to do: once no request has been running for
-``idle_s`` seconds, it fills batch by batch (its own connection to the store; each batch
-embedded with no lock held), and stops between two chunks' embeddings as soon as a request
-comes or the server closes (a chunk is eight of the model's windows at most); it tries again
-after the next quiet spell. On Linux the fill's thread runs at the lowest CPU priority
-(niceness 19), as do the model's threads when the fill is what loads the model (they inherit
-it). A store with nothing left to fill is looked at again every ``recheck_s`` (a note
-remembered since, a folder added). Nothing here is reached by a client: it only reads the
-store the server already serves.
+An owner that is busy now and then (a server answering requests, a REPL or ``Session``
+answering questions) marks its work with ``request()``; once nothing has been running for
+``idle_s`` seconds, the fill gives chunks their quality vectors batch by batch (on its own
+connection to the store; each batch embedded with no lock held), and stops between two
+chunks' embeddings as soon as work comes or the owner closes (a chunk is eight of the model's
+windows at most); it tries again after the next quiet spell. On Linux the fill's thread runs
+at the lowest CPU priority (niceness 19), as do the model's threads when the fill is what
+loads the model (they inherit it). A store with nothing left to fill is looked at again every
+``recheck_s`` (a note remembered since, a folder added). Any failure (the model cannot load
+or run, the store is busy or damaged) is kept in ``error`` and logged, and tried again later.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ log = logging.getLogger(__name__)
 
 
 class _Busy(Exception):
-    """A request came (or the server is closing): the fill stops between batches."""
+    """Work came (or the owner is closing): the fill stops between chunks."""
 
 
 class IdleFill:
-    """Fills the quality tier while the server is idle (see the module docstring).
+    """Fills the quality tier while its owner is idle (see the module docstring).
 
     Args:
         open_store: opens the memory store for writing (a connection of the fill's own).
@@ -49,7 +50,7 @@ class IdleFill:
         self._running = 0
         self._last = time.monotonic()
         self._closing = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rlm-serve-quality-fill", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="rlm-quality-fill", daemon=True)
         #: What the last fill did (for health): chunks embedded, and the error that ended it.
         self.embedded = 0
         self.error: str | None = None
@@ -64,7 +65,7 @@ class IdleFill:
 
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
-        """Around each request the server answers: the fill waits for the quiet after it."""
+        """Around each piece of the owner's work: the fill waits for the quiet after it."""
         with self._lock:
             self._running += 1
         try:

@@ -1,4 +1,4 @@
-"""The server's background fill of the quality tier (``serve.filler``): it starts only after a
+"""The background fill of the quality tier (``memory.idlefill``): it starts only after a
 quiet spell with no request running, stops between batches when a request comes, goes on
 after, and stops when the server closes."""
 
@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any
 
+from rlm_runtime.memory.idlefill import IdleFill
 from rlm_runtime.memory.store import StoreError
-from rlm_runtime.serve.filler import IdleFill
 
 
 class FakeStore:
