@@ -12,7 +12,7 @@ on them by construction, as on the WordNet questions. Three ways to write them:
 
     python bench/meaning_written.py --essays PATH --model MODEL --out FILE      # a model asks
     python bench/meaning_written.py --essays PATH --draw --n 420 --out ITEMS    # sentences for people
-        [--exclude bench/data/meaning_written.json]     # no chunk an earlier set asks about
+        [--exclude FILE] [--new-sentences FILE]       # no chunk of FILE's questions; no sentence of them
     python bench/meaning_written.py --essays PATH --check WRITTEN --by WHO --out FILE
 
 ``--model`` (any litellm model, or an embedded one) asks three questions a sentence; when
@@ -40,6 +40,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +107,9 @@ def _first_kept(conn: sqlite3.Connection, questions: list[str], chunk_id: int) -
     return None, shared
 
 
-def drawn(conn: sqlite3.Connection, rng: random.Random, only: set[int]) -> Any:
+def drawn(conn: sqlite3.Connection, rng: random.Random, only: set[int], asked: Container[str] = ()) -> Any:
     """(chunk id, text, sentence) for prose chunks of ``only`` in a random order, one sentence
-    of each drawn at random: what a writer asks about."""
+    of each drawn at random (none of ``asked``): what a writer asks about."""
     rows = conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall()
     order = list(range(len(rows)))
     rng.shuffle(order)
@@ -116,7 +117,7 @@ def drawn(conn: sqlite3.Connection, rng: random.Random, only: set[int]) -> Any:
         chunk_id, text = int(rows[i][0]), str(rows[i][1])
         if chunk_id not in only or not mq.is_prose(text):
             continue
-        options = sentences(text)
+        options = [s for s in sentences(text) if s not in asked]
         if options:
             yield chunk_id, text, rng.choice(options)
 
@@ -156,12 +157,13 @@ def write(db: Path, n: int, rng: random.Random, client: Any, only: set[int], log
         conn.close()
 
 
-def draw(db: Path, n: int, rng: random.Random, only: set[int]) -> list[dict[str, Any]]:
-    """``n`` items for a person to write a question for: the chunk's key and text, the sentence."""
+def draw(db: Path, n: int, rng: random.Random, only: set[int], asked: Container[str] = ()) -> list[dict[str, Any]]:
+    """``n`` items for a person to write a question for: the chunk's key and text, the sentence
+    (none of ``asked``)."""
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
         out = []
-        for _, text, sentence in drawn(conn, rng, only):
+        for _, text, sentence in drawn(conn, rng, only, asked):
             if len(out) >= n:
                 break
             out.append({"answer_key": text_key(text), "sentence": sentence, "chunk": text})
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by", default="a person", help="who wrote the checked questions (kept in the file)")
     ap.add_argument("--exclude", type=Path, action="append", default=[], metavar="FILE",
                     help="draw no chunk a question of FILE (a questions file of this script) answers")
+    ap.add_argument("--new-sentences", type=Path, action="append", default=[], metavar="FILE",
+                    help="draw no sentence a question of FILE asks about (its chunk may be drawn, for another sentence)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
 
@@ -227,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             used = {q["answer_key"] for f in args.exclude for q in json.loads(f.read_text(encoding="utf-8"))["questions"]}
             prose -= {int(c["id"][3:]) for c in chunks if text_key(c["text"]) in used}
             if args.draw:
-                items = draw(db, args.n, random.Random(args.seed), prose)
+                asked = {q["sentence"] for f in args.new_sentences for q in json.loads(f.read_text(encoding="utf-8"))["questions"]}
+                items = draw(db, args.n, random.Random(args.seed), prose, asked)
                 args.out.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
                 log(f"wrote {len(items)} sentences to {args.out}")
                 return 0

@@ -69,13 +69,19 @@ class ChunkSearch:
         memory: the memory store searched too (None: none).
         embedder: the embedding model's factory for the context indexes (default: the
             store's, ``embeddings.default_embedder``; None: words only).
+        mode: how a search that names no ``mode`` ranks (None: the stores' setting,
+            ``SearchConfig.mode``, hybrid): ``rlm eval``'s ``rlm-words`` sets ``bm25``.
     """
 
     def __init__(self, index_dir: Path, memory: MemoryStore | None = None,
-                 embedder: embeddings.EmbedderFactory | None = embeddings.default_embedder) -> None:
+                 embedder: embeddings.EmbedderFactory | None = embeddings.default_embedder,
+                 mode: str | None = None) -> None:
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
         self.index_dir = index_dir
         self.memory = memory
         self.embedder = embedder
+        self.mode = mode
         self.handles: list[Any] = []
         self._indexes: dict[int, MemoryStore] = {}
         #: Index files of text contexts this object made: removed at ``close``.
@@ -249,6 +255,7 @@ class ChunkSearch:
             raise HostCallError(f"k must be an int from 1 to {MAX_K}")
         if mode is not None and (type(mode) is not str or mode not in MODES):
             raise HostCallError(f"mode must be one of {', '.join(repr(m) for m in MODES)}")
+        mode = mode if mode is not None else self.mode
         if kind is not None and not isinstance(kind, str):
             raise HostCallError("kind must be a str")
         if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):

@@ -70,7 +70,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("tasks", metavar="TASKS.jsonl|SUITE", help="a task file, or a suite name (rlm eval suites)")
     run.add_argument("-m", "--model", help="the model, e.g. local:qwen2.5-coder-1.5b or scripted:PATH (default: $RLM_MODEL)")
     run.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
-    run.add_argument("--method", default="rlm", help="comma-separated: rlm, rlm-nosub, direct, rag (default: rlm)")
+    run.add_argument("--method", default="rlm", help="comma-separated: rlm, rlm-nosub, rlm-words, direct, rag (default: rlm)")
     run.add_argument("--profile", help="a profile name or TOML path (rlm profile list)")
     run.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     run.add_argument("--concurrency", type=int, help="tasks at once (default: from the governor; 1 for local: models)")

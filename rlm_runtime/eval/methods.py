@@ -5,6 +5,8 @@
 * ``rlm-nosub``: the same without sub-calls (``RunLimits.sub_calls`` off, ``max_depth=0``):
   ``llm_query`` / ``llm_query_batched`` / ``rlm_query`` are not in the prompt, and a cell
   that calls them anyway gets an error.
+* ``rlm-words``: the same with ``search_chunks`` ranking by words alone (BM25), never by
+  meaning: what search by meaning adds to answers, measured on the same tasks.
 * ``direct``: the same model with the context pasted into one prompt
   (``brain/prompts/eval/direct.md``), cut to the model's window (``windows.py``) from the end,
   as a plain long-context call would be.
@@ -30,7 +32,7 @@ from rlm_runtime.config import Paths
 from rlm_runtime.errors import BudgetExceeded, Cancelled, ConfigError, RLMError
 from rlm_runtime.llm.base import Completion, Usage
 
-METHODS = ("rlm", "rlm-nosub", "direct", "rag")
+METHODS = ("rlm", "rlm-nosub", "rlm-words", "direct", "rag")
 #: Tokens kept free for the reply of a direct or rag call, and a margin for the chat template.
 REPLY_TOKENS = 512
 MARGIN_TOKENS = 96
@@ -120,8 +122,8 @@ class Job:
 def run_method(name: str, job: Job, settings: MethodSettings) -> Outcome:
     """Run method ``name`` on ``job``; failures come back in the ``Outcome``."""
     try:
-        if name in ("rlm", "rlm-nosub"):
-            return _rlm(job, settings, nosub=name == "rlm-nosub")
+        if name in ("rlm", "rlm-nosub", "rlm-words"):
+            return _rlm(job, settings, nosub=name == "rlm-nosub", words=name == "rlm-words")
         if name == "direct":
             return _direct(job, settings)
         if name == "rag":
@@ -134,7 +136,7 @@ def run_method(name: str, job: Job, settings: MethodSettings) -> Outcome:
 # ----------------------------------------------------------------------------- rlm
 
 
-def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
+def _rlm(job: Job, s: MethodSettings, *, nosub: bool = False, words: bool = False) -> Outcome:
     from rlm_runtime.context import open_context
     from rlm_runtime.session import Session
 
@@ -146,6 +148,8 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool) -> Outcome:
     session = Session(s.model, s.sub_model, contexts=contexts, limits=limits, session_limits=session_limits, policy=s.policy,
                       trace=job.trace if job.trace is not None else False, paths=s.paths, memory=job.memory,
                       profile=s.profile)
+    if words:
+        session.search.mode = "bm25"
     try:
         job.cancel.on_cancel(session.cancel)
         if job.cancel.event.is_set():

@@ -214,7 +214,7 @@ class Runner:
         c = self.config
         data: dict[str, Any] = {"model": c.model, "sub_model": c.sub_model, "profile": c.profile, "policy": c.policy,
                                 "method": method}
-        if method in ("rlm", "rlm-nosub"):
+        if method in ("rlm", "rlm-nosub", "rlm-words"):
             data["limits"] = self.limits.model_dump(exclude={"assists"})
             # Only when not "auto": results from before the switch keep their hashes.
             if self.limits.assists != "auto":

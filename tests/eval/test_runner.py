@@ -72,6 +72,27 @@ def test_nosub_refuses_sub_calls(tmp_path: Path) -> None:
     assert "grep(" in system and "llm_query" not in system and "rlm_query" not in system
 
 
+def test_words_ranks_search_chunks_by_words_alone(tmp_path: Path) -> None:
+    """``rlm-words`` runs the same loop with ``search_chunks`` ranking by words: a query that
+    shares no word with the text finds nothing, where ``rlm`` (hybrid, with the embedding
+    model installed) gives the nearest chunks, each marked by meaning."""
+    from rlm_runtime.embeddings import installed
+
+    if not installed():
+        pytest.skip("no embedding model installed (the embed extra)")
+    text = "\n\n".join(f"Paragraph {i}: the harbour cranes unloaded timber and grain all week." for i in range(30))
+    tasks = write_jsonl(tmp_path / "t.jsonl", [{"id": "1", "question": "q?", "context": {"text": text}, "answer": "x",
+                                                "scorer": "contains"}])
+    s = write_jsonl(tmp_path / "s.jsonl", [
+        {"content": "```python\nhits = search_chunks('pizza restaurant reviews', k=3)\n"
+                    "FINAL(str(len(hits)) + ' ' + ','.join(sorted({h['by'] for h in hits})))\n```"}] * 2)
+    out = tmp_path / "run"
+    _run(tasks, out, f"scripted:{s}", methods=("rlm", "rlm-words"))
+    by = {r["method"]: r["answer"] for r in read_results(out / "results.jsonl")}
+    found, marks = by["rlm"].split()
+    assert by["rlm-words"] == "0 " and int(found) >= 1 and marks == "meaning"
+
+
 def test_resume_skips_done_jobs_and_a_new_configuration_reruns(needle_tasks: Path, script: Path, tmp_path: Path) -> None:
     """It refuses a folder with results without resume, skips done jobs with it, and reruns a changed configuration."""
     out = tmp_path / "run"
