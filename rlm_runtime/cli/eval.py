@@ -233,6 +233,7 @@ def _check(args: argparse.Namespace, outer: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     from rlm_runtime.config import default_model
+    from rlm_runtime.eval.methods import METHODS
     from rlm_runtime.eval.progress import Display, Quiet
     from rlm_runtime.eval.runner import EvalConfig, Runner, check_run_folder
     from rlm_runtime.eval.suites import suite_names, write_suite
@@ -242,10 +243,17 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         name, note = default_model()
         if note and not args.quiet:
             say(f"rlm: {note}", err=True)
+    methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
+    if not methods or any(m not in METHODS for m in methods):
+        unknown = next((m for m in methods if m not in METHODS), "(none)")
+        raise UsageError(f"unknown method {unknown!r}; methods: {', '.join(METHODS)}")
     target = args.tasks
     is_suite = target in suite_names() and not Path(target).exists()
     if args.split and not is_suite:
         raise UsageError("--split is for a suite name, not a task file")
+    if not is_suite and not Path(target).exists():
+        raise UsageError(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
+    _check_models(args, name)
     made = f"{target}-{args.split}" if args.split else target
     out = Path(args.out) if args.out else Path("eval-runs") / (made if is_suite else Path(target).stem)
     if is_suite:
@@ -255,14 +263,11 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         if not (args.resume and path.exists()):
             write_suite(target, path, lengths=lengths, n=args.n, seed=args.seed, split=args.split)
         target = str(path)
-    elif not Path(target).exists():
-        raise UsageError(f"no such task file or suite: {target} (suites: {', '.join(suite_names())})")
     loaded = _load(target, _rules(args))
     for e in loaded.errors:
         say(f"rlm: {target}:{one_line(str(e))} (skipped)", err=True)
     if not loaded.tasks:
         raise UsageError(f"{target} has no valid task")
-    methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
     config = EvalConfig(model=name, methods=methods, sub_model=args.sub_model, profile=args.profile,
                         limits={"max_iterations": args.max_iterations, "max_depth": args.max_depth, "max_wall_s": args.max_wall_s,
                                 "assists": args.assists},
@@ -291,6 +296,19 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     if summary.stopped == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_FAILED if summary.stopped == "budget" else EXIT_OK
+
+
+def _check_models(args: argparse.Namespace, name: str) -> None:
+    """Refuse, before any job, a model, sub-model or judge that cannot run here (an unknown
+    name, a local model not installed, a missing key), as ``rlm ask`` does: otherwise every
+    job would fail alike and the run read as 0%. A ``local:`` model of a run on an existing Ray
+    cluster (``--address``) is the cluster's nodes' to have, and is not checked here."""
+    from rlm_runtime.llm import checked_client
+
+    for model in dict.fromkeys(m for m in (name, args.sub_model, args.judge_model) if m):
+        if args.address and model.startswith("local:"):
+            continue
+        checked_client(model).close()
 
 
 def _sigterm_as_interrupt() -> Any:

@@ -8,7 +8,8 @@ leaves one, is skipped on reading).
 The configuration hash covers the model, the sub-model, the method, the profile, the limits
 (and the window for direct and rag) and the task itself (every field of its line): a task is
 done when a record with its hash exists and did not end in an error worth retrying
-(``RETRY_ERRORS``: the model server was unreachable, the run was cancelled).
+(``RETRY_ERRORS``: the model server was unreachable, the run was cancelled, the model could
+not be set up: an unknown name, a model not installed, a missing key).
 
 A results file may have been edited, or come from someone else's run: ``load_results`` reads
 each line strictly (``jsonlines.py``) and validates it as a ``Record`` (types, finite numbers in
@@ -34,7 +35,8 @@ from rlm_runtime.eval.tasks import MAX_LENGTH, Task
 #: Record format version.
 SCHEMA = 1
 #: Errors that do not make a task done: --resume runs it again.
-RETRY_ERRORS = frozenset({"ModelUnavailable", "Cancelled", "KeyboardInterrupt", "WorkersBusy"})
+RETRY_ERRORS = frozenset({"ModelUnavailable", "Cancelled", "KeyboardInterrupt", "WorkersBusy",
+                          "ConfigError", "UnknownModel", "MissingAPIKey"})
 
 
 class Record(BaseModel):

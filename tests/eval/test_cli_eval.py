@@ -83,14 +83,14 @@ def test_check_and_bad_lines(rlm_cli, tmp_path: Path, script: Path) -> None:  # 
     assert r.code == 0 and "line 2: question" in r.err and r.json()["done"] == 2
 
 
-def test_usage_errors(rlm_cli, needle_tasks: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_usage_errors(rlm_cli, needle_tasks: Path, script: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """It exits 2 for a missing file, an unknown method and the Ray executor without Ray, with one JSON error."""
     r = rlm_cli("eval", tmp_path / "none.jsonl", "--model", "scripted:x", "--json")
     assert r.code == 2 and "no such task file" in json.loads(r.out)["error"]
     r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--method", "magic", "--out", tmp_path / "o")
     assert r.code == 2 and "unknown method" in r.err
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the ray extra were not installed
-    r = rlm_cli("eval", needle_tasks, "--model", "scripted:x", "--executor", "ray", "--out", tmp_path / "o")
+    r = rlm_cli("eval", needle_tasks, "--model", f"scripted:{script}", "--executor", "ray", "--out", tmp_path / "o")
     assert r.code == 2 and "pip install 'rlm_runtime[ray]'" in r.err
     assert rlm_cli("eval", "--help").code == 0
 
@@ -107,3 +107,35 @@ def test_the_assists_flag_reaches_the_run_and_its_hash(rlm_cli, needle_tasks: Pa
     assert rlm_cli(*args, "--resume").json()["done"] == 4
     r = rlm_cli(*args, "--assists", "magic", "--resume")
     assert r.code != 0 and "no assist named 'magic'" in (r.err + r.out)
+
+
+def test_a_model_that_cannot_run_is_refused_before_any_job(rlm_cli, needle_tasks: Path, script: Path,  # type: ignore[no-untyped-def]
+                                                             tmp_path: Path) -> None:
+    """A local model not installed, an unknown provider, or a missing script exits 2 naming
+    the problem, before a job runs: no results file, no "accuracy 0%"; the same for a bad
+    --sub-model or --judge-model beside a good model."""
+    out = tmp_path / "run"
+    for bad in ("local:no-such-model", "nosuchprovider/x", f"scripted:{tmp_path / 'missing.jsonl'}"):
+        r = rlm_cli("eval", needle_tasks, "-m", bad, "--out", out, "-q")
+        assert r.code == 2, (bad, r.err)
+        assert "accuracy" not in r.out + r.err and not (out / "results.jsonl").exists()
+    for flag in ("--sub-model", "--judge-model"):
+        r = rlm_cli("eval", needle_tasks, "-m", f"scripted:{script}", flag, "local:no-such-model", "--out", out, "-q")
+        assert r.code == 2 and "no-such-model" in r.err and not (out / "results.jsonl").exists()
+
+
+def test_resume_runs_again_a_job_that_failed_for_want_of_a_model(rlm_cli, needle_tasks: Path, script: Path,  # type: ignore[no-untyped-def]
+                                                                  tmp_path: Path) -> None:
+    """A results file whose jobs ended in a setup error (ConfigError: the model was not
+    installed when they ran) is not "done": --resume runs them again and scores them."""
+    out = tmp_path / "run"
+    assert rlm_cli("eval", needle_tasks, "-m", f"scripted:{script}", "--method", "direct", "--out", out, "-q").code == 0
+    results = out / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    broken = [{**row, "answer": None, "score": 0.0, "error": "local model not installed", "error_type": "ConfigError"}
+              for row in rows]
+    results.write_text("".join(json.dumps(row) + "\n" for row in broken))
+    r = rlm_cli("eval", needle_tasks, "-m", f"scripted:{script}", "--method", "direct", "--out", out, "--resume", "--json")
+    assert r.code == 0
+    summary = r.json()
+    assert summary["skipped"] == 0 and summary["done"] == len(rows)
