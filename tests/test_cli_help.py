@@ -116,3 +116,28 @@ def test_eval_takes_m(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     assert main(["eval", str(tmp_path / "none.jsonl"), "-m", "scripted:x.jsonl"]) == 2
     err = capsys.readouterr().err
     assert "no such task file or suite" in err and "unrecognized" not in err
+
+
+def test_rlm_alone_lists_the_commands_and_exits_2() -> None:
+    """``rlm`` with no command (the console script) prints the commands, as git and llm do,
+    on stderr, and exits 2: not only "required: COMMAND"."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "rlm_runtime.cli"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert _listed(done.stderr, "COMMAND")[:3] == ORDER[:3] and "required" not in done.stderr
+
+
+@pytest.mark.parametrize(("words", "usage"), [(("memory", "search", "refunds"), "usage: rlm memory search "),
+                                             (("context", "list"), "usage: rlm context list "),
+                                             (("ask", "q?"), "usage: rlm ask ")])
+def test_an_unknown_flag_is_told_with_its_commands_usage(capsys: pytest.CaptureFixture[str], words: tuple[str, ...],
+                                                         usage: str) -> None:
+    """A flag a subcommand does not know is an error of that subcommand: its usage line
+    (``usage: rlm memory search ...``), not the top level's, and exit 2."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main([*words, "--bogus-flag"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(usage) and "unrecognized arguments: --bogus-flag" in err

@@ -114,6 +114,18 @@ def test_list_newest_first_with_filters(monkeypatch: pytest.MonkeyPatch, capsys:
     assert main(["memory", "pin", str(b), "--store", db]) == 0
     capsys.readouterr()
     assert ids("--pinned") == [b]
+    # The names other commands use: --tier pinned (as stats lists it), long-term, --tag on add.
+    assert ids("--tier", "pinned") == [b] and ids("--tier", "long-term") == []
+    d = _note(monkeypatch, capsys, db, "The wren sings.", "--tag", "birds")[0]
+    assert ids("--tag", "birds") == [d, c, a]
+
+
+def test_show_takes_the_id_search_chunks_and_the_repl_print(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: str) -> None:
+    """``rlm memory show m12`` is chunk 12, as search_chunks and the REPL name it; ``mx`` is refused."""
+    [a] = _note(monkeypatch, capsys, db, "The heron fishes at dawn.")
+    assert main(["memory", "show", f"m{a}", "--store", db]) == 0
+    assert "The heron fishes at dawn." in capsys.readouterr().out
+    _usage(["memory", "show", "mx", "--store", db])
 
 
 @pytest.mark.parametrize("argv", [["--since", "yesterday"], ["--until", "2026-13-45"], ["-n", "0"], ["-n", "many"],

@@ -74,11 +74,32 @@ def test_a_memory_store_is_a_kind(files: Path, registry: Registry) -> None:
     assert entry.kind == "memory" and entry.meta["chunks"] == 1
 
 
+def test_the_same_path_twice_keeps_one_entry_refreshed(files: Path, registry: Registry) -> None:
+    """Registering a path registered already returns its entry (same id, same creation time)
+    probed again, with the new tags added and a new name when one is given; ``another=True``
+    or an id of its own makes a second entry; a text is never merged."""
+    import os
+
+    first = registry.add(files / "notes.md", tags=["work"])
+    (files / "notes.md").write_text((files / "notes.md").read_text() + "one more line\n")
+    os.utime(files / "notes.md", ns=(1, 1))
+    again = registry.add(files / "notes.md", tags=["q3"])
+    assert again.id == first.id and again.created == first.created and again.refreshed >= first.refreshed
+    assert set(again.tags) == {"work", "q3"} and again.meta["mtime_ns"] == 1 and again.name == first.name
+    assert registry.add(files / "notes.md", name="Renamed").name == "Renamed"
+    assert [e.id for e in registry.list()] == [first.id]
+    second = registry.add(files / "notes.md", another=True)
+    assert second.id != first.id and len(registry.list()) == 2
+    assert registry.add(files / "notes.md").id == first.id  # the first registered is the one reused
+    t1 = registry.add("same text", kind="text")
+    assert registry.add("same text", kind="text").id != t1.id
+
+
 def test_ids_are_unique_and_checked(files: Path, registry: Registry) -> None:
     """It makes a derived id unique, refuses a taken or malformed id, and keeps names and tags bounded."""
     assert registry.add(files / "notes.md").id == "notes.md"
-    assert registry.add(files / "notes.md").id == "notes.md-2"
-    assert registry.add(files / "notes.md", name="Ünïcode Notes!!").id == "unicode-notes"
+    assert registry.add(files / "notes.md", another=True).id == "notes.md-2"
+    assert registry.add(files / "notes.md", name="Ünïcode Notes!!", another=True).id == "unicode-notes"
     assert registry.add(files / "notes.md", id="n1").id == "n1"
     with pytest.raises(RegistryError, match="taken"):
         registry.add(files / "data.csv", id="n1")
@@ -293,8 +314,10 @@ def test_threads_share_one_registry_and_several(files: Path) -> None:
         assert errors == []
         usage = shared.get("n").usage
         assert (usage.peeks, usage.greps) == (120, 120)
+        # Six registrations of one path from six connections: one entry, every thread's tag on it.
         ids = [e.id for e in shared.list()]
-        assert len(ids) == 7 and len(set(ids)) == 7 and "data.csv-6" in ids
+        assert sorted(ids) == ["data.csv", "n"]
+        assert set(shared.get("data.csv").tags) == {f"t{k}" for k in range(6)}
 
 
 def test_processes_share_one_file(files: Path) -> None:

@@ -63,6 +63,24 @@ def test_add_list_show_rm(files: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert [c["id"] for c in json.loads(capsys.readouterr().out)["contexts"]] == ["kb"]
 
 
+def test_adding_a_path_again_keeps_its_entry_and_another_makes_a_second(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``rlm context add`` of a path registered already says so, refreshes the entry and keeps
+    its id (``existing`` in --json); ``--another`` registers it a second time."""
+    assert main(["context", "add", "guide.md"]) == 0
+    capsys.readouterr()
+    assert main(["context", "add", "guide.md", "--tag", "again"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ctx:guide.md is this path already (refreshed; --another registers it again): ") and "[again]" in out
+    assert main(["context", "add", "./guide.md", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["id"] == "guide.md" and shown["existing"] is True
+    assert main(["context", "add", "guide.md", "--another", "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["id"] == "guide.md-2" and second["existing"] is False
+    assert main(["context", "list", "--json"]) == 0
+    assert [c["id"] for c in json.loads(capsys.readouterr().out)["contexts"]] == ["guide.md", "guide.md-2"]
+
+
 def test_a_text_from_standard_input(files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """It stores standard input as a text context with - and --kind text; - alone is a usage error."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"piped words\nsecond line\n")))

@@ -52,6 +52,8 @@ def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
         entry = api.register(root / "notes.txt", "notes")
         assert entry["id"] == "notes" and entry["kind"] == "file"
         assert api.post("/api/context/register", json={"path": str(root), "name": "docs", "tags": ["t1"]}).status_code == 200
+        again = api.post("/api/context/register", json={"path": str(root), "tags": ["t2"]}).json()
+        assert again["id"] == "docs" and again["existing"] is True and set(again["tags"]) == {"t1", "t2"}
 
         listed = api.get("/api/context").json()
         assert {e["id"] for e in listed} == {"notes", "docs"}

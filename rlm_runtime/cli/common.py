@@ -63,8 +63,10 @@ def add_command(commands: Any, name: str, *, help: str, description: str | None 
     epilog = "\n".join(["examples:", *(f"  {e}" for e in examples)]) if examples else ""
     if notes:
         epilog = f"{epilog}\n\n{notes}" if epilog else notes
-    return commands.add_parser(name, help=help, description=paragraphs(description or _sentence(help)), epilog=epilog or None,
-                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    parser = commands.add_parser(name, help=help, description=paragraphs(description or _sentence(help)), epilog=epilog or None,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    parser.set_defaults(_parser=parser)  # the deepest command's: its usage heads an unknown flag's error
+    return parser
 
 
 def add_actions(parser: argparse.ArgumentParser) -> Any:
@@ -197,7 +199,13 @@ def run_guarded(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        if not words:  # `rlm` alone: the commands, as git and llm list them
+            sys.stderr.write(parser.format_help())
+            return EXIT_USAGE
+        args, extra = parser.parse_known_args(words)
+        if extra:  # said by the command they were given to, with its usage (not the top level's)
+            getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
         with warnings.catch_warnings():  # restores the default display when the command returns
             warnings.showwarning = _show_warning
             code: int = args.run(args)

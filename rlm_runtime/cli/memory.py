@@ -100,7 +100,7 @@ def add_commands(commands: Any) -> None:
                                'echo "The deploy key rotates on Mondays." | rlm memory add - --tags ops'))
     ad.add_argument("paths", nargs="+", metavar="PATH", help="a file or folder, or - for a note read from standard input")
     ad.add_argument("--source", metavar="LABEL", help="with -: the memory source the note joins (default: notes)")
-    ad.add_argument("--tags", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
+    ad.add_argument("--tags", "--tag", action="append", default=[], metavar="A,B", help="tags of every chunk stored (repeatable)")
     ad.add_argument("--kind", help="the kind of every chunk (default: detected per file)")
     ad.add_argument("-v", "--verbose", action="store_true", help="list every path skipped (default: counts by reason)")
     ad.set_defaults(run=_guarded(_add))
@@ -117,7 +117,7 @@ def add_commands(commands: Any) -> None:
                     help="hybrid (default): words and meaning fused; bm25: words only; vector: meaning only")
     se.add_argument("-k", type=_positive, default=10, metavar="N", help="hits wanted (default 10)")
     se.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
-    se.add_argument("--tags", action="append", default=[], metavar="A,B", help="only chunks having every tag")
+    se.add_argument("--tags", "--tag", action="append", default=[], metavar="A,B", help="only chunks having every tag")
     se.add_argument("--source", metavar="PATH", help="only chunks from this file, folder or memory label")
     se.set_defaults(run=_guarded(_search))
 
@@ -204,8 +204,10 @@ def add_commands(commands: Any) -> None:
 
 
 def _chunk_id(text: str) -> int:
+    """A chunk's number, as the store shows it (``106``) or as search_chunks and the REPL name
+    a memory chunk (``m106``)."""
     try:
-        value = int(text)
+        value = int(text.removeprefix("m"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a chunk id: {text!r}") from None
     if not 0 <= value <= _MAX_ID:

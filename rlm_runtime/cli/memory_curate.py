@@ -85,7 +85,8 @@ def add_commands(actions: Any, parents: list[argparse.ArgumentParser], chunk_id:
     ls.add_argument("--kind", action="append", default=[], metavar="K", help="only chunks of this kind (repeatable, or K1,K2)")
     ls.add_argument("--since", type=moment, metavar="WHEN", help="stored at or after: YYYY-MM-DD[THH:MM] or a time ago (7d)")
     ls.add_argument("--until", type=_day_after, metavar="WHEN", help="stored before the end of this date (or this time)")
-    ls.add_argument("--tier", choices=["working", "long_term"], help="only chunks of this tier")
+    ls.add_argument("--tier", choices=["working", "long_term", "long-term", "pinned"],
+                    help="only chunks of this tier (pinned: as --pinned)")
     ls.add_argument("--pinned", action="store_true", help="only pinned chunks")
     ls.add_argument("--deleted", action="store_true", help="list the trash (chunks forgotten and not yet purged)")
     ls.add_argument("-n", type=positive, default=20, metavar="N", help="chunks shown (default 20)")
@@ -273,8 +274,10 @@ def _list(args: argparse.Namespace) -> int:
 
     if args.since is not None and args.until is not None and args.since >= args.until:
         raise UsageError("--since must come before --until")
+    # The tiers as ``rlm memory stats`` names them: "pinned" is the pinned chunks of any tier.
+    tier = {"long-term": "long_term", "pinned": None}.get(args.tier, args.tier)
     f = ListFilter(tags=tuple(words(args.tags)), kinds=tuple(words(args.kind)), since=args.since, until=args.until,
-                   tier=args.tier, pinned=args.pinned, deleted=args.deleted)
+                   tier=tier, pinned=args.pinned or args.tier == "pinned", deleted=args.deleted)
     with open_store(args, readonly=True) as store:
         found = store.list_chunks(f, limit=args.n)
     if args.json:

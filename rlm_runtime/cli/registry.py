@@ -19,6 +19,7 @@ removes it).
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,9 @@ def add_commands(commands: Any) -> None:
     ad.add_argument("--name", help="its display name (default: the file or folder's name)")
     ad.add_argument("--kind", choices=_KINDS, help="file, folder, text or memory (default: what PATH is)")
     ad.add_argument("--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)")
+    ad.add_argument("--another", action="store_true",
+                    help="register a path registered already once more, under a new id (without it, its entry is "
+                         "refreshed and kept)")
     ad.set_defaults(run=_add)
 
     ls = add_command(actions, "list", parents=[as_json], help="the registered contexts, by id",
@@ -106,10 +110,14 @@ def _add(args: argparse.Namespace) -> int:
         source = _text(args.path)
     elif args.path == "-":
         raise UsageError("- reads standard input as a text: add --kind text")
+    began = time.time()
     with _open() as registry:
-        entry = registry.add(source, id=args.context_id, name=args.name, kind=args.kind, tags=args.tag)
+        entry = registry.add(source, id=args.context_id, name=args.name, kind=args.kind, tags=args.tag, another=args.another)
+    existing = entry.created < began
     if args.json:
-        print_json(args, entry.to_json())
+        print_json(args, {**entry.to_json(), "existing": existing})
+    elif existing:
+        say(f"{entry.ref} is this path already (refreshed; --another registers it again): {_line(entry)}")
     else:
         say(f"added {entry.ref}: {_line(entry)}")
     return EXIT_OK

@@ -159,8 +159,13 @@ class Registry:
 
     def add(self, source: str | os.PathLike[str], *, id: str | None = None, name: str | None = None,
             kind: str | None = None, tags: Iterable[str] = (), roots: Roots = None,
-            checked: Path | None = None) -> Entry:
-        """Register ``source`` and return its entry.
+            checked: Path | None = None, another: bool = False) -> Entry:
+        """Register ``source`` and return its entry. A path registered already (the same real
+        path and kind) is not registered twice: its entry is probed again (as ``refresh``),
+        given the new tags (and ``name``, when one is given), and returned with its id, so an
+        agent that registers its project every session keeps one entry; ``another`` (or an
+        ``id`` of its own) registers it a second time. The entry's ``created`` tells which:
+        before this call for an entry reused.
 
         Args:
             source: a path (a file, a folder, a memory store file), or with ``kind="text"``
@@ -173,6 +178,7 @@ class Registry:
             checked: the real path a caller checked (a server, beneath its roots): the path
                 must resolve there, and be the same file or folder before and after it is
                 probed, or nothing is registered (``SourceRefused``, naming no other place).
+            another: register a path registered already once more, under a new id.
 
         Raises:
             RegistryError: a bad id, name, tag or kind, an id taken, a text too large.
@@ -184,6 +190,7 @@ class Registry:
         if id is not None:
             ids.check_id(id)
         tag_list = ids.check_tags(tags)
+        name_given = name is not None
         text: str | None = None
         real: Path | None = None
         if kind == "text":
@@ -215,19 +222,49 @@ class Registry:
                 raise changed
         now = time.time()
         with self.db.write() as conn:
-            if id is None:
-                base = ids.slug(name)
-                rows = conn.execute("SELECT id FROM contexts WHERE substr(id, 1, ?) = ?", (len(base), base))
-                id = ids.unique(base, (str(r[0]) for r in rows))
-            elif conn.execute("SELECT 1 FROM contexts WHERE id = ?", (id,)).fetchone():
-                raise RegistryError(f"the id {id} is taken: choose another with --id, or rlm context rm {id} first")
-            conn.execute("INSERT INTO contexts (id, name, kind, source, meta, created, refreshed) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (id, name, kind, str(real) if real is not None else None, json.dumps(meta), now, now))
-            if text is not None:
-                conn.execute("INSERT INTO context_texts (id, text) VALUES (?, ?)", (id, text))
-            conn.executemany("INSERT INTO context_tags (id, tag) VALUES (?, ?)", [(id, t) for t in tag_list])
-            conn.execute("INSERT INTO context_usage (id) VALUES (?)", (id,))
+            reused = None
+            if id is None and real is not None and not another:
+                reused = self._reuse(conn, real, kind, meta, name if name_given else None, tag_list, now)
+            if reused is not None:
+                id = reused
+            else:
+                if id is None:
+                    base = ids.slug(name)
+                    rows = conn.execute("SELECT id FROM contexts WHERE substr(id, 1, ?) = ?", (len(base), base))
+                    id = ids.unique(base, (str(r[0]) for r in rows))
+                elif conn.execute("SELECT 1 FROM contexts WHERE id = ?", (id,)).fetchone():
+                    raise RegistryError(f"the id {id} is taken: choose another with --id, or rlm context rm {id} first")
+                conn.execute("INSERT INTO contexts (id, name, kind, source, meta, created, refreshed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (id, name, kind, str(real) if real is not None else None, json.dumps(meta), now, now))
+                if text is not None:
+                    conn.execute("INSERT INTO context_texts (id, text) VALUES (?, ?)", (id, text))
+                conn.executemany("INSERT INTO context_tags (id, tag) VALUES (?, ?)", [(id, t) for t in tag_list])
+                conn.execute("INSERT INTO context_usage (id) VALUES (?)", (id,))
         return self.get(id)
+
+    def _reuse(self, conn: Any, real: Path, kind: str, meta: Mapping[str, Any], name: str | None,
+               tags: Sequence[str], now: float) -> str | None:
+        """The id of the first context of ``real``'s kind registered from ``real``, brought up
+        to date (its metadata as just probed, a changed file's search index dropped, ``tags``
+        added, ``name`` when given); None when there is none."""
+        row = conn.execute("SELECT id, name, meta FROM contexts WHERE source = ? AND kind = ? ORDER BY created, id LIMIT 1",
+                           (str(real), kind)).fetchone()
+        if row is None:
+            return None
+        key = str(row[0])
+        try:
+            before = json.loads(row[2]) if isinstance(row[2], str) else {}
+        except ValueError:
+            before = {}
+        if kind == "file" and (not isinstance(before, dict) or (before.get("size_bytes"), before.get("mtime_ns"))
+                               != (meta.get("size_bytes"), meta.get("mtime_ns"))):
+            from rlm_runtime.searching import drop_path_index
+
+            drop_path_index(self.index_dir, real)
+        conn.execute("UPDATE contexts SET name = ?, meta = ?, refreshed = ? WHERE id = ?",
+                     (name if name is not None else str(row[1]), json.dumps(dict(meta)), now, key))
+        conn.executemany("INSERT OR IGNORE INTO context_tags (id, tag) VALUES (?, ?)", [(key, t) for t in tags])
+        return key
 
     def remove(self, id: str) -> str:
         """Forget the context ``id`` (its text, tags and usage with it; files are untouched),

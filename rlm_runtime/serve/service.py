@@ -174,21 +174,25 @@ class Service:
         return dict(self.registry.get(_registry_id(context)).to_json())
 
     def context_add(self, path: str, name: str | None = None, tags: Sequence[str] = ()) -> dict[str, Any]:
-        """Register a file or folder under the server's roots; its entry."""
+        """Register a file or folder under the server's roots; its entry (``existing``: the
+        path was registered already, and its entry is the one returned, refreshed)."""
         if not self.roots:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
             raise ContextError("path must be a file or folder under the server's roots")
         _text(path, "path")  # a lone surrogate: the file system cannot be asked about it
-        held = len(self.registry.list())
-        if held >= self.limits.registered_contexts:
-            raise TooLarge(f"the registry holds {held:,} contexts, this server's limit for registering more is "
-                           f"{self.limits.registered_contexts:,}: remove some (rlm context rm ID)")
         # A relative path is taken from each root (as every other operation takes it), never
         # from the server's working folder; the registry checks the roots again.
         real = self._under_roots(path)
+        entries = self.registry.list()
+        if len(entries) >= self.limits.registered_contexts and not any(e.source == str(real) for e in entries):
+            raise TooLarge(f"the registry holds {len(entries):,} contexts, this server's limit for registering more is "
+                           f"{self.limits.registered_contexts:,}: remove some (rlm context rm ID)")
+        began = time.time()
         entry = self.registry.add(real, name=name, tags=tuple(tags), roots=list(self.roots), checked=real)
-        return dict(entry.to_json())
+        # A path registered already keeps its entry (refreshed): an agent that registers its
+        # project every session does not fill the registry.
+        return {**entry.to_json(), "existing": entry.created < began}
 
     def stats(self) -> dict[str, Any]:
         """The registry's access statistics and the server's sessions."""
