@@ -104,6 +104,14 @@ class ChunkSearch:
     def set_contexts(self, handles: Sequence[Any]) -> None:
         self.handles = list(handles)
 
+    def drop_contexts_from(self, k: int) -> None:
+        """Close the indexes of ``contexts[k:]``: a context taken out at place ``k`` moves the
+        later ones down a place, and each index is found by its place (a later search opens
+        them again, a file's or folder's from the index kept on disk)."""
+        with self._lock:
+            for n in [n for n in self._indexes if n >= k]:
+                self._indexes.pop(n).close()
+
     def close(self) -> None:
         """Close the indexes; remove those of text contexts (no later session can reuse them)."""
         with self._lock:

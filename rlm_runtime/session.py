@@ -407,6 +407,32 @@ class Session:
             self.search.set_contexts(self._handles)
             return handle
 
+    def remove_context(self, which: int | str) -> Any:
+        """Take a context out of the session: ``which`` is its place in ``contexts`` or its
+        name. The worker is replaced by one with the other contexts (numbered again from 0),
+        so its variables go, as with ``reset``; the conversation and the budget stay. Returns
+        the handle taken out.
+
+        Raises:
+            ContextError: no context has that place or name.
+        """
+        with self._turn():
+            if isinstance(which, int) and not isinstance(which, bool):
+                k = which if 0 <= which < len(self._handles) else -1
+            else:
+                k = next((n for n, h in enumerate(self._handles) if getattr(h, "name", None) == which), -1)
+            if k < 0:
+                names = ", ".join(str(getattr(h, "name", "?")) for h in self._handles) or "none"
+                raise ContextError(f"no context {which!r} in this session (contexts: {names})")
+            handle = self._handles[k]
+            self._sandbox.close()
+            self._handles = self._handles[:k] + self._handles[k + 1:]
+            self.search.drop_contexts_from(k)
+            self.search.set_contexts(self._handles)
+            self._sandbox, self._table = open_sandbox(self.setup, self._handles, pool_key=self.session_id,
+                                                      on_wait=self._on_wait)
+            return handle
+
     @property
     def contexts(self) -> list[Any]:
         """The session's context handles, in the order the sandbox numbers them."""

@@ -55,8 +55,13 @@ def _context(repl: Repl, arg: str) -> bool:
             repl.display.out(f"  {label:12} {handle.name}  ({getattr(handle, 'kind', '?')}"
                              + (f", {size:,} bytes)" if isinstance(size, int) else ")"))
         return True
+    if words[0] in ("rm", "remove", "drop") and len(words) == 2:
+        which: int | str = int(words[1]) if words[1].isdigit() else words[1]
+        handle = repl.session.remove_context(which)
+        repl.display.info(f"removed {handle.name}; a fresh worker holds the other contexts (variables are gone)")
+        return True
     if words[0] != "add" or len(words) not in (2, 3):
-        repl.display.error("usage: /context add PATH [NAME] | /context list")
+        repl.display.error("usage: /context add PATH [NAME] | /context rm NAME|N | /context list")
         return False
     from rlm_runtime.registry import is_ref
 
@@ -242,6 +247,11 @@ def _load(repl: Repl, arg: str) -> bool:
     return repl.replay(transcript.load(path), source=str(path))
 
 
+def _clear(repl: Repl, arg: str) -> bool:
+    repl.display.clear()
+    return True
+
+
 def _exit(repl: Repl, arg: str) -> bool:
     repl.exiting = True
     return True
@@ -249,8 +259,10 @@ def _exit(repl: Repl, arg: str) -> bool:
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("/help", "/help", "this list", _help),
-    Command("/context", "/context add PATH [NAME] | list", "add a file, a folder or a ctx:ID as the next context; list them",
-            _context),
+    Command("/context", "/context add PATH [NAME] | rm NAME|N | list",
+            "add a file, a folder or a ctx:ID as the next context; take one out; list them", _context),
+    Command("/drop", "/drop NAME|N", "take a context out (/context rm)", lambda repl, arg: _context(repl, f"rm {arg}")),
+    Command("/clear", "/clear", "clear the screen", _clear),
     Command("/model", "/model NAME", "the root model of the next questions", _model),
     Command("/sub-model", "/sub-model NAME", "the model of llm_query and child RLMs",
             lambda repl, arg: _model(repl, arg, sub=True)),

@@ -30,6 +30,9 @@ from rlm_runtime.termsafe import one_line
 MAX_REPLAY_DEPTH = 3
 #: Entries that leave the REPL, as Ctrl-D and /exit do (any case): nobody means them as a question.
 LEAVE_WORDS = frozenset({"exit", "quit"})
+#: Words alone that people type as commands in a shell or IPython (any case): run as the
+#: command, never sent to the model as a question (which a hosted model charges for).
+COMMAND_WORDS = {"help": "/help", "?": "/help", "clear": "/clear", "cls": "/clear"}
 
 
 @dataclass
@@ -199,6 +202,7 @@ class Repl:
                     self._echo(Entry("command", entry))
                 self.exiting = True
                 return True
+            entry = COMMAND_WORDS.get(entry.lower(), entry)
             if entry.startswith("/"):
                 if self.echo:
                     self._echo(Entry("command", entry))

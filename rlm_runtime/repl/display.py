@@ -71,6 +71,13 @@ class TerminalPrinter:
         with self._lock:
             self._app = app
 
+    def clear(self) -> None:
+        """Clear the terminal (``/clear``, ``clear``): between entries, with no view attached."""
+        self._drain()
+        self.output.erase_screen()
+        self.output.cursor_goto(0, 0)
+        self.output.flush()
+
     def detach(self) -> None:
         with self._lock:
             self._app = None
@@ -157,6 +164,12 @@ class Display:
 
     def error(self, text: str) -> None:
         self.printer([("class:error", one_line(text))], err=True)
+
+    def clear(self) -> None:
+        """Clear the screen of a terminal; nothing without one (a pipe, a file)."""
+        clear = getattr(self.printer, "clear", None)
+        if callable(clear):
+            clear()
 
     def rows(self, rows: list[Fragments]) -> None:
         for row in rows:

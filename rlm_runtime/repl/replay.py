@@ -48,6 +48,7 @@ def _one_of(*words: str, fold: bool = False) -> Callable[[str], bool]:
 #: A command missing here is never read-only (a new one is asked about until it is added).
 READ_ONLY: dict[str, Callable[[str], bool]] = {
     "/help": _always,
+    "/clear": _always,
     "/budget": _always,
     "/vars": _always,
     "/memory": _always,  # search prints hits here and records nothing

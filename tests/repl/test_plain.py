@@ -114,3 +114,32 @@ def test_fill_quality_fills_the_store_while_the_repl_waits(write_script, _rlm_ho
             proc.wait()
     assert proc.returncode == 0, err
     assert filled() == 3 and "Traceback" not in err
+
+
+def test_help_and_clear_alone_are_commands_not_questions(write_script, _rlm_home: Path, tmp_path: Path) -> None:
+    """``help`` and ``clear`` typed alone run as /help and /clear (as in a shell or IPython):
+    the model is never asked (its script has no reply to give), and the REPL exits 0."""
+    script = write_script("unused")
+    done = _repl("help\nclear\nHELP\n/exit\n", "--model", f"scripted:{script}", home=_rlm_home, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout + done.stderr).count("/context add PATH") == 2
+    assert "iteration" not in done.stderr and "no answer" not in done.stdout + done.stderr
+
+
+def test_a_context_can_be_taken_out(write_script, _rlm_home: Path, tmp_path: Path) -> None:
+    """``/context rm NAME`` (or ``/drop N``) takes a context out: the worker holds the others,
+    numbered from 0, and a search finds nothing of the one taken out."""
+    (tmp_path / "a.md").write_text("alpha file: the heron fishes at dawn\n")
+    (tmp_path / "b.md").write_text("beta file: the kettle whistles\n")
+    (tmp_path / "c.md").write_text("gamma file: the owl hunts at night\n")
+    script = write_script("unused")
+    stdin = ("/context rm a.md\n/context list\n>>> print([c.name for c in contexts])\n"
+             ">>> print(sorted({h['source'] for h in search_chunks('file', k=10)}))\n/drop 1\n/context list\n"
+             "/context rm nothing.md\n/exit\n")
+    done = _repl(stdin, "--model", f"scripted:{script}", "-c", "a.md", "-c", "b.md", "-c", "c.md", "--allow-commands",
+                 home=_rlm_home, cwd=tmp_path)
+    assert "removed a.md" in done.stdout + done.stderr and "removed c.md" in done.stdout + done.stderr
+    assert "['b.md', 'c.md']" in done.stdout
+    found = [line for line in done.stdout.splitlines() if line.startswith("[") and ".md" in line and "b.md" in line]
+    assert "a.md" not in found[-1]
+    assert "no context 'nothing.md'" in done.stderr and done.returncode == 1
