@@ -157,3 +157,30 @@ def test_a_closed_stdout_is_not_an_error(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1
     assert err == ""
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [("--max-iterations", "-3", "--max-iterations -3: must be"),
+                                                     ("--max-depth", "-1", "--max-depth -1: must be"),
+                                                     ("--budget-usd", "-1", "--budget-usd -1.0: must be")])
+def test_a_bad_limit_names_its_flag_and_value(text_file: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str,
+                                              said: str) -> None:
+    """``rlm ask --max-iterations -3`` says which flag and value are wrong, in one line, exit 2."""
+    capsys.readouterr()
+    assert main(["ask", "q?", "-c", str(text_file), "-m", "scripted:/nothing", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rlm: error: {said}") and err.count("\n") == 1
+
+
+def test_trace_html_without_output_writes_beside_the_trajectory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``rlm trace html run.jsonl`` writes run.html beside it (0600) and says where; a
+    trajectory whose own name ends .html is never overwritten."""
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"type": "run_start", "run_id": "r", "depth": 0, "query": "q?", "t": 0.0}) + "\n")
+    assert main(["trace", "html", str(run)]) == 0
+    page = tmp_path / "run.html"
+    assert page.is_file() and "<html" in page.read_text().lower() and capsys.readouterr().out == f"wrote {page}\n"
+    assert oct(page.stat().st_mode & 0o777) == "0o600"
+    odd = tmp_path / "odd.html"
+    odd.write_text(run.read_text())
+    assert main(["trace", "html", str(odd)]) == 0
+    assert (tmp_path / "odd.html.html").is_file() and odd.read_text() == run.read_text()

@@ -69,6 +69,7 @@ def test_model_text_cannot_drive_the_terminal() -> None:
     text = out.getvalue()
     assert "\x1b" not in text and "\x07" not in text and "\r" not in text
     assert not any(line.startswith("--- done: 9") for line in text.split("\n"))  # no forged line of the view
+    assert "--- done: 1 iteration\n" in text  # one, not "1 iterations"
 
 
 class _Tty(io.StringIO):

@@ -185,7 +185,7 @@ def run_ask(args: argparse.Namespace) -> int:
         limits = RunLimits.for_model(name, **overrides) if settings is None else \
             RunLimits(**{**settings.limits.model_dump(), **{k: v for k, v in overrides.items() if v is not None}})
     except ValueError as e:
-        raise UsageError(f"invalid limit: {e.errors()[0]['msg'] if hasattr(e, 'errors') else e}") from e
+        raise UsageError(_limit_error(e)) from e
     options: dict[str, Any] = {"api_base": args.api_base} if args.api_base else {}
     if settings is not None and settings.temperature is not None:
         options["temperature"] = settings.temperature
@@ -209,6 +209,23 @@ def run_ask(args: argparse.Namespace) -> int:
         say(f"rlm: warning: no context has text to read ({one_line(why)}); the model sees none of it "
             "(--strict stops here instead)", err=True)
     return _answer(args, model, sub, limits, memory, profile, contexts, None if args.quiet else LiveView())
+
+
+#: The flag of each limit ``rlm ask`` takes, for an error that names what was typed.
+_LIMIT_FLAGS = {"max_depth": "--max-depth", "max_iterations": "--max-iterations", "max_cost_usd": "--budget-usd",
+                "max_llm_calls": "--max-calls", "max_input_tokens": "--max-tokens", "assists": "--assists"}
+
+
+def _limit_error(e: ValueError) -> str:
+    """A limit's validation error as the flag that set it and the value given."""
+    errors = getattr(e, "errors", None)
+    if not callable(errors) or not errors():
+        return f"invalid limit: {e}"
+    first = errors()[0]
+    field = str(first.get("loc", ("",))[0]) if first.get("loc") else ""
+    flag = _LIMIT_FLAGS.get(field, field or "a limit")
+    message = str(first.get("msg", "invalid")).replace("Input should be", "must be").replace("Value error, ", "")
+    return f"{flag} {one_line(repr(first.get('input')))}: {message}"
 
 
 def _through_server(args: argparse.Namespace) -> int:

@@ -74,6 +74,11 @@ def add_actions(parser: argparse.ArgumentParser) -> Any:
     return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
 
+def plural(n: int, word: str) -> str:
+    """``1 question``, ``2 questions``, ``1,200 chunks``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def paragraphs(text: str, width: int = 90) -> str:
     """``text`` for a raw-layout help: each paragraph (blank lines part them) that is one
     line is wrapped at ``width``; one already laid out in lines is kept as written."""

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from rlm_runtime.cli.common import plural
 from rlm_runtime.llm.base import Prefill
 from rlm_runtime.termsafe import one_line, printable, printable_lines
 from rlm_runtime.trajectory.live import ReplyLines, prefill_of
@@ -181,7 +182,8 @@ class LiveView:
             self.lines.end(event.get("run_id"))
             self._assisted.pop(str(event.get("run_id")), None)
             if not event.get("depth"):
-                self._print(f"--- done: {event.get('iterations')} iterations")
+                n = event.get("iterations")
+                self._print(f"--- done: {plural(n, 'iteration') if isinstance(n, int) else f'{n} iterations'}")
 
     def _progress(self, event: dict[str, Any], pad: str) -> None:
         waiting = self._waiting

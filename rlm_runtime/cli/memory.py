@@ -47,6 +47,7 @@ from rlm_runtime.cli.common import (
     UsageError,
     add_actions,
     add_command,
+    plural,
     print_json,
     report_error,
     say,
@@ -346,10 +347,6 @@ def _ids(ids: Sequence[int]) -> str:
     return shown + (f" and {len(ids) - _LIST_IDS} more" if len(ids) > _LIST_IDS else "")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
 def _where(source: str, start_line: int, end_line: int) -> str:
     return f"{one_line(source)}:{start_line}-{end_line}"
 
@@ -429,15 +426,15 @@ def _add(args: argparse.Namespace) -> int:
     if args.json:
         print_json(args, {**report.to_dict(), "store": str(store.path), "store_chunks": total.chunks})
         return EXIT_FAILED if nothing else EXIT_OK
-    say(f"stored {_plural(report.files, 'file')} ({_size(report.bytes)} in {report.seconds:.2f} s, {report.mb_per_s:.1f} MB/s): "
-        f"{_plural(report.chunks_added, 'new chunk')}, {report.chunks_kept:,} kept, {report.chunks_removed:,} removed")
+    say(f"stored {plural(report.files, 'file')} ({_size(report.bytes)} in {report.seconds:.2f} s, {report.mb_per_s:.1f} MB/s): "
+        f"{plural(report.chunks_added, 'new chunk')}, {report.chunks_kept:,} kept, {report.chunks_removed:,} removed")
     if report.unchanged or report.removed_files:
-        say(f"unchanged: {_plural(report.unchanged, 'file')}; gone from their folder: {_plural(report.removed_files, 'file')}")
+        say(f"unchanged: {plural(report.unchanged, 'file')}; gone from their folder: {plural(report.removed_files, 'file')}")
     for note in (s for s in report.skipped if s.stored):
         say(f"note: {one_line(note.path)}: {one_line(note.reason)}")
     if skipped:
         _say_skipped(skipped, verbose=args.verbose)
-    say(f"store: {store.path} ({_plural(total.chunks, 'chunk')} from {_plural(total.sources, 'source')})")
+    say(f"store: {store.path} ({plural(total.chunks, 'chunk')} from {plural(total.sources, 'source')})")
     return EXIT_FAILED if nothing else EXIT_OK
 
 
@@ -449,14 +446,14 @@ def _say_skipped(skipped: list[Any], *, verbose: bool) -> None:
     """What ``add`` skipped: each path with ``verbose`` or when there are few; else how many
     for each reason and the first path of each (a documentation tree skips thousands)."""
     if verbose or len(skipped) <= SKIPPED_LISTED:
-        say(f"skipped {_plural(len(skipped), 'path')}:")
+        say(f"skipped {plural(len(skipped), 'path')}:")
         for s in skipped:
             say(f"  {one_line(s.path)}: {one_line(s.reason)}")
         return
     by_reason: dict[str, list[Any]] = {}
     for s in skipped:
         by_reason.setdefault(_reason_kind(s.reason), []).append(s)
-    say(f"skipped {_plural(len(skipped), 'path')} (--verbose lists them):")
+    say(f"skipped {plural(len(skipped), 'path')} (--verbose lists them):")
     for reason, paths in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
         say(f"  {len(paths):,} {one_line(reason)} (the first: {one_line(paths[0].path)})")
 
@@ -547,7 +544,7 @@ def _show(args: argparse.Namespace) -> int:
     tags = f", tags: {_tags(view.tags)}" if view.tags else ""
     say(f"chunk {view.chunk_id} of {one_line(view.source)} ({one_line(view.source_kind)}), lines {view.start_line}-{view.end_line}, "
         f"bytes {view.start_byte}-{view.end_byte}, {view.tokens:,} tokens, kind {one_line(view.kind)}{tags}")
-    say(f"created {_when(view.created)}; recalled {_plural(stats.recall_count, 'time')} (last {_when(stats.last_recall)}); "
+    say(f"created {_when(view.created)}; recalled {plural(stats.recall_count, 'time')} (last {_when(stats.last_recall)}); "
         f"strength {stats.strength:.2f}, {stats.tier}{', pinned' if stats.pinned else ''}; expires {_when(stats.expires_at)}")
     if view.run_id or view.meta:
         say(f"run {one_line(view.run_id or '-')}; meta {one_line(repr(view.meta))[:300]}")
@@ -559,7 +556,7 @@ def _show(args: argparse.Namespace) -> int:
         say("---")
         say(view.text)
     if args.links:
-        say(f"--- {_plural(len(found), 'link')} ---")
+        say(f"--- {plural(len(found), 'link')} ---")
         for link in found[:_LIST_LINKS]:
             say(_link_line(link, args.id, others, SYMMETRIC_TYPES))
         if len(found) > _LIST_LINKS:
@@ -615,10 +612,10 @@ def _stats(args: argparse.Namespace) -> int:
     links = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.links_by_type.items()) or "none"
     tiers = ", ".join(f"{one_line(t)} {n:,}" for t, n in s.tiers.items()) or "none"
     say(f"store: {s.path}")
-    say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {_plural(s.sources, 'source')}")
+    say(f"chunks: {s.chunks:,} ({s.tokens:,} tokens) from {plural(s.sources, 'source')}")
     say(f"links: {sum(s.links_by_type.values()):,} ({links})")
     say(f"tiers: {tiers}; pinned {s.pinned:,}")
-    say(f"trash: {_plural(s.deleted, 'chunk')}" + (" (rlm memory list --deleted; rlm memory purge)" if s.deleted else ""))
+    say(f"trash: {plural(s.deleted, 'chunk')}" + (" (rlm memory list --deleted; rlm memory purge)" if s.deleted else ""))
     say(f"recall traces: {s.traces:,}")
     say(f"vectors: {s.vectors:,} of {s.chunks:,} chunks" + (f" ({one_line(s.vector_model)})" if s.vector_model else "")
         + (" (rlm memory reindex gives the others theirs)" if s.vectors < s.chunks else ""))
@@ -675,9 +672,9 @@ def _reindex(args: argparse.Namespace) -> int:
         print_json(args, {**report.to_dict(), "store": str(store.path), "vectors": have, "chunks": total.chunks})
         return EXIT_OK
     again = "dropped the vectors of another model; " if report.rebuilt else ""
-    say(f"{again}embedded {_plural(report.embedded, 'chunk')} in {report.seconds:.1f} s ({one_line(report.model)}); "
+    say(f"{again}embedded {plural(report.embedded, 'chunk')} in {report.seconds:.1f} s ({one_line(report.model)}); "
         f"{report.kept:,} had a vector already")
-    say(f"store: {store.path} ({have:,} of {_plural(total.chunks, 'chunk')} with a {'quality ' if args.quality else ''}vector)")
+    say(f"store: {store.path} ({have:,} of {plural(total.chunks, 'chunk')} with a {'quality ' if args.quality else ''}vector)")
     return EXIT_OK
 
 
@@ -701,14 +698,14 @@ def _prune(args: argparse.Namespace) -> int:
         return EXIT_OK
     would = "would be " if args.dry_run else ""
     promoted = f": {_ids(decay.promoted)}" if decay.promoted else ""
-    say(f"decay: {_plural(decay.decayed, 'strength')} {would}decayed; {_plural(len(decay.promoted), 'chunk')} {would}promoted "
+    say(f"decay: {plural(decay.decayed, 'strength')} {would}decayed; {plural(len(decay.promoted), 'chunk')} {would}promoted "
         f"to long-term{promoted}")
     why: dict[str, list[int]] = {}
     for chunk_id in pruned.removed:
         why.setdefault(one_line(pruned.reasons.get(chunk_id, "?")), []).append(chunk_id)
     detail = "; ".join(f"{reason}: {_ids(ids)}" for reason, ids in why.items())
-    say(f"prune: {_plural(len(pruned.removed), 'chunk')} {would}removed{f' ({detail})' if detail else ''}; "
-        f"{_plural(pruned.traces_removed, 'recall trace')} {would}removed")
+    say(f"prune: {plural(len(pruned.removed), 'chunk')} {would}removed{f' ({detail})' if detail else ''}; "
+        f"{plural(pruned.traces_removed, 'recall trace')} {would}removed")
     if args.dry_run:
         say("dry run: nothing was changed")
     return EXIT_OK
@@ -725,7 +722,7 @@ def _export(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
             except BrokenPipeError as e:
                 raise OutputClosed() from e
-            say(f"exported {_plural(n, 'record')}", err=True)
+            say(f"exported {plural(n, 'record')}", err=True)
             return EXIT_OK
         target = Path(args.file)
         if target.exists() and target.resolve() in {Path(f"{store.path.resolve()}{end}") for end in ("", "-wal", "-shm")}:
@@ -741,7 +738,7 @@ def _export(args: argparse.Namespace) -> int:
         finally:
             if partial.exists():
                 partial.unlink()
-    say(f"exported {_plural(n, 'record')} to {args.file}")
+    say(f"exported {plural(n, 'record')} to {args.file}")
     return EXIT_OK
 
 
@@ -772,9 +769,9 @@ def _import(args: argparse.Namespace) -> int:
     if args.json:
         print_json(args, {**counts, "store": str(store.path)})
         return EXIT_OK
-    merged = f"; {_plural(counts['merged'], 'chunk')} already stored" if counts.get("merged") else ""
-    say(f"imported {_plural(counts.get('source', 0), 'source')}, {_plural(counts.get('chunk', 0), 'chunk')}, "
-        f"{_plural(counts.get('link', 0), 'link')}, {_plural(counts.get('trace', 0), 'recall trace')}{merged} into {store.path}")
+    merged = f"; {plural(counts['merged'], 'chunk')} already stored" if counts.get("merged") else ""
+    say(f"imported {plural(counts.get('source', 0), 'source')}, {plural(counts.get('chunk', 0), 'chunk')}, "
+        f"{plural(counts.get('link', 0), 'link')}, {plural(counts.get('trace', 0), 'recall trace')}{merged} into {store.path}")
     return EXIT_OK
 
 
@@ -793,7 +790,7 @@ def _forget(args: argparse.Namespace) -> int:
     if n == 0:
         raise StoreError(f"no source {args.source} (nor files under it) with chunks in the memory store")
     value = {"source": args.source, "chunks": n, "dry_run": dry}
-    line = f"{'would forget' if dry else 'forgot'} {_plural(n, 'chunk')} of {args.source} (for good: a source skips the trash)"
+    line = f"{'would forget' if dry else 'forgot'} {plural(n, 'chunk')} of {args.source} (for good: a source skips the trash)"
     if args.json:
         print_json(args, value)
     else:

@@ -22,9 +22,9 @@ def add_commands(commands: Any) -> None:
     ts.add_argument("file")
     ts.set_defaults(run=_trace_show)
     th = add_command(trace, "html", help="write a trajectory as one self-contained HTML page",
-                     examples=("rlm trace html run.jsonl -o run.html",))
+                     examples=("rlm trace html run.jsonl", "rlm trace html run.jsonl -o page.html"))
     th.add_argument("file")
-    th.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    th.add_argument("-o", "--output", help="the HTML file to write (default: beside FILE, its name ending .html)")
     th.set_defaults(run=_trace_html)
 
 
@@ -39,9 +39,12 @@ def _trace_html(args: argparse.Namespace) -> int:
     from rlm_runtime.trajectory import read_events, render_html
 
     page = render_html(read_events(args.file), title=f"rlm trajectory: {Path(args.file).name}")
+    output = Path(args.output) if args.output else Path(args.file).with_suffix(".html")
+    if not args.output and output == Path(args.file):  # a trajectory named x.html is never overwritten
+        output = Path(f"{args.file}.html")
     try:
-        private.write_text(args.output, page)  # the trajectory's text, 0600 like it
+        private.write_text(output, page)  # the trajectory's text, 0600 like it
     except OSError as e:
-        raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from e
-    say(f"wrote {args.output}")
+        raise UsageError(f"cannot write {output}: {e.strerror or e}") from e
+    say(f"wrote {output}")
     return EXIT_OK

@@ -120,8 +120,9 @@ def _budget(repl: Repl, arg: str) -> bool:
     totals = repl.session.budget.totals()
     cap = repl.session.budget.limits.max_cost_usd
     limits = repl.session.limits
+    asked = repl.session.usage()["questions"]
     repl.display.out(f"  used: {int(totals['calls'])} model calls, {int(totals['input_tokens'])} tokens in / "
-                     f"{int(totals['output_tokens'])} out, ${totals['cost_usd']:.4f} over {repl.session.usage()['questions']} questions")
+                     f"{int(totals['output_tokens'])} out, ${totals['cost_usd']:.4f} over {asked} question{'' if asked == 1 else 's'}")
     if cap is not None:
         repl.display.out(f"  left: ${max(0.0, cap - totals['cost_usd']):.4f} of the session's ${cap:g}")
     else:
