@@ -202,6 +202,16 @@ def run_ask(args: argparse.Namespace) -> int:
             handle = open_context(text, name=NAME, as_text=True)
             # -c - stands where it was given; a piped standard input comes after the -c paths.
             contexts.insert(paths.index("-") if "-" in paths else len(contexts), handle)
+    for c in contexts:
+        if isinstance(c, Path) and not c.is_dir():
+            # A file that cannot be a context (binary, a device, missing) is an error before
+            # anything else is said about it.
+            from rlm_runtime.context import open_context
+
+            open_context(c)
+    if not contexts and memory is None:
+        say("rlm: warning: no context (-c PATH, -c ctx:ID, --memory or standard input): the model answers from "
+            "the question alone", err=True)
     if contexts and (why := nothing_to_read(contexts)) is not None:
         if args.strict:
             say(f"rlm: error: no context has text to read: {one_line(why)}", err=True)

@@ -60,6 +60,9 @@ def open_context(source: Any, *, name: str | None = None, as_text: bool = False)
             return FileHandle(path, name=name)
         if isinstance(source, str) and any(c in source for c in "*?["):
             return CorpusHandle.from_glob(str(path))
+        if path.exists():  # a device, a pipe, a socket: read from, it could never end
+            raise ContextError(f"{source} is not a regular file or a folder (a device, pipe or socket): "
+                               "only files and folders can be contexts")
         raise ContextError(f"context path not found: {source}")
     if isinstance(source, str):
         return TextHandle(source, name=name or "text")

@@ -316,3 +316,22 @@ def test_one_readable_context_is_enough(write_script: Script, notes: Path, rlm_c
     res = rlm_cli("ask", "q?", "-c", folder, "-c", empty, "-c", notes, "--strict", "-m",
                   f"scripted:{write_script(code('FINAL(1)'))}", "-q")
     assert res.code == 0 and "warning" not in res.err
+
+
+def test_a_binary_file_or_a_device_is_one_error_and_no_warning(write_script: Script, rlm_cli: CLI, tmp_path: Path) -> None:
+    """A binary file is refused (exit 2) with its reason alone: no warning that suggests
+    --strict first; a device is refused as not a file or folder, not as "not found"."""
+    blob = tmp_path / "blob.dat"
+    blob.write_bytes(b"\x00\x01\x02binary" * 100)
+    script = f"scripted:{write_script(code('FINAL(1)'))}"
+    res = rlm_cli("ask", "q?", "-c", blob, "-m", script, "-q")
+    assert res.code == 2 and "warning" not in res.err and "binary" in res.err and res.err.count("\n") == 1
+    res = rlm_cli("ask", "q?", "-c", "/dev/null", "-m", script, "-q")
+    assert res.code == 2 and "not a regular file or a folder" in res.err and "not found" not in res.err
+
+
+def test_no_context_at_all_is_said(write_script: Script, rlm_cli: CLI) -> None:
+    """With no -c, no --memory and nothing on standard input, it warns that the model answers
+    from the question alone, and runs."""
+    res = rlm_cli("ask", "q?", "-m", f"scripted:{write_script(code('FINAL(1)'))}")
+    assert res.code == 0 and "no context (-c PATH" in res.err and "answers from the question alone" in res.err
