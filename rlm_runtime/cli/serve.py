@@ -92,6 +92,7 @@ def _service(args: argparse.Namespace, paths: Any) -> Any:
     except ImportError as e:
         raise UsageError("rlm serve needs the serve extra: pip install 'rlm_runtime[serve]'") from e
     from rlm_runtime.config import default_model
+    from rlm_runtime.errors import ConfigError
     from rlm_runtime.llm import checked_client
     from rlm_runtime.serve.limits import ServeLimits
     from rlm_runtime.serve.service import Service
@@ -101,16 +102,29 @@ def _service(args: argparse.Namespace, paths: Any) -> Any:
         name, note = default_model()
         if note:
             say(f"rlm: {note}", err=True)
-    # The names are checked now, not at a client's first question.
-    for model in filter(None, (name, args.sub_model)):
-        checked_client(model).close()
     if args.sessions is not None and args.sessions < 1:
         raise UsageError("--sessions must be at least 1")
+    # The names are checked now, not at a client's first question. A model named on the
+    # command line must run; the default one may be missing: peek, grep, chunk, search and
+    # the registry need no model, so the server starts, says so once, and refuses ask alone.
+    missing: ConfigError | None = None
+    for model in filter(None, (name, args.sub_model)):
+        try:
+            checked_client(model).close()
+        except ConfigError as e:
+            if args.model or model == args.sub_model:
+                raise
+            missing = e
     options: dict[str, Any] = {"policy": args.policy, "memory": True if args.memory else None}
     if args.profile:
         options["profile"] = args.profile
-    return Service(name, args.sub_model, roots=args.root, paths=paths, limits=ServeLimits(sessions=args.sessions),
-                   session_options=options)
+    service = Service(name, args.sub_model, roots=args.root, paths=paths, limits=ServeLimits(sessions=args.sessions),
+                      session_options=options)
+    if missing is not None:
+        service.model_error = ConfigError(f"ask needs a model, and this server has none: {missing} "
+                                          "(or start it with -m MODEL)")
+        say(f"rlm: {service.model_error}; everything else (peek, grep, chunk, search, the registry) works", err=True)
+    return service
 
 
 def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:

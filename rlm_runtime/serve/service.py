@@ -73,6 +73,9 @@ class Service:
 
         self.model = model
         self.sub_model = sub_model
+        #: Why ``ask`` cannot run (the model cannot be set up here), said to each ``ask``;
+        #: None when it can. Everything else a server does needs no model.
+        self.model_error: RLMError | None = None
         self.paths = paths or paths_from_env()
         self.limits = limits or ServeLimits()
         self.roots = tuple(_root(r) for r in roots)
@@ -363,6 +366,8 @@ class Service:
             listener: gets the run's events as they happen (progress).
             on_session: called with the session once it is had (to cancel it from elsewhere).
         """
+        if self.model_error is not None:
+            raise self.model_error
         _text(question, "question", cap=self.limits.question_chars)
         refs = tuple(contexts)
         _at_most("contexts", len(refs), self.limits.contexts_per_ask)

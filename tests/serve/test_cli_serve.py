@@ -59,3 +59,46 @@ def test_allow_host_lets_a_proxy_name_through_and_no_other(tmp_path: Path) -> No
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def test_without_the_default_model_it_starts_and_refuses_ask_alone(tmp_path: Path) -> None:
+    """With no -m and the default local model not installed, ``rlm serve --http`` starts, says
+    once that ask needs a model, serves grep over a root, and answers ask with that error (a
+    model named with -m that cannot run still stops it: exit 2)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nthe gate code is 4711\n")
+    env = {k: v for k, v in os.environ.items() if k != "RLM_MODEL"}
+    env["RLM_MODELS_DIR"] = str(tmp_path / "no-models")
+    refused = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "serve", "--http", "--port", "0", "-m",
+                              "local:qwen2.5-coder-1.5b"], capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode == 2 and "not installed" in refused.stderr
+    err = tmp_path / "err.txt"
+    with err.open("w") as err_file:
+        process = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "serve", "--http", "--port", "0", "--root",
+                                    str(root), "--no-memory"], stdout=subprocess.DEVNULL, stderr=err_file, env=env)
+    try:
+        deadline = time.monotonic() + 60 + SLACK_S
+        while (found := running.find(paths_from_env())) is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        assert found is not None, err.read_text()
+        assert main(["serve", "--show-token"]) == 0
+        token = paths_from_env().home.joinpath("serve", "token").read_text().strip()
+        auth = {"authorization": f"Bearer {token}"}
+        added = httpx.post(f"{found.url}/api/context/register", json={"path": str(root / "notes.txt"), "name": "notes"},
+                           headers=auth, timeout=30)
+        assert added.status_code == 200, added.text
+        grep = httpx.get(f"{found.url}/api/context/notes/grep", params={"pattern": "gate"}, headers=auth, timeout=30)
+        assert grep.status_code == 200 and grep.json()["matches"][0]["line_no"] == 2
+        ask = httpx.post(f"{found.url}/api/ask", json={"question": "the code?", "contexts": ["notes"]}, headers=auth,
+                         timeout=30)
+        assert ask.status_code >= 400 and "ask needs a model" in ask.text and "rlm model install" in ask.text
+        said = err.read_text()
+        assert said.count("ask needs a model") == 1 and "Traceback" not in said
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
