@@ -294,6 +294,11 @@ def run_repl(args: argparse.Namespace) -> int:
     if args.budget_usd is not None and args.budget_usd < 0:
         raise UsageError("--budget-usd must be 0 or more")
     name, note = (args.model, None) if args.model else default_model()
+    from rlm_runtime.llm import checked_client
+
+    # The names are checked before the REPL starts, as rlm ask checks them: not at the first question.
+    for model in filter(None, (name, args.sub_model)):
+        checked_client(model).close()
     config = ReplConfig(model=name, sub_model=args.sub_model, contexts=paths, memory=memory, remember=args.remember,
                         budget_usd=args.budget_usd, policy=args.policy, trace=args.trace, live=not args.quiet,
                         profile=args.profile, allow_commands=args.allow_commands, assists=args.assists,

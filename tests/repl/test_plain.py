@@ -143,3 +143,14 @@ def test_a_context_can_be_taken_out(write_script, _rlm_home: Path, tmp_path: Pat
     found = [line for line in done.stdout.splitlines() if line.startswith("[") and ".md" in line and "b.md" in line]
     assert "a.md" not in found[-1]
     assert "no context 'nothing.md'" in done.stderr and done.returncode == 1
+
+
+def test_a_model_that_cannot_run_stops_the_repl_before_it_starts(write_script, _rlm_home: Path, tmp_path: Path) -> None:
+    """``rlm repl -m local:not-a-model`` (or a missing script, or such a --sub-model) exits 2
+    naming the problem before reading any line: no question is asked, no traceback."""
+    script = write_script(code("FINAL('never')"))
+    for args in (("--model", "local:not-a-model"), ("--model", f"scripted:{tmp_path / 'none.jsonl'}"),
+                 ("--model", f"scripted:{script}", "--sub-model", "local:not-a-model")):
+        done = _repl("what?\n", *args, home=_rlm_home, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "rlm: error:" in done.stderr and "Traceback" not in done.stderr and "rlm> " not in done.stderr
