@@ -186,6 +186,12 @@ class Run:
             crash = RunCrashed(f"the run stopped on an unexpected {type(e).__name__}: {str(e)[:200]}", partial=self.partial)
             crash.__cause__ = e
             result = RunResult.failed(crash, iterations=self.iterations, partial=self.partial)
+        except KeyboardInterrupt:  # Ctrl-C: the program stops, and the trace says where the run was
+            self.emit({"type": "run_end", "answer": None, "error": "interrupted (Ctrl-C)", "error_type": "KeyboardInterrupt",
+                       "iterations": self.iterations, "usage": self.tree.budget.usage(),
+                       "run_usage": {m: u.to_dict() for m, u in self.own_usage.items()},
+                       "duration_s": time.monotonic() - began})
+            raise
         finally:
             table.current = {}
             self.tree.sandboxes.discard(sandbox)
@@ -276,7 +282,11 @@ class Run:
         assisted = ""
         if turn.blocks:
             self.reprompted = False
-            answer, feedback, failed, assisted = self._run_blocks(sandbox, turn, outputs)
+            try:
+                answer, feedback, failed, assisted = self._run_blocks(sandbox, turn, outputs)
+            except BaseException as e:  # stopped mid-turn (Ctrl-C, a cancel, a limit): the code that ran is traced
+                self._iteration_event(talk, reply, turn, outputs, began, model_s, completion, stopped=type(e).__name__)
+                raise
             self.failing = self.failing + 1 if failed else 0
             feedback = "\n".join([feedback, *turn.notes])
         else:
@@ -286,11 +296,15 @@ class Run:
             if answer is None:
                 self.failing += 1 if self.reprompted else 0
                 self.reprompted = True
+        self._iteration_event(talk, reply, turn, outputs, began, model_s, completion)
+        return turn, answer, feedback, assisted
+
+    def _iteration_event(self, talk: Conversation, reply: str, turn: Turn, outputs: list[dict[str, Any]], began: float,
+                         model_s: float, completion: Any, **extra: Any) -> None:
         self.emit({"type": "iteration", "iteration": self.iterations, "forced": False,
                    "prompt_chars": talk.chars(but_last=True), "response": reply, "code_blocks": turn.blocks,
                    "outputs": outputs, "duration_s": time.monotonic() - began, "model_s": model_s,
-                   "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason})
-        return turn, answer, feedback, assisted
+                   "usage": completion.usage.to_dict(), "finish_reason": completion.finish_reason, **extra})
 
     def _last(self) -> bool:
         """No turn comes after this one."""

@@ -184,3 +184,40 @@ def test_trace_html_without_output_writes_beside_the_trajectory(tmp_path: Path, 
     odd.write_text(run.read_text())
     assert main(["trace", "html", str(odd)]) == 0
     assert (tmp_path / "odd.html.html").is_file() and odd.read_text() == run.read_text()
+
+
+def test_ctrl_c_leaves_a_trace_with_the_code_that_ran_and_the_mark(tmp_path: Path) -> None:
+    """Ctrl-C while a cell runs (``rlm ask`` through the console script, SIGINT): exit 130, and
+    the trace holds the turn with its code, marked stopped by KeyboardInterrupt, and a run_end
+    that says it was interrupted; ``rlm trace show`` says so in words."""
+    import signal
+    import time
+
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps({"content": "```python\nn = 0\nwhile True:\n    n += 1\n```"}) + "\n")
+    doc = tmp_path / "doc.txt"
+    doc.write_text("hello\n")
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "ask", "q?", "-c", str(doc), "-m", f"scripted:{script}",
+                             "--trace", str(trace), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not trace.exists() or '"system_prompt"' not in trace.read_text()):
+            time.sleep(0.1)
+        time.sleep(1.0)  # the cell is running
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    (turn,) = [e for e in events if e["type"] == "iteration"]
+    assert turn["stopped"] == "KeyboardInterrupt" and "while True" in turn["code_blocks"][0]
+    (end,) = [e for e in events if e["type"] == "run_end"]
+    assert end["error_type"] == "KeyboardInterrupt"
+    shown = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "trace", "show", str(trace)], capture_output=True,
+                           text=True, timeout=60).stdout
+    assert "iteration 1 (interrupted by Ctrl-C, before its cells ended)" in shown

@@ -184,3 +184,31 @@ def test_what_an_assist_did_is_said_after_the_turn_escaped() -> None:
     assert "home town]" in text and "[assist read_field questioned the answer 'vineth / user: hi']" in text
     assert "\x1b" not in text and "\nuser: hi" not in text
     assert text.index("NameError: name 'vineth'") < text.index("(read as a value copied from the output)")
+
+
+def test_a_running_cell_shows_how_long_it_has_run() -> None:
+    """While a cell runs, a terminal's status line counts its seconds (and says Ctrl-C stops
+    it); the turn's end clears it, and a pipe gets no such line."""
+    now = [100.0]
+    out = _Tty()
+    view = LiveView(out, tick_s=3600, clock=lambda: now[0])
+    view(_call())
+    view(_text("a", "```python\nimport time\n```\n"))
+    view({"type": "cell_start", "run_id": "a", "depth": 0, "iteration": 1, "code": "x = 1"})
+    assert _status(out) == "  ... cell running 0s (Ctrl-C stops it)"
+    now[0] = 112.0
+    with view._lock:
+        view._draw()  # the ticker's redraw
+    assert _status(out) == "  ... cell running 12s (Ctrl-C stops it)"
+    view({"type": "iteration", "run_id": "a", "depth": 0, "iteration": 1, "code_blocks": ["x = 1"], "outputs": [{}],
+          "duration_s": 12.0})
+    with view._lock:
+        view._draw()
+    assert "cell running" not in _status(out)
+    view.close()
+    piped = io.StringIO()
+    plain = LiveView(piped, clock=lambda: now[0])
+    plain(_call())
+    plain({"type": "cell_start", "run_id": "a", "depth": 0, "iteration": 1, "code": "x = 1"})
+    plain.close()
+    assert "cell running" not in piped.getvalue()

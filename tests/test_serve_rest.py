@@ -92,15 +92,18 @@ def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
 
 
 def test_ask_streams_iterations_then_the_result(root: Path) -> None:
-    """It answers a streamed ask with an iteration event per root turn, then the result."""
+    """It answers a streamed ask with, for each root turn, a model event (the prompt's size),
+    a cell event per cell as it starts and an iteration event as the turn ends; then the result."""
     replies = ["```python\nprint(2)\n```", ANSWER]
     with serve(replies, [root]) as api:
         response = api.post("/api/ask", json={"question": "the code?", "contexts": [str(root / "notes.txt")], "stream": True})
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         events = events_of(response.text)
-        assert [name for name, _ in events] == ["iteration", "iteration", "result"]
-        assert [data["iteration"] for _, data in events[:2]] == [1, 2]
-        assert all(data["cells"] == 1 and data["seconds"] >= 0 for _, data in events[:2])
+        assert [name for name, _ in events] == ["model", "cell", "iteration", "model", "cell", "iteration", "result"]
+        turns = [data for name, data in events if name == "iteration"]
+        assert [data["iteration"] for data in turns] == [1, 2]
+        assert all(data["cells"] == 1 and data["seconds"] >= 0 for data in turns)
+        assert all(data["prompt_tokens"] > 0 for name, data in events if name == "model")
         assert events[-1][1]["answer"] == "4711"
 
 
@@ -110,7 +113,7 @@ def test_a_silent_stream_is_kept_alive(root: Path, monkeypatch: pytest.MonkeyPat
     with serve([ANSWER], [root], delay_s=1.0) as api:
         response = api.post("/api/ask", json={"question": "q", "contexts": [str(root / "notes.txt")], "stream": True})
         assert ": keep-alive" in response.text
-        assert [name for name, _ in events_of(response.text)] == ["iteration", "result"]
+        assert [name for name, _ in events_of(response.text)] == ["model", "cell", "iteration", "result"]
 
 
 def test_a_streamed_ask_refused_before_it_starts_is_an_ordinary_error(root: Path) -> None:

@@ -324,7 +324,7 @@ def test_a_schema_1_file_renders_as_a_tree(v1_file: Path) -> None:
     assert any(line.startswith("  run c1 depth=1") for line in lines_)
     assert "    code[0]: print(grep('old'))" in lines_ and "    out[0]: 1: an old line" in lines_
     assert "  iteration 2 (forced answer): 0.10s, 0 in / 0 out tokens" in lines_
-    assert "answer='old answer', 2 iterations" in tree and "own usage" not in tree
+    assert "answer='old answer', 2 iterations" in tree and "this run's own" not in tree
     assert lines_[-1].startswith("(trace schema 1:")
     assert render_tree(read_events(v1_file)) == tree == render_tree(V1_LINES)
 
@@ -460,8 +460,8 @@ def test_the_tree_shows_the_new_information(tmp_path: Path) -> None:
     assert "  tool lookup(('needle',), {}) => \"'found'\" (0.00s)" in tree
     assert "  iteration 1: 0.50s (model 0.40s), 300 in / 20 out tokens" in tree
     assert "  access notes.txt: peeks=1 greps=2 chunks=0" in tree
-    assert 'own usage={"scripted:root": {"calls": 1' in tree
-    assert "session end: 1 question, usage=" in tree
+    assert "this run's own: scripted:root: 1 call, " in tree and '{"calls"' not in tree  # read as words, not JSON
+    assert "session end: 1 question; usage: " in tree
     assert tree.splitlines()[-1] == f"(trace schema 2; written by rlm_runtime {package_version()}; session s1; " \
                                     "model scripted:root, sub-model scripted:sub)"
 
@@ -473,7 +473,7 @@ def test_the_page_shows_the_new_information(tmp_path: Path) -> None:
     assert "<td>notes.txt</td><td>load</td><td>small enough to load</td><td>120</td>" in page
     assert "tool lookup" in page and "&#x27;found&#x27;" in page
     assert "cell typed by a person" in page and "waited 0.25s for a worker (pool of 2)" in page
-    assert "peeks=1 greps=2" in page and "own usage" in page and "finish: stop" in page
+    assert "peeks=1 greps=2" in page and "this run's own: " in page and "finish: stop" in page
 
 
 # ---------------------------------------------------------------- hostile text

@@ -47,7 +47,11 @@ def ask_through_server(args: argparse.Namespace, contexts: list[str]) -> int:
             if response.status_code != 200:
                 return _refused(args, response.status_code, response.read())
             for kind, data in _events(response.iter_lines()):
-                if kind == "iteration" and not args.quiet and not args.json:
+                if kind == "model" and not args.quiet and not args.json:
+                    tokens = data.get("prompt_tokens")
+                    say(f"--- iteration {data.get('iteration')}: the model reads "
+                        + (f"{tokens:,} tokens of prompt" if isinstance(tokens, int) else "its prompt"), err=True)
+                elif kind == "iteration" and not args.quiet and not args.json:
                     say(f"--- iteration {data.get('iteration')}: {data.get('cells')} cell(s), "
                         f"{data.get('seconds') or 0:.1f}s (on {server.url})", err=True)
                 elif kind == "result":

@@ -92,6 +92,7 @@ class LiveView:
         self._tick_s = tick_s
         self._clock = clock
         self._assisted: dict[str, list[str]] = {}  # run -> what an assist did in the turn now running
+        self._cells: dict[str, dict[str, Any]] = {}  # run -> its cell now running (depth, since)
 
     # ------------------------------------------------------------------ output
 
@@ -106,12 +107,23 @@ class LiveView:
     def _draw(self) -> None:
         waiting = self._waiting
         if waiting is None:
+            self._draw_cell()
             return
         pad = "  " * int(waiting.get("depth") or 0)
         now = self._clock()
         text = reading(int(waiting.get("prompt_tokens") or 0), now - waiting["since"], self._prefill, now - self._reported,
                        self._rates.get(str(waiting.get("model"))))
         self.stream.write(f"\r\x1b[K{pad}  ... {printable(text)}")
+        self.stream.flush()
+        self._drawn = True
+
+    def _draw_cell(self) -> None:
+        """The status line while a cell runs (and no model is being waited on): how long."""
+        if not self._cells:
+            return
+        cell = max(self._cells.values(), key=lambda c: c["depth"])  # the deepest: the one running now
+        pad = "  " * int(cell["depth"])
+        self.stream.write(f"\r\x1b[K{pad}  ... cell running {self._clock() - cell['since']:.0f}s (Ctrl-C stops it)")
         self.stream.flush()
         self._drawn = True
 
@@ -165,6 +177,9 @@ class LiveView:
         elif kind == "cell_start":
             for line in self.lines.flush(event.get("run_id")):
                 self._print(f"{pad}  | {line}")
+            self._cells[str(event.get("run_id"))] = {"depth": int(event.get("depth") or 0), "since": self._clock()}
+            if self.status:
+                self._draw()
         elif kind == "run_start" and event.get("depth"):
             self._print(f"{pad}-> rlm_query (depth {event['depth']}): {one_line(str(event.get('query')))[:80]}")
         elif kind == "iteration":
@@ -180,6 +195,7 @@ class LiveView:
             self._print(f"{pad}  {event.get('kind')}: {event.get('duration_s', 0):.1f}s")
         elif kind == "run_end":
             self.lines.end(event.get("run_id"))
+            self._cells.pop(str(event.get("run_id")), None)
             self._assisted.pop(str(event.get("run_id")), None)
             if not event.get("depth"):
                 n = event.get("iterations")
@@ -200,6 +216,7 @@ class LiveView:
 
     def _iteration(self, event: dict[str, Any], pad: str) -> None:
         self._waiting = None
+        self._cells.pop(str(event.get("run_id")), None)
         for line in self.lines.flush(event.get("run_id")):
             self._print(f"{pad}  | {line}")
         streamed = self.lines.streamed(event)

@@ -3,9 +3,11 @@
 The question runs on a worker thread (``Service.ask``). Until its session is had, the
 request is an ordinary one: a refusal (an unknown context, a busy session, a server
 without free workers) is answered with its HTTP status and the JSON error. From then on
-the answer is ``text/event-stream``: one ``iteration`` event per turn of the root run
-(``{"iteration": n, "cells": c, "seconds": s}``), a ``: keep-alive`` comment when nothing
-happened for ``KEEPALIVE_S``, then one ``result`` event (the JSON ``ask`` returns) or one
+the answer is ``text/event-stream``: for each turn of the root run a ``model`` event when its
+model is called (``{"iteration": n, "prompt_tokens": t}``: a local model may read for a
+minute), a ``cell`` event as each of its cells starts (``{"iteration": n}``), and an
+``iteration`` event when it ends (``{"iteration": n, "cells": c, "seconds": s}``); a
+``: keep-alive`` comment when nothing happened for ``KEEPALIVE_S``, then one ``result`` event (the JSON ``ask`` returns) or one
 ``error`` event (the JSON error shape). A client that disconnects cancels the question
 (``Session.cancel``): its worker is freed as soon as the run notices.
 """
@@ -36,13 +38,21 @@ _SESSION = "session"
 _ITERATION = "iteration"
 
 
-def iteration_of(event: dict[str, Any]) -> dict[str, Any] | None:
-    """What a client is told of a run event: a root turn's number, cells and seconds (None for the rest)."""
-    if event.get("type") != "iteration" or event.get("depth"):
+def progress_of(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What a client is told of a run event (its name and data): the root run's model calls,
+    cells started and turns ended (None for the rest, and for every child run's)."""
+    kind = event.get("type")
+    if event.get("depth") or kind not in ("model_call", "cell_start", "iteration"):
         return None
+    turn = int(event.get("iteration") or 0)
+    if kind == "model_call":
+        tokens = event.get("prompt_tokens")
+        return "model", {"iteration": turn, "prompt_tokens": int(tokens) if isinstance(tokens, int) else None}
+    if kind == "cell_start":
+        return "cell", {"iteration": turn}
     seconds = event.get("duration_s")
-    return {"iteration": int(event.get("iteration") or 0), "cells": len(event.get("code_blocks") or []),
-            "seconds": round(float(seconds), 3) if isinstance(seconds, int | float) else None}
+    return _ITERATION, {"iteration": turn, "cells": len(event.get("code_blocks") or []),
+                        "seconds": round(float(seconds), 3) if isinstance(seconds, int | float) else None}
 
 
 class AskStream:
@@ -77,9 +87,9 @@ class AskStream:
         def listener(event: dict[str, Any]) -> None:
             if self._gone.is_set():  # the client left before the run could be cancelled
                 self._cancel()
-            shown = iteration_of(event)
+            shown = progress_of(event)
             if shown is not None:
-                put(_ITERATION, shown)
+                put(*shown)
 
         def on_session(session: Any) -> None:
             self._sessions.append(session)
@@ -119,8 +129,8 @@ class AskStream:
                             break
                     if waited.cancelled_caught:
                         await _write(send, b": keep-alive\n\n")
-                    elif kind == _ITERATION:
-                        await _write(send, _event(_ITERATION, data))
+                    elif kind != _SESSION:
+                        await _write(send, _event(kind, data))
                 self._done = True
                 if "result" in outcome:
                     last = _event("result", outcome["result"])

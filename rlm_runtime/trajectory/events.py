@@ -200,6 +200,9 @@ class Iteration(RunRecord):
     model_s: float | None = None
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
+    #: The turn did not finish: what stopped it (``KeyboardInterrupt``, ``Cancelled``,
+    #: ``BudgetExceeded``); its code blocks are the reply's, its outputs the cells that ended.
+    stopped: str | None = None
 
 
 class SubCall(RunRecord):

@@ -12,7 +12,6 @@ show is redacted like what the writer writes: the file may be older than that.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -71,8 +70,22 @@ def _secs(value: float | None, digits: int = 2) -> str:
     return "?s" if value is None else f"{value:.{digits}f}s"
 
 
-def _usage_json(usage: dict[str, Usage] | None) -> str:
-    return json.dumps({m: u.model_dump(mode="json", fallback=str) for m, u in (usage or {}).items()}, default=str)
+def _usage_text(usage: dict[str, Usage] | None) -> str:
+    """Usage by model as a person reads it: ``m: 2 calls, 2,190 in / 36 out tokens, $0.0012``."""
+    if not usage:
+        return "none"
+    return "; ".join(f"{_flat(m)}: {u.calls:,} call{'' if u.calls == 1 else 's'}, {u.input_tokens:,} in / "
+                     f"{u.output_tokens:,} out tokens, ${u.cost_usd:.4f}" for m, u in usage.items())
+
+
+#: How a turn that did not finish is marked, by what stopped it.
+_STOPPED = {"KeyboardInterrupt": "interrupted by Ctrl-C", "Cancelled": "cancelled", "BudgetExceeded": "stopped by a limit"}
+
+
+def _stopped(e: Iteration) -> str:
+    if not e.stopped:
+        return ""
+    return f" ({_STOPPED.get(e.stopped, 'stopped: ' + _flat(_clip(e.stopped, 40)))}, before its cells ended)"
 
 
 def _questions(n: int) -> str:
@@ -134,7 +147,7 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
         if isinstance(e, SystemPrompt):
             out.append(f"{indent}system prompt: {len(e.text)} chars: {_clip(_flat(e.text), 60)!r}")
         elif isinstance(e, Iteration):
-            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "")
+            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "") + _stopped(e)
             model = f" (model {_secs(e.model_s)})" if e.model_s is not None else ""
             out.append(f"{indent}{tag}: {_secs(e.duration_s)}{model}, "
                        f"{e.usage.input_tokens} in / {e.usage.output_tokens} out tokens")
@@ -167,7 +180,7 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
         elif isinstance(e, Models):
             out.append(f"{indent}models switched: root {_flat(e.model)}, sub {_flat(e.sub_model)}")
         elif isinstance(e, SessionEnd):
-            out.append(f"{indent}session end: {_questions(e.questions)}, usage={_usage_json(e.usage)}")
+            out.append(f"{indent}session end: {_questions(e.questions)}; usage: {_usage_text(e.usage)}")
         elif isinstance(e, InvalidEvent):
             out.append(f"{indent}warning: a {_flat(e.of_type or 'typeless')} event was invalid when written: "
                        f"{_clip(_flat('; '.join(e.errors)), width)}")
@@ -200,8 +213,9 @@ def render_tree(events: Trace | Iterable[dict[str, Any]], width: int = 100) -> s
         if end is not None:
             what = (f"answer={_clip(end.answer, 80)!r}" if end.answer is not None
                     else f"error={_flat(_clip(end.error, 200))}")
-            own = f", own usage={_usage_json(end.run_usage)}" if end.run_usage is not None else ""
-            out.append(f"{indent}  end: {what}, {end.iterations} iterations, usage={_usage_json(end.usage)}{own}")
+            own = f"; this run's own: {_usage_text(end.run_usage)}" if end.run_usage is not None else ""
+            turns = f"{end.iterations} iteration{'' if end.iterations == 1 else 's'}"
+            out.append(f"{indent}  end: {what}, {turns}; usage: {_usage_text(end.usage)}{own}")
 
     for item in trace.top_level():
         if isinstance(item, Run):
@@ -320,7 +334,7 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
                     f"<pre>{_e(e.text)}</pre></details>")
         if isinstance(e, Iteration):
             u = e.usage
-            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "")
+            tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "") + _e(_stopped(e))
             model = f" (model {_secs(e.model_s)})" if e.model_s is not None else ""
             finish = f" &middot; finish: {_e(e.finish_reason)}" if e.finish_reason else ""
             parts = [f"<details><summary>{tag} <span class=meta>{_secs(e.duration_s)}{model} &middot; {u.input_tokens} in / "
@@ -360,7 +374,7 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
             return f"<div class=meta>models switched &middot; root {_e(e.model)} &middot; sub {_e(e.sub_model)}</div>"
         if isinstance(e, SessionEnd):
             return (f"<div class=meta>session end &middot; {_questions(e.questions)} &middot; "
-                    f"usage {_e(_usage_json(e.usage))}</div>")
+                    f"usage: {_e(_usage_text(e.usage))}</div>")
         if isinstance(e, InvalidEvent):
             return (f"<div class=warn>a {_e(e.of_type or 'typeless')} event was invalid when written: "
                     f"{_e('; '.join(e.errors))}</div>")
@@ -389,8 +403,9 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
                 parts.append(f"<div class=answer>answer: {_e(end.answer)}</div>")
             if end.error:
                 parts.append(f"<div class=err>error: {_e(end.error)}</div>")
-            own = f" &middot; own usage {_e(_usage_json(end.run_usage))}" if end.run_usage is not None else ""
-            parts.append(f"<div class=meta>{end.iterations} iterations &middot; usage {_e(_usage_json(end.usage))}{own} "
+            own = f" &middot; this run's own: {_e(_usage_text(end.run_usage))}" if end.run_usage is not None else ""
+            turns = f"{end.iterations} iteration{'' if end.iterations == 1 else 's'}"
+            parts.append(f"<div class=meta>{turns} &middot; usage: {_e(_usage_text(end.usage))}{own} "
                          f"&middot; {_secs(end.duration_s)}</div>")
         parts.append("</details>")
         return "\n".join(p for p in parts if p)
