@@ -193,6 +193,17 @@ def test_the_api_description_needs_no_token() -> None:
     assert call(GUARD, "/api/health", {**OK, "authorization": f"bearer {TOKEN}", "origin": "http://localhost:8765"})[::2] == (200, True)
 
 
+def test_oauth_discovery_is_told_there_is_none() -> None:
+    """``/.well-known/oauth-protected-resource`` (what an OAuth-capable MCP client asks first)
+    answers 404, not 401, so the client does not go looking for an authorization server; with
+    or without the token, and never reaching the app. Another host is still 403."""
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/x"):
+        status, sent, reached = call(GUARD, path, {"host": "127.0.0.1:8765"})
+        assert (status, "www-authenticate" in sent, reached) == (404, False, False)
+        assert call(GUARD, path, OK)[::2] == (404, False)
+        assert call(GUARD, path, {**OK, "host": "evil.example"})[::2] == (403, False)
+
+
 def test_the_live_server_checks_token_and_host(tmp_path: Path) -> None:
     """It refuses, on a real server, requests without the token (401) or for another host (403)."""
     with serve([ANSWER], [tmp_path]) as api:

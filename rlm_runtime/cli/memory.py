@@ -187,7 +187,8 @@ def add_commands(commands: Any) -> None:
     im.add_argument("file", metavar="FILE", help="a JSONL export, or - for standard input")
     im.set_defaults(run=_guarded(_import))
 
-    fo = add_command(actions, "forget", parents=both, help="move chunks to the trash, or delete every chunk of a source",
+    fo = add_command(actions, "forget", parents=both, aliases=["rm"],
+                     help="move chunks to the trash, or delete every chunk of a source (rm: the same)",
                      description="Move chunks to the trash: searches, recalls, show and export leave them out;\n"
                                  "rlm memory restore brings them back, rlm memory purge deletes them for good.\n"
                                  "With --source, a source's chunks are deleted at once, for good (a file's come\n"

@@ -78,7 +78,7 @@ def add_commands(commands: Any) -> None:
     sh.add_argument("id", metavar="ID", help="its id (ctx:ID works too)")
     sh.set_defaults(run=_show)
 
-    rm = add_command(actions, "rm", parents=[as_json], help="forget a context (its files are left alone)",
+    rm = add_command(actions, "rm", parents=[as_json], aliases=["forget"], help="forget a context (its files are left alone)",
                      examples=("rlm context rm notes",))
     rm.add_argument("id", metavar="ID")
     rm.set_defaults(run=_rm)

@@ -191,8 +191,8 @@ class Guard:
         else:
             status, message = refusal
             extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-            await send_json(send, status, {"error": message, "status": status, "type": "Unauthorized" if status == 401
-                                           else "Forbidden"}, extra)
+            kind = {401: "Unauthorized", 404: "NotFound"}.get(status, "Forbidden")
+            await send_json(send, status, {"error": message, "status": status, "type": kind}, extra)
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         host = headers.get(b"host", b"").decode("latin-1").lower()
@@ -203,6 +203,10 @@ class Guard:
             return 403, "this server answers no requests from web pages of other sites (Origin header)"
         if scope.get("path") in OPEN_PATHS:
             return None
+        if str(scope.get("path", "")).startswith("/.well-known/"):
+            # OAuth discovery (MCP clients ask first): there is none, so no 401 sends a client
+            # looking for an authorization server; the bearer token is the whole scheme.
+            return 404, "this server has no OAuth: send its bearer token (Authorization: Bearer TOKEN)"
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
         token = self._token()
         if scheme.lower() != b"bearer" or not token or not hmac.compare_digest(given.strip(), token.encode()):

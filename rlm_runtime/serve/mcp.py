@@ -39,6 +39,9 @@ from rlm_runtime.serve.service import Service
 from rlm_runtime.utf8safe import utf8safe
 
 T = TypeVar("T")
+#: Registered contexts ``resources/list`` names at most (the registry is bounded; a list this
+#: long is already more than a picker shows).
+LISTED_CONTEXTS = 500
 
 INSTRUCTIONS = """\
 rlm answers questions over contexts too long for a prompt (large files, folders, a memory store) by
@@ -139,6 +142,21 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
                      description="A registered context: its entry, probe and access statistics.")
     async def context_resource(context_id: str) -> str:
         return json.dumps(await read(service.context_show, context_id), ensure_ascii=False)
+
+    fixed_resources = server.list_resources
+
+    async def list_resources() -> list[Any]:
+        """``resources/list``: each registered context as ``rlm://context/ID`` (the first
+        ``LISTED_CONTEXTS``), so an editor's resource picker shows them, after any fixed one."""
+        from mcp_types import Resource
+
+        entries = await read(service.contexts_list)
+        listed = [Resource(uri=f"rlm://context/{e['id']}", name=str(e["name"]), mime_type="application/json",
+                           description=f"registered context ({e['kind']}): its entry, probe and access statistics")
+                  for e in entries[:LISTED_CONTEXTS]]
+        return [*await fixed_resources(), *listed]
+
+    server.list_resources = list_resources
 
     @server.resource("rlm://trajectory/{trace_id}.json", name="trajectory", mime_type="application/json",
                      description="A trajectory's events (every iteration, cell and sub-call of a session's questions).")

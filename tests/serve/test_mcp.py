@@ -279,3 +279,20 @@ def test_resources_give_a_context_entry_and_a_trajectory_page(root: Path) -> Non
     assert data["id"] == "notes" and data["kind"] == "file" and data["usage"]["loads"] == 1
     assert "<html" in page.contents[0].text.lower() and "done" in page.contents[0].text
     assert "nosuch" in missing and "Traceback" not in missing
+
+
+def test_resources_list_names_each_registered_context(root: Path) -> None:
+    """``resources/list`` (the SDK client) names every registered context as rlm://context/ID,
+    so an editor's resource picker shows them; each listed one reads."""
+    async def body(client: Client) -> Any:
+        before = await client.list_resources()
+        await client.call_tool("context_add", {"path": str(root / "notes.txt"), "name": "notes"})
+        await client.call_tool("context_add", {"path": str(root / "docs"), "name": "docs"})
+        after = await client.list_resources()
+        read = [await client.read_resource(str(r.uri)) for r in after.resources]
+        return before, after, read
+
+    before, after, read = _run(_service(root, lambda m: _code("FINAL('done')")), body)
+    assert not [r for r in before.resources if str(r.uri).startswith("rlm://context/")]
+    assert sorted(str(r.uri) for r in after.resources) == ["rlm://context/docs", "rlm://context/notes"]
+    assert sorted(json.loads(r.contents[0].text)["id"] for r in read) == ["docs", "notes"]
