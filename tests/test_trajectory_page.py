@@ -62,7 +62,7 @@ def test_the_page_opens_with_each_question_its_answer_and_totals(tmp_path: Path)
     page = _page(tmp_path)
     summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Timeline</h2>")]
     assert "<div class=answer>shelf 2</div>" in summary
-    assert "2 iterations" in summary and "1 sub-calls" in summary and "tokens in" in summary
+    assert "2 iterations" in summary and "1 sub-call " in summary and "tokens in" in summary
     assert page.index("<h2>Summary</h2>") < page.index("<h2>Timeline</h2>") < page.index("<h2>Runs</h2>")
 
 
@@ -100,3 +100,30 @@ def test_a_huge_trace_draws_a_bounded_timeline() -> None:
     tl = timeline(Trace.from_dicts(events))
     assert tl is not None
     assert sum(len(lane.bars) for lane in tl.lanes) == MAX_BARS and tl.left_out == 300
+
+
+def test_the_root_turns_open_and_a_short_timeline_ticks_in_milliseconds(tmp_path: Path) -> None:
+    """The root run's turns are open on load (their code readable without a click); a timeline
+    under five seconds labels its ticks in milliseconds, never 0.0s 0.0s 0.0s."""
+    page = _page(tmp_path)
+    dom = _dom(page)
+    assert page.count("<details open><summary>iteration ") == 2  # the two turns of the question
+    ticks = [t for t in dom.texts if t.endswith(" ms")]
+    assert len(ticks) == 6 and float(ticks[0].split()[0]) == 0 and len(set(ticks)) == 6
+    assert "0.0s" not in " ".join(t for t in dom.texts if t.endswith("s") and len(t) <= 6)
+
+
+def test_the_summary_counts_a_child_rlm_as_a_sub_call(tmp_path: Path) -> None:
+    """A question whose cell runs rlm_query (a child run) counts it among its sub-calls."""
+    def reply(messages: list[dict[str, Any]]) -> str:
+        asked = messages[1]["content"] if len(messages) > 1 else ""
+        if "inner question" in asked:
+            return code("FINAL('inner done')")
+        return code("r = rlm_query('inner question')\nFINAL(r)")
+
+    path = tmp_path / "t.jsonl"
+    with Session(ScriptedClient(reply), contexts=["some text\n"], trace=path) as s:
+        assert s.ask("outer?").answer == "inner done"
+    page = render_html(read_trace(path))
+    summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Timeline</h2>")]
+    assert "1 sub-call " in summary

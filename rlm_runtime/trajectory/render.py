@@ -12,6 +12,7 @@ show is redacted like what the writer writes: the file may be older than that.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -254,6 +255,17 @@ def _code(text: str) -> str:
 _LANE_H, _LABEL_W, _WIDTH = 20, 280, 1100
 
 
+def _tick(seconds: float, span: float) -> str:
+    """A time axis label with as many digits as the axis's span needs to tell ticks apart:
+    milliseconds under 5 s (``0 ms 120 ms 240 ms``; tenths of one under 5 ms), tenths of a second
+    under a minute, whole seconds above."""
+    if span < 5:
+        step_ms = span * 1000 / 5
+        digits = 0 if step_ms >= 1 else min(3, math.ceil(-math.log10(max(step_ms, 1e-6))))
+        return f"{seconds * 1000:.{digits}f} ms"
+    return f"{seconds:.1f}s" if span < 60 else f"{seconds:.0f}s"
+
+
 def _timeline_svg(tl: Timeline) -> str:
     """The timeline as inline SVG: a lane a row, a bar per stretch of time; hovering a bar
     shows its label (an SVG ``title``: no script)."""
@@ -264,7 +276,7 @@ def _timeline_svg(tl: Timeline) -> str:
     for k in range(6):  # the time axis: six ticks
         x = _LABEL_W + k * (_WIDTH - _LABEL_W - 10) / 5
         parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(tl.lanes) * _LANE_H}" class=tick />'
-                     f'<text x="{x:.1f}" y="{top - 8}" class=axis>{span * k / 5:.1f}s</text>')
+                     f'<text x="{x:.1f}" y="{top - 8}" class=axis>{_tick(span * k / 5, span)}</text>')
     for i, lane in enumerate(tl.lanes):
         y = top + i * _LANE_H
         parts.append(f'<text x="4" y="{y + 14}" class=lane>{_e(_clip(lane.name, 44))}</text>')
@@ -289,7 +301,8 @@ def _summary(trace: Trace) -> str:
                    else f"<div class=err>no answer: {_e(q.error)}</div>")
         cost = f"${q.cost_usd:.4f}" if q.cost_usd else "$0"
         rows.append(f"<div class=question><div><b>{_e(_clip(q.query, 300))}</b></div>{outcome}"
-                    f"<div class=meta>{_e(q.model)} &middot; {q.iterations} iterations &middot; {q.sub_calls} sub-calls "
+                    f"<div class=meta>{_e(q.model)} &middot; {q.iterations} iteration{'' if q.iterations == 1 else 's'} "
+                    f"&middot; {q.sub_calls} sub-call{'' if q.sub_calls == 1 else 's'} "
                     f"&middot; {tokens(q.input_tokens)} tokens in / {tokens(q.output_tokens)} out &middot; {cost} "
                     f"&middot; {_secs(q.seconds, 1)}</div></div>")
     return "".join(rows)
@@ -337,7 +350,9 @@ def render_html(events: Trace | Iterable[dict[str, Any]], title: str = "rlm traj
             tag = f"iteration {e.iteration}" + (" (forced answer)" if e.forced else "") + _e(_stopped(e))
             model = f" (model {_secs(e.model_s)})" if e.model_s is not None else ""
             finish = f" &middot; finish: {_e(e.finish_reason)}" if e.finish_reason else ""
-            parts = [f"<details><summary>{tag} <span class=meta>{_secs(e.duration_s)}{model} &middot; {u.input_tokens} in / "
+            # The root run's turns open (their code and output readable at once); a child run's closed.
+            parts = [f"<details{'' if e.depth else ' open'}><summary>{tag} <span class=meta>{_secs(e.duration_s)}{model} "
+                     f"&middot; {u.input_tokens} in / "
                      f"{u.output_tokens} out tokens &middot; ${u.cost_usd}{finish}</span></summary>",
                      f"<div class=meta>response</div><pre>{_e(e.response)}</pre>"]
             for k, code in enumerate(e.code_blocks):

@@ -84,7 +84,9 @@ def questions(trace: Trace) -> list[Question]:
     for run in _runs(trace):
         end, start = run.end, run.start
         spent = _total(end.usage) if end is not None else (0, 0, 0.0)
-        subs = sum(isinstance(e, SubCall) for r in _walk(run, 0) for e in r.events)
+        tree = _walk(run, 0)
+        # llm_query calls and the child runs rlm_query started (each a run of the tree but the root).
+        subs = sum(isinstance(e, SubCall) for r in tree for e in r.events) + len(tree) - 1
         out.append(Question(query=start.query if start else "", answer=end.answer if end else None,
                             error=(end.error if end else "the run did not end in this trace"),
                             model=start.model if start else None, iterations=end.iterations if end else 0,
