@@ -19,6 +19,7 @@ their own sandboxes (``subcalls.py``).
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -119,6 +120,9 @@ class Run:
         self.run_id = uuid.uuid4().hex[:8]
         self.iterations = 0
         self.partial: str | None = None
+        #: What FINAL was last given, as plain data (a list stays a list): the answer's
+        #: ``value`` when the answer taken is its text.
+        self.final_value: Any = None
         self.budget_error: BudgetExceeded | None = None
         #: Turns in a row that failed: code that raised, or a reply without code after one.
         self.failing = 0
@@ -237,7 +241,7 @@ class Run:
             if answer is not None:  # an answer given after a refused sub-call still counts
                 verdict = assists.on_answer(answer)
                 if not isinstance(verdict, Question):
-                    return RunResult(verdict, iterations=self.iterations)
+                    return self._result(verdict)
                 talk.ask(verdict.note)
                 continue
             self.tree.check_cancelled(self.partial)
@@ -344,11 +348,28 @@ class Run:
             failed = failed or cell_failed
             shown.append(text)
             if result.has_final:
-                return (Answer(harness.stringify(result.final), turn.reply, harness.final_argument(code),
+                return (Answer(self._final_text(result.final), turn.reply, harness.final_argument(code),
                                f"{printed}\n{result.stdout}", self._last()), "", False, "")
             if self.budget_error is not None or result.error:
                 break  # later blocks usually depend on this one
         return None, harness.cap("\n\n".join(shown), self.tree.setup.limits.feedback_chars, notes["cut"]), failed, assisted
+
+    def _final_text(self, value: Any) -> str:
+        """FINAL's value as the answer's text (``harness.stringify``), kept as data too."""
+        self.final_value = value
+        return harness.stringify(value)
+
+    def _result(self, text: str) -> RunResult:
+        """The run's answer ``text``, with FINAL's value as JSON data when that is what the
+        text says (a list, a dict, a number, a bool; not when an assist changed the text)."""
+        value = self.final_value
+        if isinstance(value, str) or value is None or harness.stringify(value) != text:
+            return RunResult(text, iterations=self.iterations)
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):  # NaN, or data JSON has no form for
+            return RunResult(text, iterations=self.iterations)
+        return RunResult(text, iterations=self.iterations, value=value)
 
     def _prose_answer(self, reply: str, sandbox: Sandbox) -> Answer | None:
         """A FINAL written in prose: ``FINAL_VAR(name)``, ``FINAL(expression)`` evaluated in the
@@ -358,13 +379,13 @@ class Run:
         if var:
             result = sandbox.execute(f"FINAL_VAR({var!r})")
             if result.has_final:
-                return Answer(harness.stringify(result.final), reply, var, printed, last)
+                return Answer(self._final_text(result.final), reply, var, printed, last)
         expression = harness.prose_final_expression(reply)
         if expression is not None:
             # Unquoted: it may name a variable or be an expression; if that fails it is literal text.
             result = sandbox.execute(f"FINAL({expression})")
             if result.has_final:
-                return Answer(harness.stringify(result.final), reply, expression, printed, last)
+                return Answer(self._final_text(result.final), reply, expression, printed, last)
         said = harness.prose_final(reply)
         return Answer(said, reply, expression, printed, last) if said is not None else None
 
@@ -391,7 +412,7 @@ class Run:
         self.iterations += 1
         if given is not None:
             verdict = assists.on_answer(given)  # the last turn: an assist may replace it, not question it
-            return RunResult(given.text if isinstance(verdict, Question) else verdict, iterations=self.iterations)
+            return self._result(given.text if isinstance(verdict, Question) else verdict)
         if failing:
             raise TooManyErrors(failing, partial=self.partial)
         raise NoAnswer(f"no FINAL answer after {self.iterations - 1} iterations and a forced turn",

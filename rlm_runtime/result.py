@@ -14,7 +14,8 @@ from rlm_runtime.errors import RLMError
 @dataclass
 class RunResult:
     """What a run produced. ``answer`` is None when it failed; then ``error`` says why,
-    ``error_type`` names the class and ``exception`` holds it (an ``RLMError``)."""
+    ``error_type`` names the class and ``exception`` holds it (an ``RLMError``). ``value``:
+    the answer as data, when FINAL gave a list, a dict, a number or a bool."""
 
     answer: str | None
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -26,6 +27,9 @@ class RunResult:
     partial: str | None = None
     duration_s: float = 0.0
     exception: RLMError | None = field(default=None, repr=False, compare=False)
+    #: The answer as JSON data when FINAL was given a list, a dict, a number or a bool (and
+    #: ``answer`` is its text): ``["INC-101", "INC-112"]`` where ``answer`` is that list's repr.
+    value: Any = None
 
     @classmethod
     def failed(cls, error: RLMError, *, iterations: int = 0, partial: str | None = None) -> RunResult:

@@ -107,6 +107,16 @@ def test_ask_streams_iterations_then_the_result(root: Path) -> None:
         assert events[-1][1]["answer"] == "4711"
 
 
+def test_a_list_answer_comes_back_as_json_data(root: Path) -> None:
+    """A FINAL of a list comes back from POST /api/ask with ``value`` a JSON list (``answer``
+    its text), and a str answer with ``value`` null."""
+    with serve(["```python\nFINAL(['INC-101', 'INC-112'])\n```", ANSWER], [root]) as api:
+        listed = api.post("/api/ask", json={"question": "which?", "contexts": [str(root / "notes.txt")]}).json()
+        assert listed["value"] == ["INC-101", "INC-112"] and listed["answer"] == "['INC-101', 'INC-112']"
+        plain = api.post("/api/ask", json={"question": "code?", "contexts": [str(root / "notes.txt")]}).json()
+        assert plain["value"] is None and plain["answer"] == "4711"
+
+
 def test_a_silent_stream_is_kept_alive(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It sends a keep-alive comment while a turn takes longer than KEEPALIVE_S."""
     monkeypatch.setattr(stream, "KEEPALIVE_S", 0.2)

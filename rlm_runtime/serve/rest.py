@@ -127,9 +127,10 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 _READING = _errors(400, 404, 422)
 #: One server-sent event of a streamed ask (OpenAPI 3.1: the schema of an event stream is an event's).
 _ASK_EVENT = {"type": "object", "required": ["event", "data"], "properties": {
-    "event": {"enum": ["iteration", "result", "error"]},
+    "event": {"enum": ["model", "cell", "iteration", "result", "error"]},
     "data": {"type": "string", "contentMediaType": "application/json",
-             "description": "iteration: {iteration, cells, seconds}; result: what a plain ask answers; error: an ErrorBody"}}}
+             "description": "model: {iteration, prompt_tokens}; cell: {iteration}; iteration: {iteration, cells, seconds}; "
+                            "result: what a plain ask answers; error: an ErrorBody"}}}
 
 
 class RememberBody(BaseModel):

@@ -380,9 +380,9 @@ class Service:
                 on_session(session)
             result = session.ask(question)
         trace = Path(result.trajectory).stem if result.trajectory else None
-        return {"answer": result.answer, "ok": result.error is None, "error": result.error, "error_type": result.error_type,
-                "iterations": result.iterations, "usage": result.usage, "duration_s": round(result.duration_s, 3),
-                "trajectory": trace}
+        return {"answer": result.answer, "value": result.value, "ok": result.error is None, "error": result.error,
+                "error_type": result.error_type, "iterations": result.iterations, "usage": result.usage,
+                "duration_s": round(result.duration_s, 3), "trajectory": trace}
 
     def trajectory(self, trace_id: str, fmt: str = "json") -> str:
         """A trajectory by id: its events as a JSON array (``json``) or the HTML page (``html``)."""

@@ -366,3 +366,17 @@ def test_the_readmes_scripted_example_prints_what_the_readme_says(rlm_cli: CLI) 
     assert res.out == "['INC-101', 'INC-112']\n"
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "['INC-101', 'INC-112']" in readme and "INC-112 payments: duplicate charges" in res.err
+
+
+def test_a_list_answer_is_json_data_in_json_output(write_script, rlm_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """FINAL(a list) gives ``--json`` a ``value`` that is a JSON list (``answer`` stays its text);
+    a str answer has no value; a number's value is the number."""
+    doc = tmp_path / "notes.txt"
+    doc.write_text("INC-101 payments\nINC-112 payments\n")
+    for final, value in (("['INC-101', 'INC-112']", ["INC-101", "INC-112"]), ("'INC-101'", None), ("42", 42),
+                         ("{'a': [1, 2]}", {"a": [1, 2]})):
+        script = write_script(code(f"FINAL({final})"))
+        res = rlm_cli("ask", "which?", "-c", doc, "-m", f"scripted:{script}", "--json")
+        data = json.loads(res.out)
+        assert res.code == 0 and data["value"] == value, (final, res.out)
+        assert isinstance(data["answer"], str)

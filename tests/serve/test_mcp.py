@@ -296,3 +296,12 @@ def test_resources_list_names_each_registered_context(root: Path) -> None:
     assert not [r for r in before.resources if str(r.uri).startswith("rlm://context/")]
     assert sorted(str(r.uri) for r in after.resources) == ["rlm://context/docs", "rlm://context/notes"]
     assert sorted(json.loads(r.contents[0].text)["id"] for r in read) == ["docs", "notes"]
+
+
+def test_ask_gives_a_list_answer_as_json_data(root: Path) -> None:
+    """The ask tool's structured result holds FINAL's list as a JSON list (``value``)."""
+    async def body(client: Client) -> Any:
+        return await client.call_tool("ask", {"question": "which?", "contexts": [str(root / "notes.txt")]})
+
+    result = _run(_service(root, lambda m: _code("FINAL(['INC-101', 'INC-112'])")), body)
+    assert result.structured_content["value"] == ["INC-101", "INC-112"]
