@@ -342,8 +342,9 @@ def run_terminal(config: ReplConfig, *, home: Path, notes: tuple[str, ...] = (),
     for note in notes:
         display.note(note)
     n = len(config.contexts)
-    display.info(f"rlm repl: model {config.model}; {n} context{'s' if n != 1 else ''}. A line is a question; "
-                 "'>>> code' or F2 runs Python in the same namespace; /help for commands; Ctrl-D exits.")
+    # Two lines that each fit 80 columns (the first with a model name of up to 36 characters).
+    display.info(f"rlm repl: {config.model}, {n} context{'s' if n != 1 else ''}; /help; Ctrl-D leaves")
+    display.info("a line is a question; '>>> code' or F2 runs Python in the same namespace")
     # The prompt comes up at once; the session is made meanwhile (most of the start-up time).
     frontend.bind(None)
     frontend.start(lambda: Repl(config, display, frontend))

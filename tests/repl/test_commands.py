@@ -141,3 +141,14 @@ def test_a_profile_given_at_start_applies(drive, write_script) -> None:
     """It starts the session with --profile's limits."""
     run = drive(write_script(code("FINAL('ok')")), "/limits" + ENTER, profile="quick")
     assert "max_iterations = 7" in run.out and "max_depth = 0" in run.out
+
+
+def test_the_welcome_fits_80_columns(drive, write_script) -> None:  # type: ignore[no-untyped-def]
+    """The welcome is two lines, each within 80 columns (the first with a model name of up to
+    36 characters, as local:qwen2.5-coder-1.5b's 24): it no longer wraps twice."""
+    script = write_script("unused")
+    run = drive(script)
+    model = f"scripted:{script}"
+    first, second = run.out.splitlines()[:2]
+    assert first == f"rlm repl: {model}, 0 contexts; /help; Ctrl-D leaves"
+    assert len(first) - len(model) <= 80 - 36 and len(second) <= 80
