@@ -109,10 +109,16 @@ def _profile(repl: Repl, arg: str) -> bool:
             repl.display.out(f"  {p.name:18} {p.description}")
         return True
     repl.session.set_profile(None if name == "none" else name)
+    kept = ""
+    if repl.limit_overrides:  # what /limits set wins over the profile's, as flags do on the command line
+        from rlm_runtime.budget import RunLimits
+
+        repl.session.set_limits(RunLimits(**{**repl.session.limits.model_dump(), **repl.limit_overrides}))
+        kept = "; kept from /limits: " + ", ".join(f"{k}={v}" for k, v in repl.limit_overrides.items())
     limits = repl.session.limits
     repl.hud.model = repl.session.setup.client.model
     repl.display.info(f"profile: {name} (for the next questions): {limits.max_iterations} turns, depth {limits.max_depth}, "
-                      f"sub-model {repl.session.setup.sub_client.model}")
+                      f"sub-model {repl.session.setup.sub_client.model}{kept}")
     return True
 
 
@@ -161,6 +167,7 @@ def _limits(repl: Repl, arg: str) -> bool:
         repl.display.error(f"invalid limit: {detail}")
         return False
     repl.session.set_limits(limits)
+    repl.limit_overrides.update({k: getattr(limits, k) for k in changes})
     repl.display.info("limits: " + ", ".join(f"{k}={getattr(limits, k)}" for k in changes) + " (for the next questions)")
     return True
 

@@ -177,6 +177,9 @@ class Repl:
         #: The variables in the worker after the last question or cell (for completion).
         self.names: list[str] = []
         self.exiting = False
+        #: The limits set with /limits: they stay through a /profile, as flags win over a
+        #: profile on the command line.
+        self.limit_overrides: dict[str, object] = {}
         self.cancelled = False  # the last question or cell was cancelled (stops a replay)
         self._replay_depth = 0
 

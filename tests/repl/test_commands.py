@@ -137,6 +137,17 @@ def test_profile_lists_switches_and_clears(drive, write_script) -> None:
     assert "unknown profile 'nope'" in run.err
 
 
+def test_limits_set_by_hand_stay_through_a_profile(drive, write_script) -> None:
+    """A /limits set before /profile stays (and is said to stay), as a flag wins over a
+    profile on the command line; the profile's other limits apply."""
+    run = drive(write_script(code("FINAL('ok')")), "/limits max_iterations=12" + ENTER, "/profile quick" + ENTER,
+                "/limits" + ENTER)
+    said = run.err + run.out
+    assert "profile: quick (for the next questions): 12 turns, depth 0" in said
+    assert "kept from /limits: max_iterations=12" in said
+    assert "max_iterations = 12" in run.out and "max_depth = 0" in run.out
+
+
 def test_a_profile_given_at_start_applies(drive, write_script) -> None:
     """It starts the session with --profile's limits."""
     run = drive(write_script(code("FINAL('ok')")), "/limits" + ENTER, profile="quick")
