@@ -92,7 +92,8 @@ def accuracy_by_length(series: dict[str, dict[int, float]], path: Out, *, window
         ax.plot(xs, [points[x] for x in xs], marker="o", label=_label(label))
     if window_chars:
         ax.axvline(window_chars, color="grey", linestyle="--", linewidth=1)
-        ax.text(window_chars, 1.04, f"model window ~{window_tokens:,} tokens " if window_tokens else "model window ",
+        ax.text(window_chars, 1.04, f"model window: ~{window_chars:,} characters (~{window_tokens:,} tokens) "
+                if window_tokens else f"model window: ~{window_chars:,} characters ",
                 fontsize=8, color="grey", va="bottom", ha="right")
     lengths = sorted({x for points in series.values() for x in points})
     if lengths:

@@ -117,7 +117,7 @@ def length_table(records: list[dict[str, Any]]) -> list[list[str]]:
             rs = by.get(label, [])
             right = sum(1 for r in rs if _right(r))
             row += [f"{right}/{len(rs)}" if rs else "-",
-                    f"{statistics.median(float(r.get('wall_s') or 0) for r in rs):.0f}" if rs else "-"]
+                    f"{statistics.median(float(r.get('wall_s') or 0) for r in rs):.1f}" if rs else "-"]
         rows.append(row)
     return rows
 

@@ -162,3 +162,32 @@ def test_labels_of_close_points_do_not_overlap(tmp_path: Path) -> None:
     area = ax.get_window_extent(renderer)
     assert all(area.x0 <= b.x0 and b.x1 <= area.x1 for b in boxes)  # the last point's label went left, not off the plot
     assert [_count(v) for v in (500, 3500, 100_000, 1_000_000)] == ["500", "3.5k", "100k", "1M"]
+
+
+def test_the_length_table_keeps_tenths_of_a_second() -> None:
+    """Median seconds in the length table keep a decimal: 0.4 s is not shown as 0."""
+    from rlm_runtime.eval.report import length_table
+
+    records = [{"label": "rlm", "family": "needle", "length": 4000, "wall_s": s, "score": 1.0, "correct": True}
+               for s in (0.31, 0.42, 0.55)]
+    assert length_table(records) == [["needle", "4,000", "3/3", "0.4"]]
+
+
+def test_the_window_line_is_labelled_in_the_axis_unit(tmp_path: Path) -> None:
+    """The accuracy plot's window line says its place in characters (the axis), then tokens."""
+    pytest.importorskip("matplotlib")
+    said: list[str] = []
+    import matplotlib.axes
+
+    original = matplotlib.axes.Axes.text
+
+    def text(self: object, x: float, y: float, s: str, *args: object, **kwargs: object) -> object:
+        said.append(s)
+        return original(self, x, y, s, *args, **kwargs)  # type: ignore[arg-type]
+
+    matplotlib.axes.Axes.text = text  # type: ignore[assignment, method-assign]
+    try:
+        plots.accuracy_by_length({"rlm": {4000: 1.0, 40000: 0.5}}, tmp_path / "a.png", window_chars=32768, window_tokens=8192)
+    finally:
+        matplotlib.axes.Axes.text = original  # type: ignore[method-assign]
+    assert any(s.startswith("model window: ~32,768 characters (~8,192 tokens)") for s in said)
