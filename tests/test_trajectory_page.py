@@ -127,3 +127,22 @@ def test_the_summary_counts_a_child_rlm_as_a_sub_call(tmp_path: Path) -> None:
     page = render_html(read_trace(path))
     summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Timeline</h2>")]
     assert "1 sub-call " in summary
+
+
+def test_time_between_questions_is_left_out_of_the_timeline() -> None:
+    """Two questions a minute apart (a person typing between them) are drawn end to end, half
+    a second apart, and the page says how much idle time was left out."""
+    from rlm_runtime.trajectory.timeline import GAP_S
+
+    def run(run_id: str, t0: float) -> list[dict[str, Any]]:
+        return [{"type": "run_start", "run_id": run_id, "depth": 0, "query": "q", "t": t0},
+                {"type": "iteration", "run_id": run_id, "depth": 0, "iteration": 1, "t": t0 + 2.0, "duration_s": 2.0,
+                 "model_s": 1.5, "code_blocks": ["x"], "outputs": [{}]},
+                {"type": "run_end", "run_id": run_id, "depth": 0, "answer": "a", "iterations": 1, "t": t0 + 2.0,
+                 "duration_s": 2.0}]
+
+    events = [{"type": "trace_start", "schema": 2, "t": 0.0}, *run("r1", 100.0), *run("r2", 160.0)]
+    trace = Trace.from_dicts(events)
+    tl = timeline(trace)
+    assert tl is not None and abs((tl.end - tl.start) - (4.0 + GAP_S)) < 1e-6 and abs(tl.idle_s - (58.0 - GAP_S)) < 1e-6
+    assert "between questions (nothing running) left out of the axis" in render_html(trace)

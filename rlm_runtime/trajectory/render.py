@@ -288,7 +288,9 @@ def _timeline_svg(tl: Timeline) -> str:
     height = top + len(tl.lanes) * _LANE_H + 8
     legend = ("<div class=meta>bars: <span class=k-model>the model</span> <span class=k-cells>cells</span> "
               "<span class=k-sub_call>sub-calls</span> <span class=k-tool>tools</span>; hover a bar for its tokens and time"
-              + (f"; {tl.left_out} bars not drawn" if tl.left_out else "") + "</div>")
+              + (f"; {tl.left_out} bars not drawn" if tl.left_out else "")
+              + (f"; the {_secs(tl.idle_s, 0 if tl.idle_s >= 10 else 1)} between questions (nothing running) "
+                 "left out of the axis" if tl.idle_s >= 0.05 else "") + "</div>")
     return (f'<svg class=timeline width="{_WIDTH}" height="{height}" viewBox="0 0 {_WIDTH} {height}" '
             f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline">{"".join(parts)}</svg>{legend}')
 

@@ -6,7 +6,10 @@ long they took, so a bar is ``[t - duration, t]``. A turn's bar is cut in two: t
 part (``model_s``) and the cells' part (the rest). A run's lane holds its turns; its sub-calls
 and tool calls get a lane of their own beneath, and a child run (``rlm_query``) its own lanes
 after its parent's. A trace may be hostile or huge: at most ``MAX_BARS`` bars are made (the
-rest are counted), and every label is plain text for the caller to escape.
+rest are counted), and every label is plain text for the caller to escape. The time between
+one question's end and the next one's start (a person typing in the REPL, a session idle
+between a client's questions) is left out of the axis: questions are laid end to end, a
+``GAP_S`` apart, and the time left out is counted (``idle_s``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ MAX_BARS = 2000
 MAX_LANES = 200
 #: Child runs followed at most this deep (as the other views).
 _MAX_NESTING = 100
+#: Seconds drawn between two questions whose real gap (idle time) is left out.
+GAP_S = 0.5
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Timeline:
     start: float
     end: float
     left_out: int = 0  # bars not made past MAX_BARS or MAX_LANES
+    idle_s: float = 0.0  # time between questions left out of the axis
 
 
 @dataclass
@@ -120,7 +126,10 @@ def timeline(trace: Trace) -> Timeline | None:
             lane.bars.append(bar)
             made += 1
 
+    shift = idle = 0.0  # seconds the current question's bars move left; seconds left out so far
+    last_end: float | None = None
     for root in _runs(trace):
+        first_lane = len(lanes)
         for run in _walk(root, 0):
             query = run.start.query if run.start is not None else ""
             turns = Lane(f"{'  ' * run.depth}run {run.run_id}: {query}", run.depth)
@@ -146,7 +155,20 @@ def timeline(trace: Trace) -> Timeline | None:
                     lanes.append(lane)
                 elif lane.bars:
                     left += len(lane.bars)
+        mine = [b for lane in lanes[first_lane:] for b in lane.bars]
+        if not mine:
+            continue
+        start = min(b.start for b in mine)
+        if last_end is not None and start - shift > last_end + GAP_S:
+            gap = start - shift - (last_end + GAP_S)  # the idle time before this question
+            shift += gap
+            idle += gap
+        for b in mine:
+            b.start -= shift
+            b.end -= shift
+        end = max(b.end for b in mine)
+        last_end = end if last_end is None else max(last_end, end)
     bars = [b for lane in lanes for b in lane.bars]
     if not bars:
         return None
-    return Timeline(lanes, min(b.start for b in bars), max(b.end for b in bars), left)
+    return Timeline(lanes, min(b.start for b in bars), max(b.end for b in bars), left, idle)
