@@ -303,3 +303,38 @@ def test_other_models_are_not_small(name: str) -> None:
 def test_the_stated_size_is_read_carefully(name: str, size: float | None) -> None:
     """It reads a <number>b token between separators, the largest when there are several."""
     assert stated_size_billions(name) == size
+
+
+_CHECK = """
+import sys
+from rlm_runtime.llm import checked_client
+try:
+    checked_client(sys.argv[1]).close()
+    print("ok", "litellm" in sys.modules)
+except Exception as e:
+    print(type(e).__name__, "litellm" in sys.modules, str(e)[:300])
+"""
+
+
+def test_an_unknown_provider_is_refused_without_importing_litellm(tmp_path: Path) -> None:
+    """After one process has imported litellm, a name whose prefix no provider has is refused
+    by a later process without importing litellm (about 4 s), with the nearest provider
+    suggested; a known provider still goes to litellm; a cache file that is not litellm's
+    list is ignored (litellm is asked)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RLM_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"}
+
+    def check(name: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", _CHECK, name], capture_output=True, text=True, env=env, timeout=120)
+        return done.stdout.split(maxsplit=2)
+
+    assert check("openai/gpt-4o-mini")[:2] == ["ok", "True"]  # litellm imported: the prefixes are kept
+    kept = list((tmp_path / "home" / "cache").glob("litellm-*-prefixes.json"))
+    assert len(kept) == 1 and oct(kept[0].stat().st_mode & 0o777) == "0o600"
+    kind, imported, said = check("opnai/gpt-4o-mini")
+    assert (kind, imported) == ("UnknownModel", "False") and "did you mean 'openai/gpt-4o-mini'" in said
+    kept[0].write_text('["nothing"]')
+    assert check("opnai/gpt-4o-mini")[:2] == ["UnknownModel", "True"]  # the bad file ignored: litellm asked

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from rlm_runtime import redact
@@ -40,7 +42,57 @@ def _lib() -> Any:
                 import litellm
 
             _litellm = litellm
+            _keep_prefixes(litellm)
     return _litellm
+
+
+def _prefixes_file() -> Path | None:
+    """Where the names litellm takes before a ``/`` are kept for this version of litellm
+    (``$RLM_HOME/cache``), or None when its version cannot be read."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from rlm_runtime.config import paths_from_env
+
+    try:
+        made = version("litellm")
+    except PackageNotFoundError:
+        return None
+    if not all(c.isalnum() or c in ".-+_" for c in made):
+        return None
+    return paths_from_env().home / "cache" / f"litellm-{made}-prefixes.json"
+
+
+def _keep_prefixes(lib: Any) -> None:
+    """Write the prefixes litellm knows (its providers, and the first part of every model name
+    in its price map), so a later process refuses a name with an unknown prefix without
+    importing litellm (about 4 s). Best effort: a file that cannot be written is skipped."""
+    path = _prefixes_file()
+    if path is None or path.exists():
+        return
+    try:
+        names = {str(p) for p in lib.provider_list}
+        names |= {k.split("/", 1)[0] for k in lib.model_cost if isinstance(k, str) and "/" in k}
+        from rlm_runtime import private
+
+        private.make_dir(path.parent)
+        private.write_text(path, json.dumps(sorted(names)))
+    except Exception:  # noqa: BLE001 - a cache: never the reason a model call fails
+        pass
+
+
+def _known_prefixes() -> frozenset[str] | None:
+    """The prefixes ``_keep_prefixes`` wrote for this litellm, or None (none written yet, or
+    a file that is not a list of names: then litellm itself is asked)."""
+    path = _prefixes_file()
+    try:
+        if path is None or path.stat().st_size > 1_000_000:
+            return None
+        names = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(names, list) or "openai" not in names or not all(isinstance(n, str) for n in names):
+        return None  # not what _keep_prefixes writes (every litellm knows openai)
+    return frozenset(names)
 
 
 class _MutedThreads(io.TextIOBase):
@@ -155,6 +207,16 @@ class LiteLLMClient:
         """Fail early, with an actionable message, on an unknown model or a missing key."""
         if self._checked:
             return
+        prefix, slash, _ = self.model.partition("/")
+        known = _known_prefixes() if slash and self.api_base is None else None
+        if known is not None and prefix not in known:  # refused at once: no import of litellm
+            import difflib
+
+            close = difflib.get_close_matches(prefix, sorted(known), n=1, cutoff=0.6)
+            raise UnknownModel(f"unknown model {self.model!r}: {prefix!r} is no provider litellm knows (use a litellm "
+                               "name such as openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or "
+                               "ollama/qwen2.5-coder, or scripted:PATH)"
+                               + (f"; did you mean {close[0] + '/' + self.model.partition('/')[2]!r}?" if close else ""))
         lib = _lib()
         try:
             with _quiet():
