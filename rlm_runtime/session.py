@@ -455,16 +455,22 @@ class Session:
 
     def variable_names(self) -> list[str]:
         """The names of the variables in the worker (what ``SHOW_VARS`` lists)."""
+        return list(self.variables())
+
+    def variables(self) -> dict[str, str]:
+        """The worker's variables and their types' names (``SHOW_VARS``: ``hits: GrepResult =
+        ...``), in its order."""
         with self._turn():
             result = self._sandbox.execute("SHOW_VARS()")
         if not result.ok:
-            return []
-        names = []
+            return {}
+        found: dict[str, str] = {}
         for line in (result.stdout or "").split("\n"):  # a value's U+2028 or "\r" starts no line
-            name, sep, _ = line.partition(": ")
+            name, sep, rest = line.partition(": ")
             if sep and name.isidentifier():
-                names.append(name)
-        return names
+                kind = rest.partition(" = ")[0]
+                found[name] = kind if kind.isidentifier() else ""
+        return found
 
     def calls_in_flight(self) -> int:
         """Sub-calls (``llm_query`` and friends) of the running question in flight now (0 when idle)."""

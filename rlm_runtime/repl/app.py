@@ -112,7 +112,7 @@ class TerminalFrontend:
         """Make the prompt; ``repl`` may come later (``start``), the prompt works before it."""
         self.repl = repl
         completer = ReplCompleter(lambda: self.python_mode, lambda: self.repl.names if self.repl else [], _limit_names,
-                                  _model_names)
+                                  _model_names, types=lambda: self.repl.types if self.repl else {})
         python = PygmentsLexer(PythonLexer)
 
         def lexer() -> Lexer | None:

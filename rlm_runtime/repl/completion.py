@@ -1,5 +1,7 @@
 """Tab completion: slash commands and their arguments, file paths after ``/context add``,
-and in a cell the namespace's names, the context functions and their keyword arguments.
+and in a cell the namespace's names, the context functions and their keyword arguments, and
+after `name.` the attributes of a variable whose type is known here (built-ins, grep and
+records results).
 
 The namespace's variables come from the REPL's cache (refreshed after each question and
 cell), never from a call into the worker while a person types.
@@ -40,7 +42,22 @@ NAMES = ("context", "contexts")
 _BUILTINS = ("print", "len", "range", "sorted", "enumerate", "list", "dict", "set", "str", "int", "float", "sum", "min",
              "max", "any", "all", "zip", "isinstance", "repr", "type")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
-_SUBCOMMANDS = {"/context": ("add", "list"), "/remember": ("on", "off"), "/memory": ("search",)}
+_SUBCOMMANDS = {"/context": ("add", "rm", "list"), "/remember": ("on", "off"), "/memory": ("search",)}
+#: Built-in types whose attributes ``name.`` completes, by the name SHOW_VARS gives them.
+_BUILTIN_TYPES = {t.__name__: t for t in (str, list, dict, set, tuple, int, float, bool, bytes, frozenset)}
+
+
+def attributes(type_name: str) -> list[str]:
+    """The public attributes of a variable of the type SHOW_VARS named: a built-in type's, or
+    one of the sandbox's own result types (grep's, records'); none for another (its code is
+    the worker's, not known here)."""
+    from rlm_runtime.context.grep import GrepMatch, GrepResult
+    from rlm_runtime.context.records import Record, Records
+
+    known: dict[str, type] = {**_BUILTIN_TYPES, "GrepResult": GrepResult, "GrepMatch": GrepMatch,
+                              "Records": Records, "Record": Record}
+    cls = known.get(type_name)
+    return sorted(a for a in dir(cls) if not a.startswith("_")) if cls is not None else []
 
 
 class ReplCompleter(Completer):
@@ -48,9 +65,11 @@ class ReplCompleter(Completer):
     ``names()`` gives the namespace's variables, ``limits()`` the RunLimits fields."""
 
     def __init__(self, python_mode: Callable[[], bool], names: Callable[[], list[str]],
-                 limits: Callable[[], Iterable[str]] = lambda: (), models: Callable[[], Iterable[str]] = lambda: ()) -> None:
+                 limits: Callable[[], Iterable[str]] = lambda: (), models: Callable[[], Iterable[str]] = lambda: (),
+                 types: Callable[[], dict[str, str]] = dict) -> None:
         self.python_mode = python_mode
         self.names = names
+        self.types = types
         self.limits = limits
         self.models = models
         self.paths = PathCompleter(expanduser=True)
@@ -103,7 +122,14 @@ class ReplCompleter(Completer):
         word = match.group() if match else ""
         start = before[: len(before) - len(word)]
         if start.endswith("."):
-            return  # attributes live in the worker; no guessing
+            # ``hits.``: the attributes of a variable whose type is known here (SHOW_VARS named
+            # it after the last entry); anything else lives in the worker: no guessing.
+            owner = _WORD.search(start[:-1])
+            kind = self.types().get(owner.group()) if owner is not None and not start[:owner.start()].endswith(".") else None
+            for attr in attributes(kind) if kind else []:
+                if attr.startswith(word):
+                    yield Completion(attr, -len(word), display_meta=kind)
+            return
         call = _open_call(start)
         seen: set[str] = set()
         if call in FUNCTIONS:

@@ -176,6 +176,7 @@ class Repl:
         self.transcript = Transcript()
         #: The variables in the worker after the last question or cell (for completion).
         self.names: list[str] = []
+        self.types: dict[str, str] = {}  # each variable's type name (attribute completion)
         self.exiting = False
         #: The limits set with /limits: they stay through a /profile, as flags win over a
         #: profile on the command line.
@@ -274,9 +275,10 @@ class Repl:
 
     def refresh_names(self) -> None:
         try:
-            self.names = self.session.variable_names()
+            self.types = self.session.variables()
         except Exception:  # the session is closing or the worker is gone: no names to offer
-            self.names = []
+            self.types = {}
+        self.names = list(self.types)
 
     def _may_run(self, command: str, source: str) -> bool:
         """Whether a replayed command may run: a read-only one may; any other is asked about

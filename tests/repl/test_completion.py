@@ -10,9 +10,10 @@ from prompt_toolkit.document import Document
 from rlm_runtime.repl.completion import ReplCompleter
 
 
-def _complete(text: str, *, python: bool = False, names: list[str] | None = None) -> list[str]:
+def _complete(text: str, *, python: bool = False, names: list[str] | None = None,
+              types: dict[str, str] | None = None) -> list[str]:
     completer = ReplCompleter(lambda: python, lambda: names or [], lambda: ["max_depth", "max_iterations"],
-                              lambda: ["local:qwen2.5-coder-0.5b"])
+                              lambda: ["local:qwen2.5-coder-0.5b"], types=lambda: types or {})
     return [c.text for c in completer.get_completions(Document(text, len(text)), CompleteEvent(completion_requested=True))]
 
 
@@ -24,7 +25,7 @@ def test_slash_commands() -> None:
 
 def test_command_arguments() -> None:
     """It completes the words each command takes."""
-    assert _complete("/context ") == ["add", "list"]
+    assert _complete("/context ") == ["add", "rm", "list"]
     assert _complete("/remember o") == ["on", "off"]
     assert _complete("/limits max_i") == ["max_iterations="]
     assert _complete("/limits max_depth=1 max_") == ["max_depth=", "max_iterations="]
@@ -54,3 +55,28 @@ def test_arguments_of_a_context_function() -> None:
     assert "context_lines=" in _complete(">>> grep('x', ")
     assert _complete(">>> peek(") == ["n=", "handle="]
     assert _complete(">>> search_chunks('q', k") == ["k="]
+
+
+def test_attributes_of_a_variable_whose_type_is_known() -> None:
+    """After ``hits.`` it completes the attributes of grep's result type (SHOW_VARS named it),
+    of a built-in type, and nothing for a type it does not know or a chained attribute."""
+    types = {"hits": "GrepResult", "words": "list", "thing": "Widget", "recs": "Records"}
+    assert "tally" in _complete(">>> hits.", types=types) and "count" in _complete(">>> hits.", types=types)
+    assert _complete(">>> hits.ta", types=types) == ["tally"]
+    assert _complete(">>> words.app", types=types) == ["append"]
+    assert "where" in _complete(">>> recs.", types=types)
+    assert _complete(">>> thing.", types=types) == [] and _complete(">>> a.hits.", types=types) == []
+    assert not [c for c in _complete(">>> hits.", types=types) if c.startswith("_")]
+
+
+def test_the_session_names_each_variables_type() -> None:
+    """``Session.variables()`` gives each worker variable with its type's name (what attribute
+    completion looks up)."""
+    from rlm_runtime import Session
+    from rlm_runtime.llm import ScriptedClient
+
+    with Session(ScriptedClient(["unused"]), contexts=["alpha\nbeta alpha\n"], trace=False) as s:
+        assert s.execute("hits = grep('alpha')\nn = 3\nwords = ['a']").ok
+        found = s.variables()
+    assert found == {"hits": "GrepResult", "n": "int", "words": "list"}
+    assert "tally" in _complete(">>> hits.", types=found)
