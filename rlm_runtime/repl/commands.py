@@ -31,13 +31,31 @@ class Command:
     run: Callable[[Repl, str], bool]
 
 
+#: Columns /help fits in (an 80-column terminal), and the usage column's width within it.
+HELP_WIDTH = 79
+HELP_USAGE = 26
+
+
 def _help(repl: Repl, arg: str) -> bool:
-    width = max(len(c.usage) for c in COMMANDS.values())
-    repl.display.info("Type a question to ask the model; '>>> code' (or F2 for python mode) runs a cell in the same namespace.")
+    import textwrap
+
+    for line in textwrap.wrap("A line is a question for the model; '>>> code' (or F2 for python mode) runs a cell in "
+                              "the same namespace. Commands:", HELP_WIDTH):
+        repl.display.info(line)
+    pad = " " * (HELP_USAGE + 4)
     for command in COMMANDS.values():
-        repl.display.out(f"  {command.usage:<{width}}  {command.help}")
-    repl.display.info("Keys: Enter sends (a cell goes on while it is incomplete), Meta+Enter (Esc Enter) always sends, "
-                      "F2 toggles python mode, Ctrl-C cancels a run or clears the line, Ctrl-D exits.")
+        text = textwrap.wrap(command.help, HELP_WIDTH - len(pad))
+        if len(command.usage) <= HELP_USAGE:  # the usage, then its text beside it
+            repl.display.out(f"  {command.usage:<{HELP_USAGE}}  {text[0]}")
+        else:  # a long usage on a line of its own, its text beneath
+            repl.display.out(f"  {command.usage}")
+            repl.display.out(pad + text[0])
+        for more in text[1:]:
+            repl.display.out(pad + more)
+    for line in textwrap.wrap("Keys: Enter sends (a cell goes on while it is incomplete), Meta+Enter (Esc Enter) always "
+                              "sends, F2 toggles python mode, Ctrl-C cancels a run or clears the line, Ctrl-D exits.",
+                              HELP_WIDTH):
+        repl.display.info(line)
     return True
 
 

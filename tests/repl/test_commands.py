@@ -163,3 +163,16 @@ def test_the_welcome_fits_80_columns(drive, write_script) -> None:  # type: igno
     first, second = run.out.splitlines()[:2]
     assert first == f"rlm repl: {model}, 0 contexts; /help; Ctrl-D leaves"
     assert len(first) - len(model) <= 80 - 36 and len(second) <= 80
+
+
+def test_help_fits_80_columns(drive, write_script) -> None:  # type: ignore[no-untyped-def]
+    """/help lists every command within 80 columns (a long usage on a line of its own, long
+    texts wrapped), so nothing wraps on an 80-column terminal."""
+    from rlm_runtime.repl.commands import COMMANDS
+
+    run = drive(write_script("unused"), "/help" + ENTER)
+    shown = run.out + run.err
+    helped = shown[shown.index("A line is a question for the model"):]
+    assert all(len(line) < 80 for line in helped.splitlines())
+    for name in COMMANDS:
+        assert f"  {name}" in helped
