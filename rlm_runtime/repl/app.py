@@ -175,9 +175,10 @@ class TerminalFrontend:
             cap = repl.session.budget.limits.max_cost_usd
             left = f" (left ${max(0.0, cap - totals['cost_usd']):.4f})" if cap is not None else ""
             mode = "F2: questions" if self.python_mode else "F2: python mode"
+            asked = repl.session.usage()["questions"]
             return FormattedText([("class:hud.key", " model "), ("class:hud", short_model(repl.hud.model)),
                     ("class:hud.key", "  session "),
-                    ("class:hud", f"{repl.session.usage()['questions']} questions, {human_count(totals['input_tokens'])} tokens in / "
+                    ("class:hud", f"{asked} question{'' if asked == 1 else 's'}, {human_count(totals['input_tokens'])} tokens in / "
                                   f"{human_count(totals['output_tokens'])} out, ${totals['cost_usd']:.4f}{left}"),
                     ("class:hud.key", "  vars "), ("class:hud", str(len(repl.names))),
                     ("class:hud.hint", f"  {mode}  /help  Ctrl-D exits ")])

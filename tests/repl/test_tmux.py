@@ -39,6 +39,7 @@ def test_a_person_asks_inspects_and_sees_the_hud(write_script, _rlm_home: Path, 
         hud = next(line for line in screen().splitlines() if "iter 1/" in line)
         assert "model scripted:" in hud and "depth 0" in hud and "tokens" in hud and "worker" in hud and "free" in hud
         _wait(lambda: "the answer is 42" in screen(), screen, "the answer")
+        _wait(lambda: "session 1 question," in screen(), screen, "the toolbar after one question (1 question, not 1 questions)")
         subprocess.run([*tmux, "send-keys", ">>> print(x + 1000)", "Enter"], check=True, timeout=10)
         _wait(lambda: "1042" in screen(), screen, "the cell's output")
         subprocess.run([*tmux, "send-keys", "C-d"], check=True, timeout=10)
