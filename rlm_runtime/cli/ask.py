@@ -136,7 +136,11 @@ def _contexts(values: list[str], memory: Any, *, stdin: bool = False) -> tuple[l
             else:
                 paths.append(path)
         elif path.startswith("memory:"):
-            memory = path.removeprefix("memory:") or True
+            named = path.removeprefix("memory:")
+            if named and isinstance(memory, str) and memory != named:
+                raise UsageError(f"-c {path} and --memory {memory} name two memory stores: a run searches one")
+            # memory: alone is the store --memory named, if it named one; else the default store.
+            memory = named or (memory if memory is not None else True)
         elif stdin and path == "-":
             if "-" in paths:
                 raise UsageError("-c - is given twice: standard input can be read once")

@@ -357,6 +357,21 @@ def test_remember_then_ask_the_memory(write_script: Script, rlm_cli: CLI) -> Non
     assert "They meet in Ljubljana" in res.out
 
 
+def test_memory_colon_searches_the_store_memory_names(write_script: Script, rlm_cli: CLI, tmp_path: Path) -> None:
+    """``-c memory: --memory STORE`` searches STORE, not the default store; two stores named
+    two ways is a usage error (exit 2)."""
+    from rlm_runtime.memory import MemoryStore
+
+    store = tmp_path / "team.db"
+    with MemoryStore(store) as st:
+        st.add_text("The team meets in Ljubljana on Thursdays.", source="team")
+    later = write_script(code("hits = search_chunks('meets')\nFINAL(read_chunk(hits[0]['id']) if hits else 'none')"))
+    res = rlm_cli("ask", "Where does the team meet?", "-c", "memory:", "--memory", store, "-q", "--model", f"scripted:{later}")
+    assert res.code == 0 and "Ljubljana" in res.out, res.err
+    res = rlm_cli("ask", "q?", "-c", f"memory:{tmp_path / 'other.db'}", "--memory", store, "-q", "--model", f"scripted:{later}")
+    assert res.code == 2 and "a run searches one" in res.err
+
+
 def test_the_readmes_scripted_example_prints_what_the_readme_says(rlm_cli: CLI) -> None:
     """It answers the README's scripted example (examples/scripted_payments.jsonl) as shown there."""
     root = Path(__file__).resolve().parents[2]
