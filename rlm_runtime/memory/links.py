@@ -75,11 +75,13 @@ def unlink(conn: sqlite3.Connection, a: int, b: int, type: str) -> bool:
 
 
 def link_new_chunks(conn: sqlite3.Connection, chunks: Sequence[tuple[int, str, int | None]], tags: Sequence[str],
-                    run_id: str | None, cfg: LinkConfig, now: float) -> None:
+                    run_id: str | None, cfg: LinkConfig, now: float, *, template: frozenset[str] = frozenset()) -> None:
     """The links of chunks just written together, each ``(id, text, id of the chunk before it
     in its source or None)``, in order: ``context_of`` the earlier chunks of their run,
     ``related_to`` earlier chunks sharing their rare key terms or rare tags. Records their
-    rare key terms for the chunks to come.
+    rare key terms for the chunks to come. ``template``: words the store itself wrote into
+    the texts (a remembered answer's "Question:" and "Answer:"), never key terms: every
+    remembered answer has them, and they would link answers that share nothing else.
 
     Bounded whatever the size of the store: a term or tag counts as rare while fewer than
     ``rare_df`` chunks hold it, and a term's list of chunks stops growing there, so a new
@@ -98,7 +100,8 @@ def link_new_chunks(conn: sqlite3.Connection, chunks: Sequence[tuple[int, str, i
         upsert_many(conn, pairs, "context_of", CONTEXT_STRENGTH, now)
     limit = cfg.rare_df
     scores: dict[int, Counter[int]] = {cid: Counter() for cid in ids}
-    new_terms = [(cid, key_terms(text, cfg.key_terms)) for cid, text, _ in chunks] if cfg.key_terms else []
+    new_terms = [(cid, [t for t in key_terms(text, cfg.key_terms + len(template)) if t not in template][:cfg.key_terms])
+                 for cid, text, _ in chunks] if cfg.key_terms else []
     distinct = list(dict.fromkeys(t for _, terms in new_terms for t in terms))
     if distinct:
         by_term: dict[str, list[int]] = {t: [] for t in distinct}

@@ -71,6 +71,12 @@ if TYPE_CHECKING:
 MAX_DERIVED = 64
 
 
+
+#: How ``remember`` writes a run's question and answer into one chunk, and the words of that
+#: form (never key terms: every remembered answer has them).
+ANSWER_FORMAT = "Question: {question}\nAnswer: {answer}"
+ANSWER_TEMPLATE = frozenset({"question", "answer"})
+
 def _private_file(path: Path) -> None:
     """Create a new store's file 0600 in a 0700 folder before SQLite does (it would use 0644
     less the umask; its ``-wal`` and ``-shm`` files take the database's mode)."""
@@ -403,10 +409,10 @@ class MemoryStore:
         question = hostwrites.clip(question, hostwrites.REMEMBERED_QUESTION_CHARS)
         answer = hostwrites.clip(answer, hostwrites.REMEMBERED_ANSWER_CHARS)
         cells = _clip_cells(cells)
-        answer_pieces = self._pieces(f"Question: {question}\nAnswer: {answer}", "answer")  # one paragraph: one chunk when it fits
+        answer_pieces = self._pieces(ANSWER_FORMAT.format(question=question, answer=answer), "answer")  # one chunk when it fits
         cell_pieces = self._pieces("\n\n".join(cells), "code") if any(c.strip() for c in cells) else []
         with self._sql_errors(), self.db.write() as conn:
-            writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta)
+            writer = self._writer(conn, f"run:{run_id}", now, tags=tags, run_id=run_id, meta=meta, template=ANSWER_TEMPLATE)
             answer_ids = writer.write(conn, answer_pieces, now)
             cell_ids = writer.write(conn, cell_pieces, now)
             _chunks.set_text_keys(conn, [*zip(answer_ids, [p.text for p in answer_pieces], strict=True),

@@ -26,8 +26,9 @@ class SourceWriter:
     def __init__(self, source_id: int, link_cfg: LinkConfig, *, next_seq: int = 0, prev_id: int | None = None,
                  tags: Sequence[str] = (), run_id: str | None = None, meta: dict[str, Any] | None = None,
                  old: dict[str, list[int]] | None = None, pinned: bool = False, expires_at: float | None = None,
-                 vectors: Vectors | None = None) -> None:
+                 vectors: Vectors | None = None, template: frozenset[str] = frozenset()) -> None:
         self.source_id = source_id
+        self.template = template  # words the store wrote into the texts: never key terms (links.link_new_chunks)
         self.link_cfg = link_cfg
         self.seq = next_seq
         self.prev_id = prev_id
@@ -86,7 +87,7 @@ class SourceWriter:
                 chain.append((self.prev_id, chunk_id))
             self.prev_id = chunk_id
         links.upsert_many(conn, chain, "follows", 1.0, now)
-        links.link_new_chunks(conn, linking, self.tags, self.run_id, self.link_cfg, now)
+        links.link_new_chunks(conn, linking, self.tags, self.run_id, self.link_cfg, now, template=self.template)
         if self.pairs is not None:
             self.pairs.update(chain)
         return ids

@@ -176,3 +176,13 @@ def test_links_over_the_cap_are_trimmed_once_on_a_writable_open(open_store: Call
     st.close()
     st = open_store(small_chunks(related_max=5, related_cap=10), path=folder / "wide.db")
     assert _related_degrees(st) == after and st.apply_related_cap() == 0
+
+
+def test_remembered_answers_are_not_linked_by_the_words_of_their_form(store: MemoryStore) -> None:
+    """Two remembered answers that share nothing but the store's own "Question:" and
+    "Answer:" are not related_to each other; two that share a rare word are."""
+    a = store.remember("Which herons nest by the weir?", "Grey herons nest by the weir.", run_id="r1")[0]
+    b = store.remember("What does the kettle do?", "The kettle whistles when boiling.", run_id="r2")[0]
+    c = store.remember("When do herons leave the weir?", "Herons leave the weir in October.", run_id="r3")[0]
+    assert "related_to" not in types_between(store, a, b) and "related_to" not in types_between(store, b, c)
+    assert "related_to" in types_between(store, a, c)
