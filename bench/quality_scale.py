@@ -34,14 +34,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 import search_meaning as sm  # noqa: E402
-from _common import machine, quantile  # noqa: E402
+from _common import machine  # noqa: E402
 
 from rlm_runtime import contextual  # noqa: E402
 from rlm_runtime.config import paths_from_env  # noqa: E402
 from rlm_runtime.memory import MemoryStore  # noqa: E402
 from rlm_runtime.memory.vectors import QUALITY, Vectors, index_bytes  # noqa: E402
 
-MODES = ("bm25", "vector", "hybrid")
+MODES = ("bm25", "vector", "hybrid")  # the rankings the table shows (the row has hybrid-rrf too)
 
 
 def fill_quality(path: Path, model: Any, real: int, log: Any) -> dict[str, Any]:
@@ -76,31 +76,19 @@ def fill_quality(path: Path, model: Any, real: int, log: Any) -> dict[str, Any]:
 
 
 def latency(path: Path, models: Path, queries: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    with MemoryStore(path, readonly=True, quality=contextual.factory(models)) as st:
-        t = time.perf_counter()
-        st.search(queries[0], k=10, mode="vector", record=False)
-        out["first_search_s"] = time.perf_counter() - t  # loads the model and both tiers' vectors
-        for mode in MODES:
-            for q in queries[:10]:
-                st.search(q, k=10, mode=mode, record=False)
-            times = []
-            for q in queries:
-                t = time.perf_counter()
-                st.search(q, k=10, mode=mode, record=False)
-                times.append((time.perf_counter() - t) * 1000)
-            out[mode] = {"p50_ms": quantile(times, 0.5), "p99_ms": quantile(times, 0.99), "n": len(times)}
+    """search_meaning.py's latency pass with the quality tier's model, and what the quality
+    tier adds: its index in memory, a query's embedding."""
+    def keep(st: MemoryStore, out: dict[str, Any]) -> None:
         quality = st.quality
         assert quality is not None
         out["quality_index_mb"] = index_bytes(quality.index) / 1e6
-        model = quality.embedder
-        t = time.perf_counter()
+        began = time.perf_counter()
         for q in queries[:50]:
-            model.embed([q])
-        out["query_embed_ms"] = (time.perf_counter() - t) * 1000 / 50
-        out["chunks"] = st.stats().chunks
+            quality.embedder.embed([q])
+        out["query_embed_ms"] = (time.perf_counter() - began) * 1000 / 50
         out["quality_vectors"] = st.stats().quality_vectors
-    return out
+
+    return sm.latency(path, queries, quality=contextual.factory(models), keep=keep)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -303,9 +303,12 @@ def scale_queries(path: Path, rng: random.Random, paraphrases: list[str], n: int
     return out + rng.sample(paraphrases, min(len(paraphrases), n - len(out)))
 
 
-def latency(path: Path, queries: list[str]) -> dict[str, Any]:
+def latency(path: Path, queries: list[str], *, quality: Any = None, keep: Any = None) -> dict[str, Any]:
+    """p50/p99 of each ranking over ``queries`` (the store opened read-only, with the quality
+    tier's model when ``quality`` makes one); ``keep(store, out)`` adds to the row before the
+    store closes."""
     out: dict[str, Any] = {}
-    with MemoryStore(path, readonly=True) as st:
+    with MemoryStore(path, readonly=True, quality=quality) as st:
         t = time.perf_counter()
         st.search(queries[0], k=10, mode="vector", record=False)
         out["first_vector_search_s"] = time.perf_counter() - t  # loads the vectors into memory
@@ -320,6 +323,8 @@ def latency(path: Path, queries: list[str]) -> dict[str, Any]:
                 st.search(q, k=10, mode=mode, record=False)
                 times.append((time.perf_counter() - t) * 1000)
             out[ranking] = {"p50_ms": quantile(times, 0.5), "p99_ms": quantile(times, 0.99), "n": len(times)}
+        if keep is not None:
+            keep(st, out)
         vectors, chunks = st.stats().vectors, st.stats().chunks
     conn = sqlite3.connect(path)
     out["vector_payload_bytes"] = int(conn.execute("SELECT sum(length(bits)) FROM chunk_vectors").fetchone()[0]) / max(vectors, 1)

@@ -81,3 +81,18 @@ def serve(responder: Callable[[Any], str] | Sequence[str], roots: Sequence[Path]
         server.stop()
         assert server.thread is not None and not server.thread.is_alive()
         assert len(service.sessions) == 0
+
+
+def stop_server(process: Any) -> None:
+    """Stop an ``rlm serve`` subprocess as Ctrl-C does (SIGINT), killing it after 20 s."""
+    import signal
+    import subprocess
+
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

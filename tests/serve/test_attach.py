@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from _serve import stop_server  # noqa: E402
 from _timing import SLACK_S  # noqa: E402
 
 from rlm_runtime.cli import main  # noqa: E402
@@ -39,13 +40,7 @@ def served(tmp_path: Path) -> object:
     try:
         yield {"root": root, "script": script, "process": process, "record": record}
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_server(process)
 
 
 def test_a_question_goes_to_the_running_server(served: dict, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[type-arg]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from _serve import stop_server  # noqa: E402
 from _timing import SLACK_S  # noqa: E402
 
 from rlm_runtime.cli import main  # noqa: E402
@@ -53,12 +53,7 @@ def test_allow_host_lets_a_proxy_name_through_and_no_other(tmp_path: Path) -> No
         other = httpx.get(f"{found.url}/api/health", headers={"host": "evil.example:443"}, timeout=30)
         assert allowed.status_code == 401 and other.status_code == 403
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)
 
 
 def test_without_the_default_model_it_starts_and_refuses_ask_alone(tmp_path: Path) -> None:
@@ -96,9 +91,4 @@ def test_without_the_default_model_it_starts_and_refuses_ask_alone(tmp_path: Pat
         said = err.read_text()
         assert said.count("ask needs a model") == 1 and "Traceback" not in said
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)
