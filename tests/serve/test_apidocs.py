@@ -49,7 +49,7 @@ def test_the_schema_documents_every_error_as_the_json_the_server_sends(tmp_path:
                 if code != "200":
                     assert response["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
     streamed = schema["paths"]["/api/ask"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
-    assert streamed["properties"]["event"]["enum"] == ["iteration", "result", "error"]
+    assert streamed["properties"]["event"]["enum"] == ["model", "cell", "iteration", "result", "error"]
 
 
 def test_schema_text_is_escaped() -> None:
