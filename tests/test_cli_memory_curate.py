@@ -286,3 +286,37 @@ def test_recall_from_a_chunk_shows_its_linked_chunks(monkeypatch: pytest.MonkeyP
         assert store.chunk_stats(c).recall_count == 0
     assert main(["memory", "recall", "--from", "999", "--store", db]) != 0
     _error(capsys, "no chunk with id 999")
+
+
+def test_edit_changes_a_note_and_show_lists_its_history(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: str) -> None:
+    """rlm memory edit changes a note's text and tags in place (same id); show --history lists the version before."""
+    [a] = _note(monkeypatch, capsys, db, "Billing runs on Postgres.", "--tags", "decision,db")
+    assert main(["memory", "edit", str(a), "--store", db, "--text", "Billing runs on SQLite.", "--untag", "db",
+                 "--summary", "billing on SQLite", "--confidence", "0.9"]) == 0
+    assert "edited chunk" in capsys.readouterr().out
+    assert main(["memory", "show", f"m{a}", "--store", db, "--history"]) == 0
+    out = capsys.readouterr().out
+    assert "Billing runs on SQLite." in out and "summary: billing on SQLite; confidence 0.90" in out
+    assert "1 earlier version" in out and "Billing runs on Postgres." in out and "tags: db,decision" in out
+    assert main(["memory", "show", str(a), "--store", db, "--history", "--json"]) == 0
+    shown = _json(capsys)
+    assert shown["chunk"]["tags"] == ["decision"] and [v["text"] for v in shown["history"]] == ["Billing runs on Postgres."]
+    assert main(["memory", "search", "SQLite", "--store", db]) == 0
+    assert "summary: billing on SQLite" in capsys.readouterr().out
+
+
+def test_edit_reads_text_from_stdin_and_refuses_an_empty_edit(monkeypatch: pytest.MonkeyPatch, capsys: Cap, db: str) -> None:
+    """rlm memory edit --text - reads the new text from standard input; no change asked, or a bad confidence, is a usage error."""
+    [a] = _note(monkeypatch, capsys, db, "Old text.")
+    _stdin(monkeypatch, b"New text from a pipe.\n")
+    assert main(["memory", "edit", str(a), "--store", db, "--text", "-", "--json"]) == 0
+    assert _json(capsys) == {"chunk_id": a, "changed": ["text"], "kept_version": 1}
+    with MemoryStore(db, readonly=True) as st:
+        assert st.read(a, record=False).text == "New text from a pipe."
+    assert main(["memory", "edit", str(a), "--store", db]) == 2
+    assert "say what to change" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["memory", "edit", str(a), "--store", db, "--confidence", "1.5"])
+    assert stop.value.code == 2
+    assert main(["memory", "edit", "999", "--store", db, "--kind", "fact"]) == 1
+    assert "no chunk with id 999" in capsys.readouterr().err

@@ -87,7 +87,7 @@ def add_commands(commands: Any) -> None:
     both = [store, as_json]
 
     memory = add_command(
-        commands, "memory", help="the persistent memory store: add, search, recall, list, show, link, pin, forget, restore, stats, prune, ...",
+        commands, "memory", help="the persistent memory store: add, search, recall, list, show, edit, link, pin, forget, restore, stats, ...",
         description="The persistent memory store (one SQLite file): files and remembered answers, chunked and\n"
                     "searchable, for rlm ask|repl --memory.",
         examples=("rlm memory add notes/ --tags work", 'rlm memory search "launch code" -k 5',
@@ -140,7 +140,27 @@ def add_commands(commands: Any) -> None:
     sh.add_argument("id", type=_chunk_id, metavar="ID")
     sh.add_argument("--around", type=_count, default=0, metavar="N", help="neighbouring chunks to show on each side")
     sh.add_argument("--links", action="store_true", help="list the chunk's links")
+    sh.add_argument("--history", action="store_true", help="list the chunk's earlier versions (rlm memory edit), oldest first")
     sh.set_defaults(run=_guarded(_show))
+
+    ed = add_command(actions, "edit", parents=both,
+                     help="change a chunk in place: its text, kind, tags, summary, confidence (id, links and history kept)",
+                     description="Change a chunk without losing what it is: its id, links, statistics and recall\n"
+                                 "history stay, and what it held before is kept as a version (rlm memory show ID\n"
+                                 "--history). A new text is indexed again (words, key terms, vectors) and must fit one\n"
+                                 "chunk; only a note's text changes here (a file's chunk mirrors its file: edit the\n"
+                                 "file and rlm memory add it again).",
+                     examples=('rlm memory edit 42 --text "We moved billing to SQLite."',
+                               "rlm memory edit 42 --untag draft --tag decision --confidence 0.9",
+                               'rlm memory edit 42 --summary "billing runs on SQLite"', "pbpaste | rlm memory edit 42 --text -"))
+    ed.add_argument("id", type=_chunk_id, metavar="ID")
+    ed.add_argument("--text", metavar="TEXT", help="the new text, or - to read it from standard input")
+    ed.add_argument("--kind", metavar="KIND", help="the new kind (decision, fact, answer, ...)")
+    ed.add_argument("--tag", "--tags", dest="tags", action="append", default=[], metavar="A,B", help="tags to add (repeatable)")
+    ed.add_argument("--untag", action="append", default=[], metavar="A,B", help="tags to remove (repeatable)")
+    ed.add_argument("--summary", metavar="TEXT", help="a one-line summary shown with the chunk (\"\" clears it)")
+    ed.add_argument("--confidence", type=_confidence, metavar="X", help="how sure you are of it, 0 to 1 (none clears it)")
+    ed.set_defaults(run=_guarded(_edit))
 
     li = add_command(actions, "link", parents=both, help="link chunk A to chunk B (supports, contradicts, any type)",
                      examples=("rlm memory link 12 40 supports", "rlm memory link 12 57 contradicts --strength 0.5"))
@@ -238,6 +258,18 @@ def _threads(text: str) -> int:
     value = _positive(text)
     if value > 256:
         raise argparse.ArgumentTypeError(f"must be 256 or fewer: {text}")
+    return value
+
+
+def _confidence(text: str) -> float | str:
+    if text.strip().lower() in ("none", ""):
+        return "none"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1 (or none): {text}")
     return value
 
 
@@ -497,6 +529,8 @@ def _search(args: argparse.Namespace) -> int:
         tags = f"  tags: {_tags(h.tags)}" if h.tags else ""
         by = "  (by meaning)" if h.by == "meaning" else ""
         say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  {one_line(h.kind)}  score {h.score:.3g}{tags}{by}")
+        if h.summary is not None or h.confidence is not None:
+            say(f"    {_qualified(h.summary, h.confidence)}")
         say(f"    {one_line(h.snippet)[:400]}")
     return EXIT_OK
 
@@ -518,6 +552,8 @@ def _recall(args: argparse.Namespace) -> int:
         p = h.parts
         parts = f"  (text {p.text:.2f}, link {p.link:.2f}, recency {p.recency:.2f}, reinforcement {p.reinforcement:.2f})" if p else ""
         say(f"{h.chunk_id}  {_where(h.source, h.start_line, h.end_line)}  score {h.score:.3g}{parts}")
+        if h.summary is not None or h.confidence is not None:
+            say(f"    {_qualified(h.summary, h.confidence)}")
         say(f"    {one_line(h.snippet)[:400]}")
     return EXIT_OK
 
@@ -534,12 +570,15 @@ def _show(args: argparse.Namespace) -> int:
                 raise ChunkNotFound(args.id, f"it is in the trash: rlm memory restore {args.id}") from None
             raise
         stats = store.chunk_stats(args.id)
+        versions = store.history(args.id)[:-1] if args.history else []
         found = store.links(args.id) if args.links else []
         others = {v.chunk_id: v for v in store.read_many([_other(link, args.id) for link in found[:_LIST_LINKS]], record=False)}
     if args.json:
         value: dict[str, Any] = {"chunk": view.to_dict(), "stats": stats.to_dict()}
         if args.links:
             value["links"] = [link.to_dict() for link in found]
+        if args.history:
+            value["history"] = [v.to_dict() for v in versions]
         print_json(args, value)
         return EXIT_OK
     tags = f", tags: {_tags(view.tags)}" if view.tags else ""
@@ -549,6 +588,8 @@ def _show(args: argparse.Namespace) -> int:
         f"strength {stats.strength:.2f}, {stats.tier}{', pinned' if stats.pinned else ''}; expires {_when(stats.expires_at)}")
     if view.run_id or view.meta:
         say(f"run {one_line(view.run_id or '-')}; meta {one_line(repr(view.meta))[:300]}")
+    if view.summary is not None or view.confidence is not None:
+        say(_qualified(view.summary, view.confidence))
     if view.before or view.after:
         for v in (*view.before, view, *view.after):
             say(f"--- chunk {v.chunk_id}, lines {v.start_line}-{v.end_line}{' (this one)' if v is view else ''} ---")
@@ -556,12 +597,54 @@ def _show(args: argparse.Namespace) -> int:
     else:
         say("---")
         say(view.text)
+    if args.history:
+        say(f"--- {plural(len(versions), 'earlier version')} ---" if versions else "--- no earlier version (never edited) ---")
+        for old in versions:
+            say(f"version {old.version}, {_when(old.since)} to {_when(old.replaced)}: kind {one_line(old.kind)}"
+                f"{f', tags: {_tags(old.tags)}' if old.tags else ''}")
+            if old.summary is not None or old.confidence is not None:
+                say(f"  {_qualified(old.summary, old.confidence)}")
+            say("  " + "\n  ".join(old.text.splitlines() or [""]))
     if args.links:
         say(f"--- {plural(len(found), 'link')} ---")
         for link in found[:_LIST_LINKS]:
             say(_link_line(link, args.id, others, SYMMETRIC_TYPES))
         if len(found) > _LIST_LINKS:
             say(f"... and {len(found) - _LIST_LINKS} more (--json lists them all)")
+    return EXIT_OK
+
+
+def _qualified(summary: str | None, confidence: float | None) -> str:
+    """A chunk's summary and confidence as one line."""
+    parts = [f"summary: {one_line(summary)[:300]}"] if summary is not None else []
+    if confidence is not None:
+        parts.append(f"confidence {confidence:.2f}")
+    return "; ".join(parts)
+
+
+def _edit(args: argparse.Namespace) -> int:
+    from rlm_runtime.cli.stdin import read_bytes
+    from rlm_runtime.memory.edits import KEEP, Edit
+
+    text: str | None = args.text
+    if text == "-":
+        text = read_bytes(16 << 20, command="rlm memory edit --text -", too_long="more than 16 MB").decode("utf-8", "replace")
+    edit = Edit(text=KEEP if text is None else text, kind=KEEP if args.kind is None else args.kind,
+                add_tags=tuple(_words(args.tags)), remove_tags=tuple(_words(args.untag)),
+                summary=KEEP if args.summary is None else (args.summary or None),
+                confidence=KEEP if args.confidence is None else (None if args.confidence == "none" else args.confidence))
+    if edit == Edit():
+        raise UsageError("say what to change: --text, --kind, --tag, --untag, --summary or --confidence")
+    with _open(args, readonly=False) as store:
+        done = store.edit(args.id, edit)
+    if args.json:
+        print_json(args, {"chunk_id": done.chunk_id, "changed": list(done.changed), "kept_version": done.kept_version})
+        return EXIT_OK
+    if not done.changed:
+        say(f"chunk {done.chunk_id} already holds that: nothing changed")
+        return EXIT_OK
+    say(f"edited chunk {done.chunk_id}: {', '.join(done.changed)}; the version before is kept "
+        f"(rlm memory show {done.chunk_id} --history)")
     return EXIT_OK
 
 

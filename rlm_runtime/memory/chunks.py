@@ -144,6 +144,20 @@ def tags_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str
     return {k: tuple(sorted(v)) for k, v in found.items()}
 
 
+def notes_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str | None, float | None]]:
+    """Each chunk's (summary, confidence), for the chunks that have either."""
+    found: dict[int, tuple[str | None, float | None]] = {}
+    for start in range(0, len(ids), 500):
+        part = list(ids[start:start + 500])
+        marks = ",".join("?" * len(part))
+        for chunk_id, summary, confidence in conn.execute(
+                f"SELECT chunk_id, summary, confidence FROM chunk_notes WHERE chunk_id IN ({marks})", part):
+            if summary is not None or confidence is not None:
+                found[int(chunk_id)] = (None if summary is None else str(summary),
+                                        None if confidence is None else float(confidence))
+    return found
+
+
 def delete_chunks(conn: sqlite3.Connection, ids: Iterable[int], now: float, *, bridge: bool = True) -> int:
     """Delete chunks with their index entries, stats, tags, terms and links; return how many
     went. With ``bridge``, the chunks before and after a deleted one in its source are linked
@@ -197,7 +211,8 @@ def view(conn: sqlite3.Connection, chunk_id: int, around: int = 0) -> ChunkView:
             f"{_VIEW} WHERE c.source_id = ? AND (c.seq > ? OR (c.seq = ? AND c.id > ?)) AND {LIVE} ORDER BY c.seq, c.id LIMIT ?",
             (src, seq, seq, chunk_id, around)).fetchall()
     tags = tags_of(conn, [int(r[0]) for r in (row, *before, *after)])
-    return dataclasses.replace(_view(row, tags.get(int(row[0]), ())),
+    summary, confidence = notes_of(conn, [chunk_id]).get(chunk_id, (None, None))
+    return dataclasses.replace(_view(row, tags.get(int(row[0]), ())), summary=summary, confidence=confidence,
                                before=tuple(_view(r, tags.get(int(r[0]), ())) for r in before),
                                after=tuple(_view(r, tags.get(int(r[0]), ())) for r in after))
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from rlm_runtime import strictjson
+from rlm_runtime.memory.edits import MAX_VERSIONS
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.value_check import MAX_JSON_DEPTH
 
@@ -130,8 +131,21 @@ _FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "trace": {"id": _is_id, "at": _is_num, "op": _is_text, "query": _opt(_is_text), "run_id": _opt(_is_text),
               "chunks": _trace_chunks},
 }
+def _confidence(v: Any) -> bool:
+    return v is None or (_is_num(v) and 0 <= v <= 1)
+
+
+def _versions(v: Any) -> bool:
+    """An edited chunk's earlier states (``edits.py``): each a text, kind, tags, summary,
+    confidence, and the times it began and ended; at most ``MAX_VERSIONS``."""
+    fields = {"version": _is_int, "text": _is_text, "kind": _is_text, "tags": _texts, "summary": _opt(_is_text),
+              "confidence": _confidence, "since": _is_num, "replaced": _is_num}
+    return isinstance(v, list) and len(v) <= MAX_VERSIONS and all(
+        isinstance(x, dict) and all(k in x and ok(x[k]) for k, ok in fields.items()) for x in v)
+
+
 #: Fields an older export may lack.
-_OPTIONAL = {"chunk": {"terms": _texts}}
+_OPTIONAL = {"chunk": {"terms": _texts, "summary": _opt(_is_text), "confidence": _confidence, "versions": _versions}}
 
 
 def check_record(number: int, rec: dict[str, Any]) -> str:

@@ -32,6 +32,8 @@ The tables:
 * ``chunks.text_key``: for chunks of memory sources (notes, answers), the hash of their text
   with whitespace made single spaces (``chunks.text_key``): a note already held is not stored
   twice (``MemoryStore.add_text``). NULL for file chunks, which mirror their file.
+* ``chunk_versions``: what an edited chunk held before each edit (text, kind, tags, summary,
+  confidence, and when it held them); ``chunk_notes``: a chunk's summary and confidence.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make (applied to an
 empty in-memory database, with ``ANALYZE``'s statistics table): a store file from elsewhere
@@ -284,9 +286,35 @@ def m012_quality_vectors(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m013_chunk_versions(conn: sqlite3.Connection) -> None:
+    # An edit keeps a chunk's id, links and statistics: what it held before goes to
+    # ``chunk_versions`` (``edits.py``), one row per edit. ``chunk_notes`` holds what a person
+    # says of a chunk beside its text: a summary and a confidence in [0, 1].
+    _script(conn, """
+        CREATE TABLE chunk_versions (
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            summary TEXT,
+            confidence REAL,
+            since REAL NOT NULL,
+            replaced REAL NOT NULL,
+            PRIMARY KEY (chunk_id, version)
+        ) WITHOUT ROWID;
+        CREATE TABLE chunk_notes (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+            summary TEXT,
+            confidence REAL CHECK (confidence IS NULL OR (confidence >= 0 AND confidence <= 1))
+        );
+    """)
+
+
 #: Migrations a store opened read-only may lack: it reads as it did before them (see ``read_as_current``).
 READ_ONLY_OPTIONAL = frozenset({"m006_chunk_vectors", "m007_soft_delete", "m008_text_keys", "m009_upkeep", "m010_related_cap",
-                                "m011_learned_links_index", "m012_quality_vectors"})
+                                "m011_learned_links_index", "m012_quality_vectors", "m013_chunk_versions"})
 #: The columns of ``chunks`` a migration added, and the value a store without them reads as.
 _ADDED_COLUMNS = {"m007_soft_delete": "NULL AS deleted_at", "m008_text_keys": "NULL AS text_key"}
 
@@ -299,6 +327,10 @@ def read_as_current(conn: sqlite3.Connection, missing: list[str]) -> None:
     added = [_ADDED_COLUMNS[name] for name in missing if name in _ADDED_COLUMNS]
     if added:
         conn.execute(f"CREATE TEMP VIEW chunks AS SELECT *, {', '.join(added)} FROM main.chunks")
+    if "m013_chunk_versions" in missing:  # no edits yet: empty tables in the temp schema (not the file)
+        conn.execute("CREATE TEMP TABLE chunk_versions (chunk_id INTEGER, version INTEGER, text TEXT, kind TEXT, tags TEXT, "
+                     "summary TEXT, confidence REAL, since REAL, replaced REAL)")
+        conn.execute("CREATE TEMP TABLE chunk_notes (chunk_id INTEGER PRIMARY KEY, summary TEXT, confidence REAL)")
 
 
 def expected_schema() -> frozenset[tuple[str, str, str, str]]:

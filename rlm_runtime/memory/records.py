@@ -42,6 +42,9 @@ class Hit:
     tags: tuple[str, ...] = ()
     parts: ScoreParts | None = None
     by: str = "words"
+    #: What a person said of the chunk (``MemoryStore.edit``): a summary, a confidence in [0, 1].
+    summary: str | None = None
+    confidence: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(self)
@@ -127,6 +130,9 @@ class ChunkView:
     meta: dict[str, Any] | None = None
     before: tuple[ChunkView, ...] = ()
     after: tuple[ChunkView, ...] = ()
+    #: What a person said of the chunk (``MemoryStore.edit``; the neighbours leave it out).
+    summary: str | None = None
+    confidence: float | None = None
 
     @property
     def full_text(self) -> str:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlm_runtime.memory.chunks import tags_of
+from rlm_runtime.memory.chunks import notes_of, tags_of
 from rlm_runtime.memory.db import LIVE, LIVE_FTS
 from rlm_runtime.memory.records import Hit, Hits
 from rlm_runtime.memory.terms import is_stop_phrase, words
@@ -246,6 +246,7 @@ def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: d
         f"""SELECT c.id, s.path, c.start_line, c.end_line, c.kind, substr(c.text, 1, ?) FROM chunks c
             JOIN sources s ON s.id = c.source_id WHERE c.id IN ({marks}) AND {LIVE}""", (preview_chars, *ids))}
     tags = tags_of(conn, ids)
+    notes = notes_of(conn, ids)
     out = []
     for chunk_id, score in scored:
         r = rows.get(chunk_id)
@@ -253,7 +254,8 @@ def hits(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], snips: d
             continue
         preview = str(r[5]) + (ELLIPSIS if len(str(r[5])) >= preview_chars else "")
         out.append(Hit(chunk_id, score, str(r[1]), int(r[2]), int(r[3]), snips.get(chunk_id, preview), str(r[4]), tags.get(chunk_id, ()),
-                       by="meaning" if chunk_id in by_meaning else "words"))
+                       by="meaning" if chunk_id in by_meaning else "words", summary=notes.get(chunk_id, (None, None))[0],
+                       confidence=notes.get(chunk_id, (None, None))[1]))
     return out
 
 

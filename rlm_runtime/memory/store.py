@@ -35,7 +35,7 @@ from rlm_runtime import hostwrites, private, timestamps
 from rlm_runtime.config import Paths, paths_from_env
 from rlm_runtime.embeddings import EmbedderFactory, default_embedder
 from rlm_runtime.memory import chunks as _chunks
-from rlm_runtime.memory import curation, learned, lifecycle, links, search, transfer
+from rlm_runtime.memory import curation, edits, learned, lifecycle, links, search, transfer
 from rlm_runtime.memory import db as db_module
 from rlm_runtime.memory import ingest as _ingest
 from rlm_runtime.memory.chunking import WINDOW_BYTES, ChunkingConfig, chunk_stream
@@ -438,6 +438,41 @@ class MemoryStore:
                 if not conn.execute("SELECT 1 FROM chunks WHERE id = ? AND deleted_at IS NULL", (i,)).fetchone():
                     raise ChunkNotFound(i)
             links.set_link(conn, a, b, type.strip(), strength, self.clock())
+
+    def edit(self, chunk_id: int, edit: edits.Edit) -> edits.Edited:
+        """Change a live chunk in place (text, kind, tags, summary, confidence): its id, links,
+        statistics and recall history stay, and what it held before is kept as a version
+        (``history``). A new text is indexed again (words, key terms, vectors) and must fit
+        one chunk; only a note's text can change (a file's chunk mirrors its file).
+
+        Raises:
+            ChunkNotFound: no live chunk has this id.
+            StoreError: a file chunk's text, a text longer than one chunk, a bad value.
+        """
+        tokens = 0
+        if edit.text is not edits.KEEP:
+            edit = edits.check(edit)
+            pieces = self._pieces(edit.text, None)
+            if len(pieces) != 1:
+                raise StoreError(f"the new text is {len(pieces)} chunks long (a chunk holds up to "
+                                 f"{self.settings.ingest.max_tokens} tokens): add it as a note and forget this one")
+            edit = dataclasses.replace(edit, text=pieces[0].text)
+            tokens = pieces[0].tokens
+        with self._sql_errors(), self.db.write() as conn:
+            template = ANSWER_TEMPLATE if conn.execute(
+                "SELECT 1 FROM chunks c JOIN sources s ON s.id = c.source_id WHERE c.id = ? AND s.path LIKE 'run:%'",
+                (chunk_id,)).fetchone() else frozenset()
+            return edits.apply(conn, chunk_id, edit, now=self.clock(), link_cfg=self.settings.links, tokens=tokens,
+                               fast=self._writing_vectors(), template=template)
+
+    def history(self, chunk_id: int) -> list[edits.Version]:
+        """Every state of a live chunk, oldest first, the current one last (``edit``).
+
+        Raises:
+            ChunkNotFound: no live chunk has this id.
+        """
+        with self._sql_errors(), self.db.snapshot() as conn:
+            return edits.history(conn, chunk_id)
 
     def unlink(self, a: int, b: int, type: str) -> bool:
         """Remove a link; whether there was one."""

@@ -2,7 +2,8 @@
 
 One record per line, each with a ``type``, in this order: ``header`` (format, version, the
 migrations of the exporting store), ``source``, ``chunk`` (text, position, provenance, tags,
-key terms and statistics), ``link``, ``trace`` (a search or recall and the chunks it gave).
+key terms, statistics, and an edited chunk's summary, confidence and earlier versions),
+``link``, ``trace`` (a search or recall and the chunks it gave).
 
 Import into an empty store keeps every id, so exporting the imported store gives the same
 records. Import into a store that has content merges: sources are matched by kind and path,
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from rlm_runtime import strictjson
-from rlm_runtime.memory import import_check, links
+from rlm_runtime.memory import edits, import_check, links
 from rlm_runtime.memory.chunks import NewChunk, insert_chunk, set_text_keys
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.migrations import applied
@@ -61,15 +62,20 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                   c.run_id, c.meta, c.created, c.modified, c.accessed, s.recall_count, s.last_recall, s.strength, s.strength_at,
                   s.tier, s.pinned, s.expires_at,
                   (SELECT json_group_array(tag) FROM (SELECT tag FROM chunk_tags WHERE chunk_id = c.id ORDER BY tag)),
-                  (SELECT json_group_array(term) FROM (SELECT term FROM chunk_terms WHERE chunk_id = c.id ORDER BY term))
-           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id WHERE c.deleted_at IS NULL ORDER BY c.id""")
+                  (SELECT json_group_array(term) FROM (SELECT term FROM chunk_terms WHERE chunk_id = c.id ORDER BY term)),
+                  n.summary, n.confidence,
+                  (SELECT json_group_array(json_array(version, text, kind, tags, summary, confidence, since, replaced))
+                   FROM (SELECT * FROM chunk_versions WHERE chunk_id = c.id ORDER BY version))
+           FROM chunks c JOIN chunk_stats s ON s.chunk_id = c.id LEFT JOIN chunk_notes n ON n.chunk_id = c.id
+           WHERE c.deleted_at IS NULL ORDER BY c.id""")
     for r in cur:
         yield {"type": "chunk", "id": r[0], "source_id": r[1], "seq": r[2], "text": r[3], "start_byte": r[4], "end_byte": r[5],
                "start_line": r[6], "end_line": r[7], "tokens": r[8], "kind": r[9], "hash": r[10], "run_id": r[11],
                "meta": read_meta(r[12]), "created": r[13], "modified": r[14], "accessed": r[15],
                "stats": {"recall_count": r[16], "last_recall": r[17], "strength": r[18], "strength_at": r[19], "tier": r[20],
                          "pinned": bool(r[21]), "expires_at": r[22]},
-               "tags": json.loads(r[23]), "terms": json.loads(r[24])}
+               "tags": json.loads(r[23]), "terms": json.loads(r[24]), "summary": r[25], "confidence": r[26],
+               "versions": [_version(v) for v in json.loads(r[27])]}
     for r in conn.execute("""SELECT src, dst, type, strength, count, created, updated FROM links
                              WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE id IN (src, dst) AND deleted_at IS NOT NULL)
                              ORDER BY src, type, dst"""):
@@ -83,6 +89,12 @@ def records(conn: sqlite3.Connection, now: float) -> Iterator[dict[str, Any]]:
                              AND chunk_id NOT IN (SELECT id FROM chunks WHERE deleted_at IS NOT NULL) ORDER BY rank))
                FROM recall_traces t ORDER BY t.id"""):
         yield {"type": "trace", "id": r[0], "at": r[1], "op": r[2], "query": r[3], "run_id": r[4], "chunks": json.loads(r[5])}
+
+
+def _version(row: list[Any]) -> dict[str, Any]:
+    """An earlier version of a chunk as an export writes it (its tags read as ``edits`` reads them)."""
+    return {"version": row[0], "text": row[1], "kind": row[2], "tags": list(edits.tag_list(row[3])), "summary": row[4],
+            "confidence": row[5], "since": row[6], "replaced": row[7]}
 
 
 def export_jsonl(db: Database, target: Target, now: float) -> int:
@@ -150,6 +162,14 @@ class _Importer:
                              WHERE chunk_id = ?""",
                           (st["recall_count"], st["last_recall"], st["strength"], st["strength_at"], st["tier"], new_id))
         self.conn.executemany("INSERT OR IGNORE INTO chunk_terms (term, chunk_id) VALUES (?, ?)", [(t, new_id) for t in r.get("terms", ())])
+        if r.get("summary") is not None or r.get("confidence") is not None:
+            self.conn.execute("INSERT INTO chunk_notes (chunk_id, summary, confidence) VALUES (?, ?, ?)",
+                              (new_id, r.get("summary"), r.get("confidence")))
+        self.conn.executemany(
+            """INSERT INTO chunk_versions (chunk_id, version, text, kind, tags, summary, confidence, since, replaced)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [(new_id, v["version"], v["text"], v["kind"], json.dumps(v["tags"], ensure_ascii=False), v["summary"], v["confidence"],
+              v["since"], v["replaced"]) for v in r.get("versions", ())])
         # Not added to ``hashes``: only chunks the store held before this import are merged
         # onto (a re-import merges), never two chunks of one file with the same text.
         self.chunks[r["id"]] = new_id

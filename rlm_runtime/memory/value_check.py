@@ -42,6 +42,7 @@ _VALUE_RULES = {
         ("id", '"id" = 1'), ("dim", '"dim" > 0 AND "dim" <= 4096 AND "dim" % 64 = 0'), ("bytes", '"bytes" * 4 = "dim"'))},
     ("chunk_vectors", "bits"): 'length("bits") = (SELECT "bytes" FROM main."vector_meta" WHERE "id" = 1)',
     ("quality_vectors", "bits"): 'length("bits") = (SELECT "bytes" FROM main."quality_meta" WHERE "id" = 1)',
+    **{(table, "confidence"): '"confidence" >= 0 AND "confidence" <= 1' for table in ("chunk_notes", "chunk_versions")},
     # AUTOINCREMENT ids: room for 2**62 more rows (SQLite refuses a row past 2**63-1).
     **{(table, "id"): f'"id" <= {COUNT_LIMIT}' for table in ("sources", "chunks", "recall_traces")},
 }
