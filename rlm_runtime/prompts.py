@@ -83,6 +83,8 @@ class Prompts:
                 text = self.text("context_skipped", summary=text, reason=b.skip_reason or "the probe's verdict",
                                  names=", ".join(map(quoted, b.skipped_documents[:20]))
                                  + (" ..." if len(b.skipped_documents) > 20 else ""))
+            if getattr(b, "changed", ""):
+                text += "\n" + self.text("context_changed", what=b.changed)
             if k == 0 and earlier:
                 text += "\n" + self.text("context_earlier", leads=earlier)
             parts.append(f"{'context' if k == 0 else f'contexts[{k}]'} holds {text}" if len(briefs) > 1 else text)

@@ -104,6 +104,14 @@ class ChunkSearch:
     def set_contexts(self, handles: Sequence[Any]) -> None:
         self.handles = list(handles)
 
+    def drop_context(self, k: int) -> None:
+        """Close the index of ``contexts[k]``: its text changed (a file read again), and the
+        next search brings it up to date (a file's or folder's index incrementally)."""
+        with self._lock:
+            store = self._indexes.pop(k, None)
+            if store is not None:
+                store.close()
+
     def drop_contexts_from(self, k: int) -> None:
         """Close the indexes of ``contexts[k:]``: a context taken out at place ``k`` moves the
         later ones down a place, and each index is found by its place (a later search opens

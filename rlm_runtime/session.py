@@ -34,6 +34,7 @@ from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.context import open_context
 from rlm_runtime.context.beneath import seal
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
+from rlm_runtime.context.living import Living, of_handle, what_changed
 from rlm_runtime.errors import ConfigError, ContextError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output
@@ -145,6 +146,8 @@ class Session:
         self.context_roots = None if context_roots is None else tuple(Path(r) for r in context_roots)
         self._usage = RunUsage()
         self._handles: list[Any] = []
+        #: How each context stays current (``context.living``; None: no file or folder behind it).
+        self._living: list[Living | None] = []
         try:
             for source in contexts:
                 opened = self._open_source(source, memory_ok=True)
@@ -152,6 +155,7 @@ class Session:
                     memory = _registered_store(memory, opened, source if isinstance(source, str) else f"ctx:{source.id}")
                 else:
                     self._handles.append(opened)
+                    self._living.append(self._living_of(source, opened))
         except BaseException:
             if self._registry is not None and self._owns_registry:
                 self._registry.close()
@@ -224,6 +228,7 @@ class Session:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("a question must be a non-empty str")
         with self._turn():
+            self._refresh()
             setup = self.setup if limits is None else _with_limits(self.setup, limits)
             turn = self._questions
             self._questions += 1
@@ -246,6 +251,9 @@ class Session:
             result.duration_s = time.monotonic() - began
             result.trajectory = str(self._trace_path) if self._trace_path else None
             self._history.append(harness.Exchange(question, result.answer, result.error))
+            for handle in self._handles:  # said to this question's brief: not again
+                if getattr(handle, "changed", ""):
+                    handle.changed = ""
             if result.answer is not None and (self.remember if remember is None else remember):
                 self._remember(question, result, run)
             return result
@@ -404,6 +412,7 @@ class Session:
             mark_skipped_documents([handle], self.setup.probe)
             self._sandbox.add_context(handle)
             self._handles = list(self._sandbox.contexts)
+            self._living.append(self._living_of(source, handle))
             self.search.set_contexts(self._handles)
             return handle
 
@@ -427,11 +436,66 @@ class Session:
             handle = self._handles[k]
             self._sandbox.close()
             self._handles = self._handles[:k] + self._handles[k + 1:]
+            self._living = self._living[:k] + self._living[k + 1:]
             self.search.drop_contexts_from(k)
             self.search.set_contexts(self._handles)
             self._sandbox, self._table = open_sandbox(self.setup, self._handles, pool_key=self.session_id,
                                                       on_wait=self._on_wait)
             return handle
+
+    def refresh_contexts(self) -> list[tuple[str, str]]:
+        """Read again now every file or folder context whose source changed since it was
+        opened (as each question does at its start); return (name, what changed) of each.
+        Variables stay; a variable holding an old handle keeps it."""
+        with self._turn():
+            return self._refresh()
+
+    def _refresh(self) -> list[tuple[str, str]]:
+        """Open again each context whose file or folder changed (``context.living``), bind the
+        new handle in the worker where the old one was and drop its search index (built again
+        on the next search, incrementally); the handle's ``changed`` says what changed, for
+        the next question's brief. A source that cannot be opened again keeps its old handle,
+        and the brief says that too."""
+        changes: list[tuple[str, str]] = []
+        for k, living in enumerate(self._living):
+            if living is None:
+                continue
+            now = living.stamp()
+            if now == living.seen:
+                continue
+            old = self._handles[k]
+            living.seen = now
+            try:
+                new = living.reopen()
+                new.name = old.name
+                self._sandbox.replace_context(k, new)
+            except RLMError as e:
+                old.changed = f"it changed on disk but could not be read again ({e}): this is its text as it was"
+                changes.append((old.name, old.changed))
+                continue
+            new.changed = f"{what_changed(old, new)}; variables set before hold its old text"
+            self._handles[k] = new
+            self.search.drop_context(k)
+            changes.append((new.name, new.changed))
+            close = getattr(old, "close", None)
+            if callable(close):
+                close()
+        if changes:
+            self.search.set_contexts(self._handles)
+            mark_skipped_documents([h for h in self._handles if getattr(h, "changed", "")], self.setup.probe)
+        return changes
+
+    def _living_of(self, source: Any, handle: Any) -> Living | None:
+        """How ``handle`` (opened from ``source``) is read again when its file or folder changes."""
+        from rlm_runtime.registry import Opened
+
+        if isinstance(source, Opened):
+            return None if source.reopen is None else of_handle(handle, source.reopen, source.path)
+        name = getattr(handle, "name", None)
+        if source is handle:  # a handle the caller opened: read again from where it was opened
+            where = getattr(handle, "path", None) or getattr(handle, "root", None)
+            return None if where is None else of_handle(handle, lambda: open_context(where, name=name))
+        return of_handle(handle, lambda: self._open_source(source, name=name))
 
     @property
     def contexts(self) -> list[Any]:

@@ -20,6 +20,7 @@ make a document skipped (see relevance.py for why).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,9 @@ class ContextBrief:
     #: What ``records()`` makes of one text (a key of ``records.SHAPE_TEXT``; "" for a
     #: corpus, code, JSON, or a text that could not be probed).
     shape: str = ""
+    #: What changed in the context since the session's last question (``context.living``;
+    #: "" when nothing did).
+    changed: str = ""
 
     @property
     def mode(self) -> str:
@@ -79,6 +83,7 @@ class ContextBrief:
             "inline_chars": None if self.inline is None else len(self.inline),
             "skipped_documents": list(self.skipped_documents), "skip_reason": self.skip_reason,
             "relevant_documents": list(self.relevant_documents), "keywords": list(self.keywords), "shape": self.shape,
+            **({"changed": self.changed} if self.changed else {}),
         }
 
 
@@ -95,7 +100,9 @@ def describe(handles: Sequence[ContextHandle], *, question: str, config: ProbeCo
     """
     config = config or ProbeConfig()
     keywords = merge_keywords(config.keywords, keywords_from_question(question))
-    return [_describe_one(h, config, keywords, inline_max_chars) for h in handles]
+    briefs = [_describe_one(h, config, keywords, inline_max_chars) for h in handles]
+    return [dataclasses.replace(b, changed=str(getattr(h, "changed", "") or "")) if getattr(h, "changed", "") else b
+            for b, h in zip(briefs, handles, strict=True)]
 
 
 def mark_skipped_documents(handles: Sequence[ContextHandle], config: ProbeConfig | None = None) -> dict[str, dict[str, str]]:

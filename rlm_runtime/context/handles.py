@@ -419,6 +419,11 @@ class LazyHandle(BufferHandle):
     def _buffer(self) -> TextBuffer:
         return self._cache.get(self, self._load)
 
+    def invalidate(self) -> None:
+        """Forget the loaded text: the next read calls the loader again (its source changed)."""
+        self._cache.drop(self)
+        self._records = None
+
     def _load(self) -> TextBuffer:
         text = self._loader()
         if not isinstance(text, str):
@@ -449,6 +454,13 @@ class LazyCache:
             _, (_, old) = self._items.popitem(last=False)
             self.used -= old.nbytes
         return buf
+
+    def drop(self, handle: LazyHandle) -> None:
+        """Forget ``handle``'s text (``LazyHandle.invalidate``)."""
+        hit = self._items.get(id(handle))
+        if hit is not None and hit[0] is handle:
+            del self._items[id(handle)]
+            self.used -= hit[1].nbytes
 
     def __contains__(self, handle: LazyHandle) -> bool:
         hit = self._items.get(id(handle))

@@ -13,6 +13,7 @@ counts its use under its id, and never opens the path again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,16 @@ from rlm_runtime.registry.store import Registry, Resolved
 @dataclass(frozen=True)
 class Opened:
     """A registered context opened by the caller: ``handle`` is its context handle, or the
-    ``Path`` of a memory store (``kind == "memory"``); ``id`` its registry id."""
+    ``Path`` of a memory store (``kind == "memory"``); ``id`` its registry id. ``reopen``
+    opens it again as the caller opened it (with the same checks) and ``path`` is the file or
+    folder it was opened from: with both, a session reads it again when it changes
+    (``context.living``); without, it stays as opened."""
 
     handle: Any
     id: str
     kind: str = "file"
+    reopen: Callable[[], Any] | None = None
+    path: Path | None = None
 
     @property
     def store(self) -> Path | None:

@@ -78,8 +78,15 @@ def _context(repl: Repl, arg: str) -> bool:
         handle = repl.session.remove_context(which)
         repl.display.info(f"removed {handle.name}; a fresh worker holds the other contexts (variables are gone)")
         return True
+    if words[0] == "refresh" and len(words) == 1:
+        changed = repl.session.refresh_contexts()
+        if not changed:
+            repl.display.info("no context changed on disk since it was read (each question checks too)")
+        for name, what in changed:
+            repl.display.info(f"{one_line(name)}: {one_line(what)}")
+        return True
     if words[0] != "add" or len(words) not in (2, 3):
-        repl.display.error("usage: /context add PATH [NAME] | /context rm NAME|N | /context list")
+        repl.display.error("usage: /context add PATH [NAME] | /context rm NAME|N | /context refresh | /context list")
         return False
     from rlm_runtime.registry import is_ref
 
@@ -285,8 +292,9 @@ def _exit(repl: Repl, arg: str) -> bool:
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("/help", "/help", "this list", _help),
-    Command("/context", "/context add PATH [NAME] | rm NAME|N | list",
-            "add a file, a folder or a ctx:ID as the next context; take one out; list them", _context),
+    Command("/context", "/context add PATH [NAME] | rm NAME|N | refresh | list",
+            "add a file, a folder or a ctx:ID as the next context; take one out; read again those changed on disk "
+            "(each question does); list them", _context),
     Command("/drop", "/drop NAME|N", "take a context out (/context rm)", lambda repl, arg: _context(repl, f"rm {arg}")),
     Command("/clear", "/clear", "clear the screen", _clear),
     Command("/model", "/model NAME", "the root model of the next questions", _model),

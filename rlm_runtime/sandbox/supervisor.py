@@ -422,27 +422,63 @@ class Sandbox:
                 self._lose(worker, problem)  # the new worker maps every context, this one too
             return index
 
-    def _attach(self, worker: _WorkerHandle, handle: Any) -> str | None:
-        """Send ``handle`` to the live worker; None once it is mapped and appended.
+    def replace_context(self, index: int, source: Any) -> None:
+        """Put a new handle in place of ``contexts[index]`` (the same file or folder read again
+        after it changed), keeping every variable: the live worker maps it between cells and
+        binds it where the old one was (``context`` too, for index 0). A variable that holds
+        the old handle keeps it. As ``add_context``: a context the worker cannot map raises
+        ContextError and changes nothing; a worker that answers wrongly is replaced by one
+        that maps every context at start (its variables lost, the next cell says so).
+
+        Raises:
+            ContextError: no context at ``index``, the source cannot be opened, or the worker
+                could not map it.
+            SandboxError: the sandbox is closed, or a cell is running in this thread.
+        """
+        from rlm_runtime.context import open_context
+
+        handle = open_context(source)
+        with self._between_cells("replace_context"):
+            if not 0 <= index < len(self.contexts):
+                raise ContextError(f"no context at place {index} (the session has {len(self.contexts)})")
+            worker = self._worker
+            if worker is None:
+                self.contexts[index] = handle
+                return
+            problem = _idle_problem(worker)
+            if problem is None and worker.n_contexts != len(self.contexts):
+                problem = "it had contexts still to map"  # handles appended directly: a new worker maps them all
+            if problem is None:
+                problem = self._attach(worker, handle, at=index)
+            if problem is not None:
+                self.contexts[index] = handle
+                self._lose(worker, problem)
+
+    def _attach(self, worker: _WorkerHandle, handle: Any, *, at: int | None = None) -> str | None:
+        """Send ``handle`` to the live worker; None once it is mapped and appended (or, with
+        ``at``, bound in place of the context at that place).
 
         Returns why the worker must be replaced instead (it broke the protocol); raises
         ContextError when the worker reports it cannot map the context.
         """
         # With it go any handles appended to ``contexts`` directly since the worker started.
-        new = [*self.contexts[worker.n_contexts :], handle]
+        new = [handle] if at is not None else [*self.contexts[worker.n_contexts :], handle]
         specs, fds, _mapped = contexts.export(new)  # ContextError: nothing was sent
         self._seq += 1
         seq = self._seq
         sock = worker.sock
         deadline = time.monotonic() + _CONTROL_TIMEOUT_S + _ATTACH_PER_FD_S * len(fds)
+        frame: dict[str, Any] = {"op": "attach", "seq": seq, "contexts": specs, "fds": len(fds)}
+        if at is not None:
+            frame["at"] = at
         try:
-            protocol.send(sock, {"op": "attach", "seq": seq, "contexts": specs, "fds": len(fds)}, deadline=deadline)
+            protocol.send(sock, frame, deadline=deadline)
             for k in range(0, len(fds), frames.ATTACH_FDS_PER_FRAME):
                 part = fds[k : k + frames.ATTACH_FDS_PER_FRAME]
                 protocol.send_with_fds(sock, {"op": "fds", "n": len(part)}, part, deadline=deadline)
             _close_fds(fds)
             reply = protocol.recv(sock, deadline=deadline, max_bytes=frames.ATTACH_REPLY_MAX)
-            refused = frames.attach_reply(reply, seq, worker.n_contexts + len(new))
+            refused = frames.attach_reply(reply, seq, worker.n_contexts + (0 if at is not None else len(new)))
         except (EOFError, ConnectionError) as e:
             return f"its channel closed during add_context ({e})"
         except TimeoutError:
@@ -459,6 +495,9 @@ class Sandbox:
             raise ContextError(f"the running worker could not map context {handle.name!r}: {refused}. A context added "
                                "to a running worker counts against its memory_mb and open_files; contexts given when "
                                "the sandbox starts do not")
+        if at is not None:
+            self.contexts[at] = handle
+            return None
         worker.n_contexts += len(new)
         self.contexts.append(handle)
         return None

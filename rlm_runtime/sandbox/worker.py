@@ -204,7 +204,8 @@ class Worker:
     # ------------------------------------------------------- between cells
 
     def attach(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Map contexts added after lock-down; keep every variable.
+        """Map contexts added after lock-down; keep every variable. With ``at``, the one
+        context sent takes the place of the context there (a file read again after it changed).
 
         The descriptors come in ``fds`` frames of at most ``frames.ATTACH_FDS_PER_FRAME``,
         read with recvmsg (allowed by seccomp for this; only the host is at the other end of
@@ -250,9 +251,15 @@ class Worker:
                     os.close(fd)
                 except OSError:
                     pass
+        at = msg.get("at")
+        if problem is None and at is not None and not (type(at) is int and 0 <= at < len(self.handles) and len(added) == 1):
+            problem = "a context to replace that this worker does not have"
         if problem is not None:
             return {"op": "attach_failed", "seq": seq, "message": problem[: frames.MESSAGE_MAX]}
-        self.handles.extend(added)
+        if at is not None:
+            self.handles[at] = added[0]  # the same source read again: bound where the old one was
+        else:
+            self.handles.extend(added)
         self.reserved.update(contexts.namespace(self.handles))
         self._restore_reserved()
         return {"op": "attached", "seq": seq, "count": len(self.handles)}

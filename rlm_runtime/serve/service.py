@@ -14,6 +14,7 @@ is capped (``ServeLimits``) and a request over a cap is refused whole (``TooLarg
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -431,7 +432,9 @@ class Service:
                 else:
                     handle = _open_real(resolved.path, entry.name, keep=True) if resolved.path is not None else \
                         _open_text(resolved)
-                    opened.append(Opened(handle, entry.id, kind=entry.kind))
+                    # Read again when it changes between questions, checked as now (``context.living``).
+                    again = functools.partial(self._reopen, ref) if resolved.path is not None else None
+                    opened.append(Opened(handle, entry.id, kind=entry.kind, reopen=again, path=resolved.path))
             options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
                        **self._session_options}
             return Session(self.model, self.sub_model, contexts=opened, on_event=on_event, **options)
@@ -442,6 +445,14 @@ class Service:
         finally:
             for fd in held:
                 os.close(fd)
+
+    def _reopen(self, ref: str) -> Any:
+        """A registered file or folder opened again for a client's session after it changed:
+        resolved and checked again, as when the session opened it."""
+        _source, _rid, resolved = self._source(ref)
+        if resolved is None or resolved.path is None:
+            raise ContextError(f"{_quoted(ref)} is no file or folder to read again")
+        return _open_real(resolved.path, resolved.entry.name, keep=True)
 
     def _source(self, ref: str) -> tuple[Any, str | None, Any]:
         """What ``ref`` names, checked: ``ctx:ID`` for a registered context (a ``Session``

@@ -38,6 +38,7 @@ ALLOWED = {
     "corpus": {"about", "beneath", "grep", "tokens", "buffer", "handles", "probe", "protocol", "records", "settings"},
     "sources": {"corpus", "handles", "probe", "protocol", "settings"},
     "brief": {"about", "corpus", "probe", "protocol", "records", "relevance", "settings"},
+    "living": {"beneath", "corpus", "handles"},
 }
 
 # Stub the parent packages so that importing a submodule does not run rlm_runtime/__init__.py

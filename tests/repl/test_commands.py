@@ -33,7 +33,7 @@ def test_context_add_and_list(drive, write_script, tmp_path: Path) -> None:
     assert "notes" in run.out and "bytes" in run.out
     assert "2: beta launch code" in run.out and " 1" in run.out
     assert "no such file or folder: /no/such/file" in run.err
-    assert "usage: /context add PATH [NAME] | /context rm NAME|N | /context list" in run.err
+    assert "usage: /context add PATH [NAME] | /context rm NAME|N | /context refresh | /context list" in run.err
 
 
 def test_model_and_sub_model_switch_later_questions(drive, write_script) -> None:

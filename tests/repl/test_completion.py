@@ -25,7 +25,7 @@ def test_slash_commands() -> None:
 
 def test_command_arguments() -> None:
     """It completes the words each command takes."""
-    assert _complete("/context ") == ["add", "rm", "list"]
+    assert _complete("/context ") == ["add", "rm", "refresh", "list"]
     assert _complete("/remember o") == ["on", "off"]
     assert _complete("/limits max_i") == ["max_iterations="]
     assert _complete("/limits max_depth=1 max_") == ["max_depth=", "max_iterations="]

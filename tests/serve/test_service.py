@@ -93,3 +93,25 @@ def test_a_path_that_is_not_text_is_refused_before_the_file_system_is_asked(root
         assert service.registry.list() == []
     finally:
         service.close()
+
+
+def test_a_registered_file_that_grows_is_read_again_in_a_kept_session(root: Path) -> None:
+    """It reads a registered file again when it changed between two questions of one client's
+    kept session: the second answer sees the appended line, the worker's variables stay."""
+    asked: list[int] = []
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        first = not asked
+        asked.append(1)
+        return f"```repl\n{'marker = 1' if first else 'marker += 1'}\nFINAL(str(marker) + ' ' + str(len(grep('code'))))\n```"
+
+    service = Service(ScriptedClient(reply), roots=[root], session_options={"memory": None, "trace": False})
+    try:
+        entry = service.context_add(str(root / "sub" / "notes.txt"), name="notes")
+        ref = f"ctx:{entry['id']}"
+        assert service.ask("how many codes?", [ref], client="c1")["answer"] == "1 1"
+        with (root / "sub" / "notes.txt").open("a") as fh:
+            fh.write("the door code is 1234\n")
+        assert service.ask("and now?", [ref], client="c1")["answer"] == "2 2"
+    finally:
+        service.close()
