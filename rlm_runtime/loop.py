@@ -438,6 +438,7 @@ class Run:
             # changes what a small model writes.
             if search.memory is not None:
                 memory_chunks = _memory_size(search.memory)
+                builtins.append("related")  # the memory's links (a person's, learned): offered where they are
         contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks, earlier=self.earlier)
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,

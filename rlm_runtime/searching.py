@@ -363,6 +363,38 @@ class ChunkSearch:
             self._note_read([number])
         return _render(view)
 
+    def related(self, chunk_id: str, k: int = 10) -> list[dict[str, Any]]:
+        """The chunks linked to one (``m12``, ``c0.31``), strongest link first: each with its id,
+        the link's type and strength, which way it points (``to`` the other chunk or ``from``
+        it; both for a symmetric type), where it is from and the start of its text. Links to
+        the chunk's neighbours (``follows``) are left out: ``read_chunk(id, around=1)`` reads those."""
+        from rlm_runtime.memory.links import SYMMETRIC_TYPES
+
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise HostCallError(f"k must be an int from 1 to {MAX_K}")
+        store, number = self._locate(chunk_id)
+        if not 0 <= number < 2**63:
+            raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
+        prefix = str(chunk_id)[: str(chunk_id).index(".") + 1] if str(chunk_id).startswith("c") else "m"
+        try:
+            store.read(number, record=False)  # ChunkNotFound for an id that names no live chunk
+            found = [link for link in store.links(number) if link.type != "follows"][:k]
+            views = {v.chunk_id: v for v in store.read_many([link.dst if link.src == number else link.src for link in found],
+                                                            record=False)}
+        except RLMError as e:
+            raise HostCallError(f"related({chunk_id!r}): {self._shown(e)}") from e
+        out = []
+        for link in found:
+            other = link.dst if link.src == number else link.src
+            view = views.get(other)
+            if view is None:
+                continue
+            way = "both" if link.type in SYMMETRIC_TYPES else ("to" if link.src == number else "from")
+            out.append({"id": f"{prefix}{other}", "link": link.type, "way": way, "strength": round(link.strength, 3),
+                        "source": view.source, "lines": f"{view.start_line}-{view.end_line}",
+                        "snippet": " ".join(view.text.split())[:SNIPPET_CHARS]})
+        return out
+
     def _locate(self, chunk_id: Any) -> tuple[MemoryStore, int]:
         text = str(chunk_id) if isinstance(chunk_id, (str, int)) and not isinstance(chunk_id, bool) else ""
         try:

@@ -133,11 +133,23 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         _in_time(run)
         return str(search.read(chunk_id, around))
 
+    def related(chunk_id: str, k: int = 10) -> list[dict[str, Any]]:
+        """The chunks linked to one, strongest link first (``ChunkSearch.related``)."""
+        search = run.tree.search
+        if search is None:
+            raise HostCallError("related is not available in this run")
+        _in_time(run)
+        began = time.monotonic()
+        found = search.related(chunk_id, k)
+        run.emit({"type": "tool_call", "name": "related", "args": _short_repr(chunk_id), "result": f"{len(found)} linked",
+                  "error": None, "duration_s": time.monotonic() - began})
+        return found
+
     calls: dict[str, Callable[..., Any]] = {"llm_query": llm_query, "llm_query_batched": llm_query_batched,
                                             "rlm_query": rlm_query}
     if not run.tree.setup.limits.sub_calls:
         calls = {name: _switched_off(name) for name in calls}
-    return {**calls, "search_chunks": search_chunks, "read_chunk": read_chunk, "semantic_grep": semantic_grep}
+    return {**calls, "search_chunks": search_chunks, "read_chunk": read_chunk, "semantic_grep": semantic_grep, "related": related}
 
 
 def _switched_off(name: str) -> Callable[..., Any]:
@@ -290,7 +302,7 @@ class ToolTable:
         return call
 
 
-BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep")
+BUILTINS = ("llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep", "related")
 
 
 def open_sandbox(setup: Setup, contexts: Sequence[Any], *, pool_key: str, on_wait: Callable[[dict[str, Any]], None] | None

@@ -38,7 +38,7 @@ from rlm_runtime.errors import ConfigError
 #: Names the runtime binds in every sandbox; a tool cannot take them.
 RUNTIME_NAMES = frozenset({
     "context", "contexts", "peek", "grep", "chunk", "chunks", "records", "FINAL", "FINAL_VAR", "SHOW_VARS",
-    "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep",
+    "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep", "related",
 })
 
 

@@ -30,6 +30,7 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "search_chunks": ("query", "k", "mode"),
     "semantic_grep": ("query", "k", "context"),
     "read_chunk": ("chunk_id", "around"),
+    "related": ("chunk_id", "k"),
     "llm_query": ("prompt",),
     "llm_query_batched": ("prompts",),
     "rlm_query": ("prompt", "context"),

@@ -256,7 +256,7 @@ _CACHE_SIZE = 256
 #: in the namespace for later: see ``_reserved_rebinding``.
 RUNTIME_NAMES = frozenset({
     "FINAL", "FINAL_VAR", "SHOW_VARS", "context", "contexts", "peek", "grep", "chunk", "chunks", "records",
-    "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep", "remember",
+    "llm_query", "llm_query_batched", "rlm_query", "search_chunks", "read_chunk", "semantic_grep", "related", "remember",
 })
 
 

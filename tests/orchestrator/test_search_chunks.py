@@ -129,3 +129,36 @@ def test_indexing_an_empty_grep_says_why(tmp_path: Path) -> None:
     assert "grep found no lines, so there is no [0]" in feedback
     assert "use grep('apiarists guild', ignore_case=True)" in feedback
     assert "Ljubljana" not in feedback  # the lines themselves are the model's to fetch
+
+
+def test_related_follows_a_memory_notes_links(tmp_path: Path) -> None:
+    """related(id) lists the chunks linked to a memory note (a person's 'contradicts'), strongest first, and is offered with a store."""
+    store_path = tmp_path / "memory.db"
+    with MemoryStore(store_path, embedder=None) as st:
+        [old] = st.add_text("The Falcon launch is set for March 3.")
+        [new] = st.add_text("Pushed back five weeks after the vendor slipped: April 9.")
+        [other] = st.add_text("The cafeteria closes at noon on Fridays.")
+        st.link(new, old, "contradicts", 0.9)
+        st.link(old, other, "see_also", 0.3)
+    client = ScriptedClient([
+        code("hits = search_chunks('Falcon launch')\nlinks = related(hits[0]['id'])\nprint(links)"),
+        code("FINAL(links[0]['snippet'] if links[0]['link'] == 'contradicts' else 'no')"),
+    ])
+    trace = tmp_path / "t.jsonl"
+    with Session(client, memory=store_path, limits=fast(), trace=trace) as s:
+        result = s.ask("When is the Falcon launch?")
+        assert result.answer == "Pushed back five weeks after the vendor slipped: April 9.", result.error
+        listed = s.execute(f"print([(x['id'], x['link'], x['way']) for x in related('m{old}')])").stdout
+        assert listed.strip() == f"[('m{new}', 'contradicts', 'both'), ('m{other}', 'see_also', 'to')]"
+        assert "no chunk with id 999" in str(s.execute("related('m999')").error)
+        assert "k must be an int" in str(s.execute(f"related('m{old}', k=500)").error)
+    assert "related(id, k=10)" in client.prompts[0][0]["content"]
+    assert [c["name"] for c in of_type(read_trace(trace), "tool_call")][:2] == ["search_chunks", "related"]
+
+
+def test_related_is_not_offered_without_a_memory_store(tmp_path: Path) -> None:
+    """It leaves related() out of the system prompt of a run with no memory store (contexts' links are their own neighbours)."""
+    client = ScriptedClient([code("FINAL('x')")])
+    with Session(client, contexts=[corpus(tmp_path)], limits=fast(), trace=False) as s:
+        s.ask("q")
+    assert "related(id" not in client.prompts[0][0]["content"]
