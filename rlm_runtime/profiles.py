@@ -20,8 +20,10 @@ too. Everything in it is optional::
 
 Precedence, lowest first: the model's own limits (``RunLimits.for_model``), the knobs, the
 profile's ``[limits]``, then what the caller passes explicitly (``Session(limits=...)``,
-``--max-iterations``). The seed's other sliders (humour, "soul") are left out: no parameter
-of a run would change with them, and a knob that changes nothing would be a lie.
+``--max-iterations``). ``directness`` appends a prompt file (how plainly to state an answer),
+``tool_use`` sets whether sub-calls are offered and how many model calls a question may make.
+The seed's other sliders (humour, "soul") are left out: no parameter of a run would change
+with them, and a knob that changes nothing would be a lie.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ KNOBS: tuple[Knob, ...] = (
          "brief below 34, plain below 67, else with evidence (quoted lines and line numbers)"),
     Knob("creativity", "temperature",
          "sampling temperature: k / 100 (0 = deterministic, 1 = the provider's usual)"),
+    Knob("directness", "the system prompt",
+         "below 34: weigh the readings and say what is uncertain (prompts/directness/weigh.md); from 67: state "
+         "the answer plainly, no hedging (prompts/directness/plain.md); between: neither"),
+    Knob("tool_use", "sub_calls, max_llm_calls",
+         "below 20: no llm_query or rlm_query (code alone; model calls = turns); from 20: sub-calls on, model "
+         "calls per question = turns * (1 + k / 10, rounded)"),
 )
 
 
@@ -69,6 +77,8 @@ class Knobs(BaseModel):
     recursion: int | None = Field(None, ge=0, le=100)
     verbosity: int | None = Field(None, ge=0, le=100)
     creativity: int | None = Field(None, ge=0, le=100)
+    directness: int | None = Field(None, ge=0, le=100)
+    tool_use: int | None = Field(None, ge=0, le=100)
 
 
 class Profile(BaseModel):
@@ -176,9 +186,16 @@ def _first_error(e: ValidationError) -> str:
     return f"{field}: {err.get('msg', 'invalid')}"
 
 
+def directness_prompt(knobs: Knobs) -> str | None:
+    """The prompt file the ``directness`` knob appends (``directness/NAME``), or None."""
+    d = knobs.directness
+    return None if d is None or 34 <= d < 67 else ("directness/weigh" if d < 34 else "directness/plain")
+
+
 def apply_knobs(knobs: Knobs, limits: RunLimits) -> tuple[RunLimits, AnswerStyle | None, float | None]:
     """``limits`` with the knobs applied (the table ``KNOBS``), the answer style and the
-    temperature they set (None: the knob is not set)."""
+    temperature they set (None: the knob is not set); ``directness`` acts on the prompt
+    (``directness_prompt``)."""
     changes: dict[str, Any] = {}
     if knobs.thoroughness is not None:
         turns = 3 + round(27 * knobs.thoroughness / 100)
@@ -191,6 +208,11 @@ def apply_knobs(knobs: Knobs, limits: RunLimits) -> tuple[RunLimits, AnswerStyle
     if knobs.verbosity is not None:
         v = knobs.verbosity
         style = "brief" if v < 34 else "plain" if v < 67 else "evidence"
+    if knobs.tool_use is not None:
+        turns = changes.get("max_iterations", limits.max_iterations)
+        t = knobs.tool_use
+        changes["sub_calls"] = t >= 20
+        changes["max_llm_calls"] = turns if t < 20 else turns * (1 + round(t / 10))
     temperature = None if knobs.creativity is None else round(knobs.creativity / 100, 2)
     return limits.model_copy(update=changes), style, temperature
 
@@ -207,6 +229,8 @@ def resolve(profile: Profile, base: RunLimits, brain_dirs: tuple[Path, ...]) -> 
     parts = []
     if profile.prompt:
         parts.append(brain.prompt(f"profiles/{profile.prompt}", brain_dirs))
+    if (direct := directness_prompt(profile.knobs)) is not None:
+        parts.append(brain.prompt(direct, brain_dirs))
     if style and style != "plain":
         parts.append(brain.prompt(f"answer_style/{style}", brain_dirs))
     return Settings(limits=limits, sub_model=profile.sub_model, temperature=temperature,

@@ -34,9 +34,9 @@ def user_profile(home: Path, name: str, text: str) -> Path:
 
 
 def test_every_shipped_profile_loads_and_resolves() -> None:
-    """It ships base, quick, research-analyst and code-copilot, each valid for a small and a large model."""
+    """It ships base, quick, research-analyst, code-copilot and creative, each valid for a small and a large model."""
     names = {p.name for p in list_profiles(brain())}
-    assert {"base", "quick", "research-analyst", "code-copilot"} <= names
+    assert {"base", "quick", "research-analyst", "code-copilot", "creative"} <= names
     for name in names:
         profile = load_profile(name, brain())
         assert profile.description and "invalid" not in profile.description
@@ -66,12 +66,35 @@ def test_the_small_model_profile_gives_a_large_name_the_small_model_limits() -> 
     ("thoroughness", 50, {"max_iterations": 17}),
     ("recursion", 0, {"max_depth": 0}), ("recursion", 24, {"max_depth": 0}), ("recursion", 25, {"max_depth": 1}),
     ("recursion", 60, {"max_depth": 2}), ("recursion", 85, {"max_depth": 3}), ("recursion", 100, {"max_depth": 3}),
+    ("tool_use", 0, {"sub_calls": False, "max_llm_calls": 20}), ("tool_use", 19, {"sub_calls": False}),
+    ("tool_use", 20, {"sub_calls": True, "max_llm_calls": 60}), ("tool_use", 100, {"sub_calls": True, "max_llm_calls": 220}),
 ])
 def test_knobs_set_limits_by_the_table(knob: str, value: int, expected: dict[str, int]) -> None:
     """It maps each knob value onto its limit as the KNOBS table says."""
     limits, _, _ = apply_knobs(Knobs(**{knob: value}), RunLimits())
     for field, want in expected.items():
         assert getattr(limits, field) == want
+
+
+def test_tool_use_counts_turns_after_thoroughness() -> None:
+    """It sets model calls from the turns the thoroughness knob gave (3 + 27 * 0.5 = 17 turns, 6x them at 50)."""
+    limits, _, _ = apply_knobs(Knobs(thoroughness=50, tool_use=50), RunLimits())
+    assert (limits.max_iterations, limits.sub_calls, limits.max_llm_calls) == (17, True, 102)
+
+
+def test_directness_appends_its_prompt_and_creative_ships(tmp_path: Path) -> None:
+    """It appends the weigh prompt below 34 and the plain one from 67 (neither between), and the creative profile
+    reaches the run: its prompt, its temperature, its weighing directness."""
+    for value, says in ((10, "give the one you think best first"), (50, None), (90, "state the answer plainly")):
+        settings = resolve(Profile(name="t", knobs=Knobs(directness=value)), RunLimits(), brain())
+        assert (says in settings.system_addendum) if says else settings.system_addendum == ""
+    client = ScriptedClient([code("FINAL('ok')")])
+    with Session(client, profile="creative", trace=False) as s:
+        assert s.ask("name the product").answer == "ok"
+        assert s.limits.sub_calls
+    system = client.prompts[0][0]["content"]
+    assert "offer three distinct options" in system and "give the one you think best first" in system
+    assert resolve(load_profile("creative", brain()), RunLimits(), brain()).temperature == 0.9
 
 
 def test_verbosity_and_creativity_set_the_answer_style_and_temperature() -> None:
