@@ -34,6 +34,7 @@ from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.context import open_context
 from rlm_runtime.context.beneath import seal
 from rlm_runtime.context.brief import load_probe_config, mark_skipped_documents
+from rlm_runtime.context.handles import DEFAULT_LAZY_CACHE
 from rlm_runtime.context.living import Living, of_handle, what_changed
 from rlm_runtime.errors import ConfigError, ContextError, RLMError, SessionBusy, SessionClosed
 from rlm_runtime.llm import LLMClient, checked_client, make_client
@@ -138,6 +139,8 @@ class Session:
                            governor=governor or Governor.from_system(worker_mb=worker_mb, ceiling=limits.max_concurrency),
                            probe=probe if probe is not None else _probe_config(), pool=pool, protect_host=protect_host,
                            system_addendum=settings.system_addendum)
+        # The lazy contexts' cache is the process's: its budget is the settings' ([probe] lazy_cache_mb).
+        DEFAULT_LAZY_CACHE.set_budget(int(getattr(self.setup.probe, "lazy_cache_mb", 256)) * 1024 * 1024)
         self.session_id = uuid.uuid4().hex[:12]
         self.budget = SessionBudget(session_limits)
         self.on_event = on_event

@@ -169,6 +169,7 @@ def test_doctor_text() -> None:
     assert done.returncode == 0, done
     assert "seccomp" in done.stdout and "landlock" in done.stdout
     assert "[on ]" in done.stdout
+    assert "Memory:" in done.stdout and "up to" in done.stdout and "lazy contexts 0 of 256 MB" in done.stdout
 
 
 def test_doctor_json() -> None:
@@ -181,6 +182,9 @@ def test_doctor_json() -> None:
         assert {"name", "active", "detail"} <= set(layer), layer
         assert isinstance(layer["active"], bool) and isinstance(layer["detail"], str)
     by_name = {layer["name"]: layer for layer in layers}
+    memory = by_name["memory"]["memory"]
+    assert memory["governor"]["max_workers"] >= 1 and memory["governor"]["worker_mb"] > 0
+    assert memory["use"]["host_rss_mb"] > 0 and memory["use"]["lazy_cache_budget_mb"] == 256
     if sys.platform.startswith("linux"):
         for name in ("seccomp", "landlock", "rlimits", "process_group", "empty_environment"):
             assert by_name[name]["active"] is True, by_name[name]

@@ -83,7 +83,12 @@ def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
 
         answer = api.post("/api/ask", json={"question": "the code?", "contexts": ["ctx:notes"], "session": "a-1"}).json()
         assert answer["answer"] == "4711" and answer["ok"] and answer["iterations"] == 1
-        assert api.get("/api/health").json()["sessions"] == 1  # kept for the session's next question
+        health = api.get("/api/health").json()
+        assert health["sessions"] == 1  # kept for the session's next question
+        memory = health["memory"]
+        assert memory["governor"]["max_workers"] >= 1 and memory["machine"]["cpus"] >= 1
+        assert memory["use"]["workers"] == 1 and memory["use"]["workers_rss_mb"] > 0  # the kept session's worker
+        assert memory["use"]["lazy_cache_budget_mb"] == 256 and memory["use"]["host_rss_mb"] > 0
         events = api.get(f"/api/traces/{answer['trajectory']}").json()
         assert events[0]["type"] == "trace_start"
         page = api.get(f"/api/traces/{answer['trajectory']}.html")

@@ -168,3 +168,23 @@ def test_repl_context_refresh_says_what_changed(tmp_path: Path) -> None:
             fh.write("line two\n")
         assert commands._context(repl, "refresh")  # type: ignore[arg-type]
         assert said[-1].startswith("todo.txt: 9 bytes added at the end")
+
+
+def test_the_lazy_cache_budget_is_a_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It sets the lazy contexts' cache from [probe] lazy_cache_mb when a session opens; a smaller budget evicts at once."""
+    from rlm_runtime.context.handles import DEFAULT_LAZY_CACHE, LazyCache
+
+    (tmp_path / "rlm.toml").write_text("[probe]\nlazy_cache_mb = 3\n")
+    monkeypatch.chdir(tmp_path)
+    try:
+        with Session(ScriptedClient(Prompts()), contexts=["x"], trace=False):
+            assert DEFAULT_LAZY_CACHE.budget == 3 * 1024 * 1024
+    finally:
+        DEFAULT_LAZY_CACHE.set_budget(256 * 1024 * 1024)
+    cache = LazyCache(budget_bytes=10_000)
+    handles = [LazyHandle(lambda i=i: str(i) * 4000, name=f"h{i}", cache=cache) for i in range(2)]
+    for h in handles:
+        h.peek(1)
+    assert cache.used == 8000
+    cache.set_budget(5000)
+    assert cache.used == 4000 and handles[1] in cache and handles[0] not in cache

@@ -84,13 +84,22 @@ def _sandbox_run(args: argparse.Namespace) -> int:
 
 
 def _sandbox_doctor(args: argparse.Namespace) -> int:
+    from rlm_runtime import memreport
     from rlm_runtime.config import paths_from_env
+    from rlm_runtime.governor import Governor
+    from rlm_runtime.sandbox import load_policy
     from rlm_runtime.sandbox.doctor import diagnose, render
 
     layers = diagnose(args.policy, home=paths_from_env().home)
+    memory = memreport.report(Governor.from_system(worker_mb=load_policy(args.policy).limits.memory_mb))
     if args.json:
-        print_json(args, [{"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose,
-                           **({"findings": list(x.findings)} if x.findings else {})} for x in layers])
+        # The memory report rides as one more entry of the list (name, active, detail), its figures under "memory".
+        print_json(args, [*({"name": x.name, "active": x.active, "detail": x.detail, "purpose": x.purpose,
+                             **({"findings": list(x.findings)} if x.findings else {})} for x in layers),
+                          {"name": "memory", "active": True, "detail": memreport.render(memory).splitlines()[2].strip(),
+                           "purpose": "what the governor allows and what is in use (megabytes)", "memory": memory}])
     else:
         say(render(layers))
+        say("")
+        say(memreport.render(memory))
     return EXIT_OK

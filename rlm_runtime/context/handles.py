@@ -455,6 +455,13 @@ class LazyCache:
             self.used -= old.nbytes
         return buf
 
+    def set_budget(self, budget_bytes: int) -> None:
+        """A new budget; texts past it go now, least recently read first (one always stays)."""
+        self.budget = budget_bytes
+        while self.used > self.budget and len(self._items) > 1:
+            _, (_, old) = self._items.popitem(last=False)
+            self.used -= old.nbytes
+
     def drop(self, handle: LazyHandle) -> None:
         """Forget ``handle``'s text (``LazyHandle.invalidate``)."""
         hit = self._items.get(id(handle))

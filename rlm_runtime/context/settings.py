@@ -29,6 +29,8 @@ class ProbeConfig(BaseModel):
         max_depth: folder depth limit (None: no limit).
         earlier_answers: say, in the brief of a registered context (``ctx:ID``), which probes
             found the lines earlier questions' answers came from (``registry/leads.py``).
+        lazy_cache_mb: the memory the texts of lazy contexts (a callable's) may hold at once,
+            least recently read first out (``LazyCache``); a session sets the process's cache.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -41,6 +43,7 @@ class ProbeConfig(BaseModel):
     extensions: tuple[str, ...] | None = None
     max_depth: int | None = Field(None, ge=0)
     earlier_answers: bool = False
+    lazy_cache_mb: int = Field(256, ge=1, le=1 << 20)
 
 
 def load_probe_config(start: Path | None = None) -> ProbeConfig:

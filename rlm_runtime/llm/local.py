@@ -252,6 +252,13 @@ def stop_all() -> None:
         _servers.clear()
 
 
+def running() -> list[tuple[str, int]]:
+    """(model name, process id) of each local server this process runs now."""
+    with _servers_lock:
+        return [(name, server.process.pid) for name, server in _servers.items()
+                if server.process is not None and server.alive()]
+
+
 def _server(name: str, models_dir: Path, settings: ServerSettings, engine: Engine) -> LocalServer:
     """The running server for ``name``, started (with ``settings``) if there is none."""
     with _servers_lock:

@@ -188,11 +188,13 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
         return answer
 
-    @app.get("/api/health", summary="The server's version, its client sessions, and how far search by meaning is filled",
-             responses=_errors())
+    @app.get("/api/health", summary="The server's version, its client sessions, how far search by meaning is filled, "
+                                     "and its memory: what the governor allows and what is in use", responses=_errors())
     async def health() -> dict[str, Any]:
         meaning = await anyio.to_thread.run_sync(service.meaning)
-        return {"status": "ok", "version": __version__, "sessions": len(service.sessions), "meaning": meaning}
+        memory = await anyio.to_thread.run_sync(service.memory_report)
+        return {"status": "ok", "version": __version__, "sessions": len(service.sessions), "meaning": meaning,
+                "memory": memory}
 
     @app.get("/api/hello", summary="Proof that this is the server its record names (answered without the token)",
              responses=_errors(404, 422))

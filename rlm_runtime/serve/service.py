@@ -145,6 +145,13 @@ class Service:
         with self.filler.request():
             yield
 
+    def memory_report(self) -> dict[str, Any]:
+        """What the governor allows this server and the memory in use, its sessions' workers
+        included (``memreport``: for ``/api/health``)."""
+        from rlm_runtime import memreport
+
+        return memreport.report(worker_rss=self.sessions.worker_rss())
+
     def meaning(self) -> dict[str, Any]:
         """How far the memory store's quality tier is filled (for ``/api/health``): never an
         error (a store that cannot be read says so), never a path of the host's."""

@@ -67,6 +67,18 @@ class SessionPool:
         with self._changed:
             return len(self._places)
 
+    def worker_rss(self) -> list[int | None]:
+        """The resident memory of each kept session's worker (None: not started, or busy)."""
+        with self._changed:
+            held = [p.session for p in self._places.values() if p.session is not None]
+        out: list[int | None] = []
+        for session in held:
+            try:
+                out.append(session.worker_rss())
+            except Exception:  # noqa: BLE001 - a session closing meanwhile reads as no worker
+                out.append(None)
+        return out
+
     @contextmanager
     def lease(self, key: Hashable | None, contexts: tuple[str, ...], sources: Sequence[Any],
               listener: Listener | None = None) -> Iterator[Any]:
