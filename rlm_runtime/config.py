@@ -116,11 +116,18 @@ def load_probe_settings(start: Path | None = None) -> tuple[dict[str, object], s
 
     Returns the table and the file it came from (None when no file has one).
     """
+    return load_settings("probe", start)
+
+
+def load_settings(table: str, start: Path | None = None) -> tuple[dict[str, object], str | None]:
+    """The table ``[TABLE]`` of the nearest ``rlm.toml`` (or ``[tool.rlm.TABLE]`` of a
+    ``pyproject.toml``) from ``start`` (default: cwd) towards the root, and its file (None
+    when no file has one)."""
     import tomllib
 
     folder = (start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
-        for name, keys in (("rlm.toml", ("probe",)), ("pyproject.toml", ("tool", "rlm", "probe"))):
+        for name, keys in (("rlm.toml", (table,)), ("pyproject.toml", ("tool", "rlm", table))):
             path = candidate / name
             if not path.is_file():
                 continue

@@ -439,7 +439,8 @@ class Run:
             if search.memory is not None:
                 memory_chunks = _memory_size(search.memory)
                 builtins.append("related")  # the memory's links (a person's, learned): offered where they are
-        contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks, earlier=self.earlier)
+        contexts = setup.prompts.contexts(briefs, memory_chunks=memory_chunks, earlier=self.earlier,
+                                          always=setup.always if self.depth == 0 else "")
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,

@@ -10,6 +10,7 @@ too. Everything in it is optional::
     temperature = 0.2                  # of every model call (0-2)
     prompt = "research-analyst"        # brain/prompts/profiles/research-analyst.md, appended
     answer_style = "evidence"          # brief | plain | evidence
+    always = ["ctx:me"]                # contexts in every question (registry.always)
 
     [knobs]                            # 0-100 each; see KNOBS
     thoroughness = 80
@@ -94,6 +95,8 @@ class Profile(BaseModel):
     answer_style: AnswerStyle | None = None
     knobs: Knobs = Field(default_factory=Knobs)
     limits: dict[str, Any] = Field(default_factory=dict)
+    #: Registered contexts (``ctx:ID``) whose text every question of this profile sees (``registry.always``).
+    always: tuple[str, ...] = ()
     source: str = ""
 
 

@@ -67,11 +67,13 @@ class Prompts:
                          output_chars=output_chars, max_iterations=max_iterations, example=example, shape_rules=rules)
         return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
-    def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None, earlier: str = "") -> str:
+    def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None, earlier: str = "", always: str = "") -> str:
         """What the system prompt says about the contexts (``ContextBrief``s, in order) and
         the memory store (its chunk count; None: no store); ``earlier``, the answer leads of
-        the main context, under its brief."""
+        the main context, under its brief; ``always``, the always-on contexts' text, last."""
         memory = "" if memory_chunks is None else "\n" + self.text("context_memory", chunks=memory_chunks)
+        if always.strip():
+            memory += "\n\n" + self.text("context_always", text=always.strip())
         if not briefs:
             return (self.text("contexts_none") if memory_chunks is None else "") + memory
         parts = []

@@ -103,6 +103,11 @@ class Session:
             ``memory`` names no other).
         context_roots: the folders a ``ctx:ID`` context's real path must lie under, checked
             each time one is opened (None: anywhere, the caller is trusted; ``[]``: none).
+        always: the always-on contexts every question sees (``registry.always``): True, the
+            registered contexts whose type is always loaded (``identity``), those the project's
+            ``[contexts] always`` in rlm.toml names and the profile's ``always``; a list of
+            ``ctx:ID``s: the always-loaded types and those; False: none. Read again at each
+            question, under ``context_roots``.
     """
 
     def __init__(self, model: str | LLMClient, sub_model: str | LLMClient | None = None, *,
@@ -113,7 +118,8 @@ class Session:
                  probe: Any = None, pool: Any = None, paths: Paths | None = None, protect_host: bool = True,
                  memory: bool | str | Path | MemoryStore | None = None, remember: bool = False,
                  profile: str | Path | Profile | None = None, registry: Registry | None = None,
-                 context_roots: Sequence[str | Path] | None = None, memory_readonly: bool = False) -> None:
+                 context_roots: Sequence[str | Path] | None = None, memory_readonly: bool = False,
+                 always: bool | Sequence[str] = True) -> None:
         self.paths = paths or paths_from_env()
         if memory_readonly and remember:
             raise ConfigError("remember=True writes to the memory store, which memory_readonly opens read-only")
@@ -148,6 +154,7 @@ class Session:
         self._owns_registry = False
         self.context_roots = None if context_roots is None else tuple(Path(r) for r in context_roots)
         self._usage = RunUsage()
+        self._always = always
         self._handles: list[Any] = []
         #: How each context stays current (``context.living``; None: no file or folder behind it).
         self._living: list[Living | None] = []
@@ -233,6 +240,7 @@ class Session:
         with self._turn():
             self._refresh()
             setup = self.setup if limits is None else _with_limits(self.setup, limits)
+            setup = dataclasses.replace(setup, always=self.always_on().text)
             turn = self._questions
             self._questions += 1
             history = harness.compact_history(self._history, setup.limits.history_chars,
@@ -487,6 +495,28 @@ class Session:
             self.search.set_contexts(self._handles)
             mark_skipped_documents([h for h in self._handles if getattr(h, "changed", "")], self.setup.probe)
         return changes
+
+    def always_on(self) -> Any:
+        """The always-on contexts' block as the next question sees it (``registry.always.Always``:
+        its text, the ids shown, and what was left out and why)."""
+        from rlm_runtime.config import load_settings
+        from rlm_runtime.registry.always import Always, gather
+
+        if self._always is False:
+            return Always()
+        refs: list[str] = []
+        if self._always is True:
+            table, where = load_settings("contexts")
+            listed = table.get("always", [])
+            if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+                raise ConfigError(f"{where}: [contexts] always is a list of ctx:ID strings")
+            refs += listed
+            refs += list(self.profile.always) if self.profile is not None else []
+        else:
+            refs += [str(r) for r in self._always]
+        if not refs and self._registry is None and not self.paths.registry.exists():
+            return Always()  # nothing registered: no registry to make
+        return gather(self._registry_open(), refs, self.context_roots)
 
     def _living_of(self, source: Any, handle: Any) -> Living | None:
         """How ``handle`` (opened from ``source``) is read again when its file or folder changes."""

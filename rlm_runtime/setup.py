@@ -32,6 +32,8 @@ class Setup:
     protect_host: bool = True
     #: Appended to every system prompt (a profile's addendum and answer style).
     system_addendum: str = ""
+    #: The always-on contexts' text, shown with the contexts (``registry.always``; "" for none).
+    always: str = ""
 
     def max_concurrent_calls(self) -> int:
         """Sub-calls in flight: the governor's cap, the limit, and what the sub-model's server

@@ -36,7 +36,7 @@ def _one_line_error(err: str, *parts: str) -> None:
 def test_add_list_show_rm(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """It adds, lists, shows and removes contexts, as text and as one JSON object."""
     assert main(["context", "add", "guide.md", "--tag", "work", "--tag", "docs"]) == 0
-    assert capsys.readouterr().out.startswith("added ctx:guide.md: guide.md  file  guide.md [docs, work]")
+    assert capsys.readouterr().out.startswith("added ctx:guide.md: guide.md  file  document  guide.md [docs, work]")
     assert main(["context", "add", "kb", "--id", "kb", "--name", "Knowledge base", "--json"]) == 0
     added = json.loads(capsys.readouterr().out)
     assert added["id"] == "kb" and added["kind"] == "folder" and added["meta"]["files"] == 1

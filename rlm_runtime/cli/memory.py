@@ -152,7 +152,7 @@ def add_commands(commands: Any) -> None:
                                  "file and rlm memory add it again).",
                      examples=('rlm memory edit 42 --text "We moved billing to SQLite."',
                                "rlm memory edit 42 --untag draft --tag decision --confidence 0.9",
-                               'rlm memory edit 42 --summary "billing runs on SQLite"', "pbpaste | rlm memory edit 42 --text -"))
+                               "pbpaste | rlm memory edit 42 --text -"))
     ed.add_argument("id", type=_chunk_id, metavar="ID")
     ed.add_argument("--text", metavar="TEXT", help="the new text, or - to read it from standard input")
     ed.add_argument("--kind", metavar="KIND", help="the new kind (decision, fact, answer, ...)")

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from rlm_runtime.registry import Entry, Registry, Usage
 
 _KINDS = ("file", "folder", "text", "memory")
+#: The context types (``registry.types.TYPES``), written out: the parser is built without importing the registry.
+_TYPES = ("identity", "project", "temporal", "document", "memory", "tool_result")
 
 
 def add_commands(commands: Any) -> None:
@@ -39,11 +41,12 @@ def add_commands(commands: Any) -> None:
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print one JSON object")
     group = add_command(
-        commands, "context", help="named contexts that persist: add, list, show, rm, refresh, stats",
+        commands, "context", help="named contexts that persist: add, list, show, type, always, rm, refresh, stats",
         description="The registry of named contexts ($RLM_HOME/registry.db): files, folders, texts and memory stores\n"
                     "registered once under an id, then named ctx:ID wherever a context is accepted (rlm ask -c,\n"
                     "rlm repl -c and /context add, rlm peek|grep|chunk, eval task files, Session(contexts=[...])).\n"
-                    "Each keeps its probe's metadata and how runs used it.",
+                    "Each keeps its probe's metadata and how runs used it, and has a type saying how it is loaded:\n"
+                    "identity is in every question (rlm context always shows what they see), the others when named.",
         examples=("rlm context add notes/ --id notes --tag work", 'rlm ask "What did we decide?" -c ctx:notes',
                   "rlm context list --tag work"),
         notes="exit codes: 0 done; 2 bad usage (an unknown or taken id, a missing path, a registry.db that is not one,\n"
@@ -62,6 +65,9 @@ def add_commands(commands: Any) -> None:
     ad.add_argument("--name", help="its display name (default: the file or folder's name)")
     ad.add_argument("--kind", choices=_KINDS, help="file, folder, text or memory (default: what PATH is)")
     ad.add_argument("--tag", action="append", default=[], metavar="TAG", help="a tag (repeatable)")
+    ad.add_argument("--type", dest="context_type", choices=_TYPES,
+                    help="what it is for: identity (in every question), project, temporal (probed again after a day), "
+                         "document (default), memory, tool_result (good for an hour)")
     ad.add_argument("--another", action="store_true",
                     help="register a path registered already once more, under a new id (without it, its entry is "
                          "refreshed and kept)")
@@ -71,7 +77,24 @@ def add_commands(commands: Any) -> None:
                      examples=("rlm context list", "rlm context list --kind folder --tag work --json"))
     ls.add_argument("--kind", choices=_KINDS, help="only contexts of this kind")
     ls.add_argument("--tag", metavar="TAG", help="only contexts with this tag")
+    ls.add_argument("--type", dest="context_type", choices=_TYPES, help="only contexts of this type")
     ls.set_defaults(run=_list)
+
+    ty = add_command(actions, "type", parents=[as_json], help="give a context a type (how it is loaded)",
+                     description="Give a context a type: identity is in every question (within ~1,000 tokens, all\n"
+                                 "always-on contexts together); project, document and memory are read when a question\n"
+                                 "names them; temporal is probed again a day after it was read, tool_result expires\n"
+                                 "after an hour.",
+                     examples=("rlm context type me identity", "rlm context type standup temporal"))
+    ty.add_argument("id", metavar="ID")
+    ty.add_argument("type", choices=_TYPES, metavar="TYPE", help=", ".join(_TYPES))
+    ty.set_defaults(run=_type)
+
+    al = add_command(actions, "always", parents=[as_json],
+                     help="what every question sees of the always-on contexts (identity ones, [contexts] always)",
+                     examples=("rlm context always", "rlm context always --profile creative --json"))
+    al.add_argument("--profile", metavar="NAME", help="with this profile's always list too")
+    al.set_defaults(run=_always)
 
     sh = add_command(actions, "show", parents=[as_json], help="one context: source, metadata, tags, usage",
                      examples=("rlm context show notes", "rlm context show ctx:notes --json"))
@@ -112,7 +135,8 @@ def _add(args: argparse.Namespace) -> int:
         raise UsageError("- reads standard input as a text: add --kind text")
     began = time.time()
     with _open() as registry:
-        entry = registry.add(source, id=args.context_id, name=args.name, kind=args.kind, tags=args.tag, another=args.another)
+        entry = registry.add(source, id=args.context_id, name=args.name, kind=args.kind, tags=args.tag, another=args.another,
+                             type=args.context_type)
     existing = entry.created < began
     if args.json:
         print_json(args, {**entry.to_json(), "existing": existing})
@@ -142,12 +166,13 @@ def _text(path: str) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     with _open() as registry:
-        entries = registry.list(kind=args.kind, tag=args.tag)
+        entries = registry.list(kind=args.kind, tag=args.tag, type=args.context_type)
     if args.json:
         print_json(args, {"contexts": [e.to_json() for e in entries]})
         return EXIT_OK
     if not entries:
-        say("no registered contexts" + (" of that kind or tag" if args.kind or args.tag else " (rlm context add PATH)"))
+        say("no registered contexts" + (" of that kind, tag or type" if args.kind or args.tag or args.context_type
+                                        else " (rlm context add PATH)"))
     for entry in entries:
         say(_line(entry))
     return EXIT_OK
@@ -161,7 +186,10 @@ def _show(args: argparse.Namespace) -> int:
         print_json(args, {**entry.to_json(), "answer_leads": [{"probe": p, "questions": n} for p, n in found]})
         return EXIT_OK
     meta = dict(entry.meta)
-    rows = [f"{entry.ref}: {one_line(entry.name)}", f"  kind: {entry.kind}"]
+    from rlm_runtime.registry.types import POLICIES
+
+    rows = [f"{entry.ref}: {one_line(entry.name)}", f"  kind: {entry.kind}",
+            f"  type: {entry.type} ({POLICIES[entry.type].describe})"]
     if entry.source is not None:
         rows.append(f"  source: {one_line(entry.source)}")
     if entry.tags:
@@ -177,6 +205,44 @@ def _show(args: argparse.Namespace) -> int:
     if found:
         rows.append(f"  answers found with: {one_line(', '.join(f'{p} ({n})' for p, n in found))}")
     say("\n".join(rows))
+    return EXIT_OK
+
+
+def _type(args: argparse.Namespace) -> int:
+    from rlm_runtime.registry.types import POLICIES
+
+    with _open() as registry:
+        entry = registry.set_type(args.id, args.type)
+    if args.json:
+        print_json(args, entry.to_json())
+    else:
+        say(f"{entry.ref} is now of type {entry.type}: {POLICIES[entry.type].describe}")
+    return EXIT_OK
+
+
+def _always(args: argparse.Namespace) -> int:
+    from rlm_runtime.config import load_settings, paths_from_env
+    from rlm_runtime.profiles import load_profile
+    from rlm_runtime.registry.always import gather
+
+    table, where = load_settings("contexts")
+    refs = table.get("always", [])
+    if not isinstance(refs, list) or not all(isinstance(x, str) for x in refs):
+        raise UsageError(f"{where}: [contexts] always is a list of ctx:ID strings")
+    if args.profile:
+        refs = [*refs, *load_profile(args.profile, paths_from_env().brain_dirs).always]
+    with _open() as registry:
+        found = gather(registry, refs)
+    if args.json:
+        print_json(args, {"ids": list(found.ids), "text": found.text, "notes": list(found.notes), "chars": len(found.text)})
+        return EXIT_OK
+    if not found.text:
+        say("no always-on contexts (rlm context type ID identity, or [contexts] always = [\"ctx:ID\"] in rlm.toml)")
+    else:
+        say(f"every question sees ({len(found.text):,} characters):")
+        say(found.text)
+    for note in found.notes:
+        say(f"rlm: left out: {one_line(note)}", err=True)
     return EXIT_OK
 
 
@@ -222,7 +288,7 @@ def _stats(args: argparse.Namespace) -> int:
 def _line(entry: Entry) -> str:
     tags = f" [{', '.join(entry.tags)}]" if entry.tags else ""
     where = f"  {entry.source}" if entry.source is not None else ""
-    return one_line(f"{entry.id}  {entry.kind}  {entry.name}{tags}  {_size(dict(entry.meta))}{where}")
+    return one_line(f"{entry.id}  {entry.kind}  {entry.type}  {entry.name}{tags}  {_size(dict(entry.meta))}{where}")
 
 
 def _size(meta: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ The tables:
 * ``context_runs``: the runs a context served, the last ``store.RECENT_RUNS`` of each.
 * ``context_leads``: the probes that found the lines answers came from (``leads.py``), with
   how many questions each served, the ``store.LEADS_KEPT`` most used of each context.
+* ``context_types``: a context's type (``types.py``), when it was given one.
 
 ``unexpected_objects`` compares a file's schema with what the migrations make, so a file
 holding triggers or views of its own is refused before SQLite could run them in this process.
@@ -103,6 +104,19 @@ def m003_answer_leads(conn: sqlite3.Connection) -> None:
             questions INTEGER NOT NULL DEFAULT 0,
             last_at REAL NOT NULL,
             PRIMARY KEY (id, probe)
+        ) WITHOUT ROWID""",
+    )
+
+
+@migration
+def m004_context_types(conn: sqlite3.Connection) -> None:
+    # A context's type (``types.py``): its own table, so that a row of ``contexts`` keeps the
+    # shape every check reads; a context without a row has its kind's default type.
+    _statements(
+        conn,
+        """CREATE TABLE context_types (
+            id TEXT PRIMARY KEY REFERENCES contexts(id) ON DELETE CASCADE,
+            type TEXT NOT NULL CHECK (type IN ('identity', 'project', 'temporal', 'document', 'memory', 'tool_result'))
         ) WITHOUT ROWID""",
     )
 

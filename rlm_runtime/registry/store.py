@@ -34,7 +34,7 @@ from typing import Any
 
 from rlm_runtime.config import Paths, paths_from_env, user_path
 from rlm_runtime.errors import ContextError, DamagedContext, RegistryError, SourceRefused, UnknownContext
-from rlm_runtime.registry import ids, metadata, value_check
+from rlm_runtime.registry import ids, metadata, types, value_check
 from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.db import Database
 from rlm_runtime.registry.roots import Roots, within
@@ -54,6 +54,8 @@ COUNT_LIMIT = 1 << 62
 LEADS_KEPT = 20
 LEADS_SHOWN = 3
 _MAX_RUN_ID = value_check.MAX_RUN_ID
+#: A context's type when it has no row in ``context_types`` (``types.default_type``), in SQL.
+_DEFAULT_TYPE_SQL = "CASE contexts.kind WHEN 'memory' THEN 'memory' ELSE 'document' END"
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Entry:
     created: float
     refreshed: float
     usage: Usage = field(default_factory=Usage)
+    #: What it is for, and so how it is loaded (``types.py``).
+    type: str = "document"
 
     @property
     def ref(self) -> str:
@@ -93,7 +97,7 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
-        return {"id": self.id, "ref": self.ref, "name": self.name, "kind": self.kind, "source": self.source,
+        return {"id": self.id, "ref": self.ref, "name": self.name, "kind": self.kind, "type": self.type, "source": self.source,
                 "tags": list(self.tags), "meta": dict(self.meta), "created": self.created, "refreshed": self.refreshed,
                 "usage": self.usage.to_json()}
 
@@ -159,7 +163,7 @@ class Registry:
 
     def add(self, source: str | os.PathLike[str], *, id: str | None = None, name: str | None = None,
             kind: str | None = None, tags: Iterable[str] = (), roots: Roots = None,
-            checked: Path | None = None, another: bool = False) -> Entry:
+            checked: Path | None = None, another: bool = False, type: str | None = None) -> Entry:
         """Register ``source`` and return its entry. A path registered already (the same real
         path and kind) is not registered twice: its entry is probed again (as ``refresh``),
         given the new tags (and ``name``, when one is given), and returned with its id, so an
@@ -179,6 +183,8 @@ class Registry:
                 must resolve there, and be the same file or folder before and after it is
                 probed, or nothing is registered (``SourceRefused``, naming no other place).
             another: register a path registered already once more, under a new id.
+            type: what it is for (``types.py``: ``identity`` is in every question); None: its
+                kind's default (a context registered already keeps its own).
 
         Raises:
             RegistryError: a bad id, name, tag or kind, an id taken, a text too large.
@@ -187,6 +193,8 @@ class Registry:
         """
         if kind is not None:
             ids.check_kind(kind)
+        if type is not None:
+            types.check_type(type)
         if id is not None:
             ids.check_id(id)
         tag_list = ids.check_tags(tags)
@@ -240,7 +248,27 @@ class Registry:
                     conn.execute("INSERT INTO context_texts (id, text) VALUES (?, ?)", (id, text))
                 conn.executemany("INSERT INTO context_tags (id, tag) VALUES (?, ?)", [(id, t) for t in tag_list])
                 conn.execute("INSERT INTO context_usage (id) VALUES (?)", (id,))
+            if type is not None:
+                conn.execute("INSERT OR REPLACE INTO context_types (id, type) VALUES (?, ?)", (id, type))
         return self.get(id)
+
+    def set_type(self, id: str, type: str) -> Entry:
+        """Give the context ``id`` the type ``type`` (``types.py``); return its entry.
+
+        Raises:
+            UnknownContext: no context has this id.
+            RegistryError: not a type.
+        """
+        types.check_type(type)
+        key = self._known(id)
+        with self.db.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO context_types (id, type) VALUES (?, ?)", (key, type))
+        return self.get(key)
+
+    def always(self) -> builtins.list[Entry]:
+        """The contexts whose type is loaded in every question (``identity``), by id; a damaged
+        one is left out with a warning."""
+        return [e for e in self.list() if types.POLICIES[e.type].load == "always"]
 
     def _reuse(self, conn: Any, real: Path, kind: str, meta: Mapping[str, Any], name: str | None,
                tags: Sequence[str], now: float) -> str | None:
@@ -334,11 +362,13 @@ class Registry:
                 raise self._unknown(key)
             return self._entry(conn, row)
 
-    def list(self, kind: str | None = None, tag: str | None = None) -> builtins.list[Entry]:
-        """Every registered context (of ``kind``, with ``tag``), by id; a damaged one is left
-        out with a warning naming it."""
+    def list(self, kind: str | None = None, tag: str | None = None, type: str | None = None) -> builtins.list[Entry]:
+        """Every registered context (of ``kind``, with ``tag``, of ``type``), by id; a damaged
+        one is left out with a warning naming it."""
         if kind is not None:
             ids.check_kind(kind)
+        if type is not None:
+            types.check_type(type)
         if tag is not None:  # a tag no entry could carry (a lone surrogate cannot even be bound to the query)
             ids.check_tags([tag])
         sql = "SELECT id, name, kind, source, meta, created, refreshed FROM contexts"
@@ -349,6 +379,9 @@ class Registry:
         if tag is not None:
             where.append("id IN (SELECT id FROM context_tags WHERE tag = ?)")
             args.append(tag)
+        if type is not None:
+            where.append(f"coalesce((SELECT t.type FROM context_types t WHERE t.id = contexts.id), {_DEFAULT_TYPE_SQL}) = ?")
+            args.append(type)
         if where:
             sql += " WHERE " + " AND ".join(where)
         entries = []
@@ -372,6 +405,12 @@ class Registry:
             ContextOutsideRoots: its path resolves outside ``roots``.
         """
         entry = self.get(ref_or_id)
+        if types.expired(entry.type, entry.refreshed, time.time()):
+            if entry.kind == "text":
+                ttl = types.POLICIES[entry.type].ttl_s
+                raise ContextError(f"ctx:{entry.id} has expired: a {entry.type} context is good for {ttl:.0f} s after it "
+                                   f"was added; add it again (rlm context add) or give it another type (rlm context type)")
+            entry = self.refresh(entry.id, roots)  # past its time to live: probed again before use
         if entry.kind == "text":
             with self.db.read() as conn:
                 row = conn.execute("SELECT text FROM context_texts WHERE id = ?", (entry.id,)).fetchone()
@@ -523,8 +562,12 @@ class Registry:
         problem = next((p for p in map(value_check.tag_problem, tags) if p is not None), None)
         if problem is not None:
             raise self._damaged(key, problem)
+        typed = conn.execute("SELECT type FROM context_types WHERE id = ?", (key,)).fetchone()
+        if typed is not None and typed[0] not in types.POLICIES:
+            raise self._damaged(key, "context_types.type: not a type")
         return Entry(id=key, name=row[1], kind=row[2], source=row[3], tags=tuple(tags), meta=meta, created=float(row[5]),
-                     refreshed=float(row[6]), usage=self._usage(conn, key))
+                     refreshed=float(row[6]), usage=self._usage(conn, key),
+                     type=str(typed[0]) if typed is not None else types.default_type(str(row[2])))
 
     def _usage(self, conn: Any, key: str) -> Usage:
         row = conn.execute("SELECT peeks, greps, chunks, loads, searches, last_access FROM context_usage WHERE id = ?",

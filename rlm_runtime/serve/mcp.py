@@ -125,11 +125,13 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
                        tags: Annotated[list[str], Field(description="labels to filter by later")] = []) -> dict[str, Any]:  # noqa: B006 - the SDK reads the default for the schema
         return await call(service.remember, text, tags)
 
-    @server.tool(description="The registered contexts: id, name, kind (file, folder, text, memory), size, lines, "
-                             "tokens, shape and how often each was used.")
+    @server.tool(description="The registered contexts: id, name, kind (file, folder, text, memory), type (identity, "
+                             "project, temporal, document, memory, tool_result), size, lines, tokens, shape and how often "
+                             "each was used.")
     async def contexts_list(kind: Annotated[str | None, Field(description="only this kind")] = None,
-                            tag: Annotated[str | None, Field(description="only contexts with this tag")] = None) -> list[dict[str, Any]]:
-        return await call(service.contexts_list, kind, tag)
+                            tag: Annotated[str | None, Field(description="only contexts with this tag")] = None,
+                            type: Annotated[str | None, Field(description="only this type")] = None) -> list[dict[str, Any]]:
+        return await call(service.contexts_list, kind, tag, type)
 
     @server.tool(description="Register a file or folder (under the server's roots) as a context; returns its entry, "
                              "whose id names it from then on (ctx:ID).")

@@ -209,8 +209,10 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
     # Fixed paths before /api/context/{context_id}, which would take them for ids.
     @app.get("/api/context", summary="The registered contexts", responses=_errors(400, 422))
     async def contexts_list(kind: str | None = Query(None, max_length=32, description="only this kind: file, folder, text or memory"),
-                            tag: str | None = Query(None, max_length=64, description="only contexts with this tag")) -> list[dict[str, Any]]:
-        return await call(service.contexts_list, kind, tag)
+                            tag: str | None = Query(None, max_length=64, description="only contexts with this tag"),
+                            type: str | None = Query(None, max_length=32, description="only this type: identity, project, "
+                                                     "temporal, document, memory or tool_result")) -> list[dict[str, Any]]:
+        return await call(service.contexts_list, kind, tag, type)
 
     @app.get("/api/context/stats", summary="Access statistics of the registry and the server's sessions",
              responses=_errors())

@@ -176,9 +176,9 @@ class Service:
 
     # ------------------------------------------------------------------ contexts
 
-    def contexts_list(self, kind: str | None = None, tag: str | None = None) -> list[dict[str, Any]]:
-        """The registered contexts (id, name, kind, size, shape...), optionally of one kind or tag."""
-        return [e.to_json() for e in self.registry.list(kind=kind, tag=tag)]
+    def contexts_list(self, kind: str | None = None, tag: str | None = None, type: str | None = None) -> list[dict[str, Any]]:
+        """The registered contexts (id, name, kind, type, size, shape...), optionally of one kind, tag or type."""
+        return [e.to_json() for e in self.registry.list(kind=kind, tag=tag, type=type)]
 
     def context_show(self, context: str) -> dict[str, Any]:
         """One registered context, with its access statistics."""
