@@ -25,14 +25,13 @@ def add_commands(commands: Any) -> None:
                      description="Serve the runtime to agents, editors and other programs. --mcp speaks MCP on "
                                  "standard input and output (what an editor launches); --http serves a REST API under "
                                  "/api and MCP at /mcp on a loopback port, behind a bearer token created on first start "
-                                 "(0600, under $RLM_HOME/serve/). Clients read the registered contexts (rlm context add) "
-                                 "and what lies under the --root folders; they register contexts only under the roots.",
+                                 "(0600, under $RLM_HOME/serve/; --show-token prints it). More tokens, each read-only or "
+                                 "with a memory store of its own: --add-token, --list-tokens, --remove-token. Clients read "
+                                 "the registered contexts (rlm context add) and what lies under the --root folders; they "
+                                 "register contexts only under the roots.",
                      examples=("rlm serve --mcp -m openai/gpt-4o-mini --root ~/projects",
                                "rlm serve --http --port 8765 -m local:qwen2.5-coder-1.5b",
-                               "rlm serve --show-token",
-                               "rlm serve --add-token ci --read-only",
-                               "rlm serve --add-token alice --store ~/notes/alice.db",
-                               "rlm serve --list-tokens"))
+                               "rlm serve --add-token alice --read-only --store ~/notes/alice.db"))
     how = sv.add_mutually_exclusive_group()
     how.add_argument("--mcp", action="store_true", help="MCP on standard input and output")
     how.add_argument("--http", action="store_true", help="REST under /api and MCP at /mcp over HTTP")

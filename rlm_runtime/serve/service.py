@@ -121,6 +121,7 @@ class Service:
         self._stores: dict[Path, Any] = {}
         self._memory_lock = threading.Lock()
         self._trace_owners: OrderedDict[str, Caller] = OrderedDict()
+        self._owners_lock = threading.Lock()
         self._searches = threading.BoundedSemaphore(max(1, self.limits.searches))
         self._home = self.paths.home.expanduser().resolve()
         # No folder walk or open beneath a root enters the runtime's home or the traces, even
@@ -463,7 +464,7 @@ class Service:
             result = session.ask(question)
         trace = Path(result.trajectory).stem if result.trajectory else None
         if trace is not None:
-            with self._memory_lock:
+            with self._owners_lock:
                 self._trace_owners[trace] = caller
                 self._trace_owners.move_to_end(trace)
                 while len(self._trace_owners) > _TRACE_OWNERS:
@@ -485,7 +486,7 @@ class Service:
             raise ContextError("a trajectory id looks like run-20261126-221500-0a1b2c")
         path = self._traces / f"{trace_id}.jsonl"
         if caller != OWNER:
-            with self._memory_lock:
+            with self._owners_lock:
                 theirs = self._trace_owners.get(trace_id) == caller
             if not theirs:  # another caller's, or none: the same answer
                 raise UnknownTrajectory(f"no trajectory {trace_id}")

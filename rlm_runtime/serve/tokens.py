@@ -123,7 +123,7 @@ def load_tokens(paths: Paths) -> list[NamedToken]:
     """
     path = tokens_path(paths)
     data = _read(path)
-    return [] if data is None else _parse(data, path)
+    return [] if data is None else _parse(data, path, paths)
 
 
 def add_token(paths: Paths, name: str, *, read_only: bool = False, store: str | os.PathLike[str] | None = None) -> tuple[str, NamedToken]:
@@ -144,8 +144,6 @@ def add_token(paths: Paths, name: str, *, read_only: bool = False, store: str | 
     if name == OWNER_NAME:
         raise ConfigError(f"{OWNER_NAME!r} is the server's own token (rlm serve --show-token): choose another name")
     place = checked_store(paths, store) if store is not None else None
-    if place is not None:
-        _create_store(place)
     secret = secrets.token_urlsafe(32)
     entry = NamedToken(name, digest(secret), read_only, place, round(time.time(), 3))
     with _locked(paths):
@@ -154,6 +152,8 @@ def add_token(paths: Paths, name: str, *, read_only: bool = False, store: str | 
             raise ConfigError(f"there is a token named {name!r} already: rlm serve --remove-token {name} first")
         if len(tokens) >= MAX_TOKENS:
             raise ConfigError(f"there are {len(tokens)} named tokens, the most kept: remove some (rlm serve --remove-token NAME)")
+        if place is not None:
+            _create_store(place)
         _write(paths, [*tokens, entry])
     return secret, entry
 
@@ -185,16 +185,12 @@ def checked_store(paths: Paths, text: str | os.PathLike[str]) -> Path:
     given = user_path(text)
     if not str(given) or "\x00" in str(given):
         raise ConfigError("a store is a file path")
-    place = Path(os.path.realpath(given.absolute().parent)) / given.name
     if given.name in ("", ".", ".."):
         raise ConfigError(f"a store is a file, not a folder: {text}")
-    home = Path(os.path.realpath(paths.home))
-    default = Path(os.path.realpath(home / "brain" / "memory.db"))
-    if place == default:
-        raise ConfigError("that is the default memory store: leave --store out to give a token the default store")
-    if place.is_relative_to(home) and (place.parent != home / "brain" or place.suffix != ".db"):
-        raise ConfigError(f"a store in $RLM_HOME goes beside the default one, as {home / 'brain' / 'NAME.db'}: "
-                          "the rest of $RLM_HOME holds the runtime's own files")
+    place = Path(os.path.realpath(given.absolute().parent)) / given.name
+    problem = _misplaced(paths, place)
+    if problem is not None:
+        raise ConfigError(problem)
     try:
         st = os.lstat(place)
     except FileNotFoundError:
@@ -208,14 +204,18 @@ def checked_store(paths: Paths, text: str | os.PathLike[str]) -> Path:
 
 def usable_store(caller: Caller) -> Path | None:
     """``caller``'s store if it may be opened now: missing (it is then created), or a regular
-    file of the user's. A link or someone else's file put at its place since the token was
-    made is refused, never opened.
+    file of the user's, in a folder no one else may write to. A link or someone else's file
+    put at its place since the token was made is refused, never opened.
 
     Raises:
-        ConfigError: the store's place holds a link, not a regular file, or another user's file.
+        ConfigError: the store's place holds a link, not a regular file, or another user's
+            file, or its folder is gone or writable by others.
     """
     if caller.store is None:
         return None
+    problem = _open_folder(caller.store.parent)
+    if problem is not None:
+        raise ConfigError(f"the memory store of the token {caller.name!r} is not opened: {problem}")
     try:
         st = os.lstat(caller.store)
     except FileNotFoundError:
@@ -246,10 +246,11 @@ class TokensFile:
 
     def __init__(self, paths: Paths, *, clock: Callable[[], float] | None = None) -> None:
         self.path = tokens_path(paths)
+        self._paths = paths
         self._clock = clock or time.monotonic
         self._lock = threading.Lock()
         self._data = _read(self.path)
-        self._table = self._table_of(_parse(self._data, self.path) if self._data is not None else [])
+        self._table = self._table_of(_parse(self._data, self.path, paths) if self._data is not None else [])
         self._checked = self._clock()
 
     def __call__(self) -> Mapping[str, Caller]:
@@ -273,7 +274,7 @@ class TokensFile:
                 self._table = {}
                 return self._table
             try:
-                self._table = self._table_of(_parse(data, self.path) if data is not None else [])
+                self._table = self._table_of(_parse(data, self.path, self._paths) if data is not None else [])
             except ConfigError as e:
                 log.warning("named tokens refused: %s", e)
                 self._table = {}
@@ -288,6 +289,32 @@ class TokensFile:
                 for suffix in ("", *_SIDECARS):
                     seal(f"{token.store}{suffix}")
         return {t.digest: t.caller for t in tokens}
+
+
+def _misplaced(paths: Paths, place: Path) -> str | None:
+    """Why ``place`` (absolute, its folders resolved) cannot be a token's store, or None."""
+    home = Path(os.path.realpath(paths.home))
+    if place == Path(os.path.realpath(home / "brain" / "memory.db")):
+        return "that is the default memory store: leave --store out to give a token the default store"
+    if place.is_relative_to(home) and (place.parent != home / "brain" or place.suffix != ".db"):
+        return (f"a store in $RLM_HOME goes beside the default one, as {home / 'brain' / 'NAME.db'}: the rest of "
+                "$RLM_HOME holds the runtime's own files")
+    return None
+
+
+def _open_folder(folder: Path) -> str | None:
+    """Why ``folder`` may not hold a store, or None: it must be a folder of this user's (or
+    root's) that neither group nor others may write to, since SQLite makes and removes files
+    beside the store (anyone who may write there could put a link in their place)."""
+    try:
+        st = os.stat(folder)
+    except OSError as e:
+        return f"its folder {folder} cannot be used ({e.strerror or e})"
+    owner_ok = not hasattr(os, "geteuid") or st.st_uid in (os.geteuid(), 0)
+    if not stat.S_ISDIR(st.st_mode) or not owner_ok or st.st_mode & 0o022:
+        return (f"its folder {folder} is writable by others or not this user's: keep a store in a folder only you "
+                f"can write to (chmod go-w)")
+    return None
 
 
 # ---------------------------------------------------------------------------------- the file
@@ -317,7 +344,7 @@ def _read(path: Path) -> bytes | None:
     return data
 
 
-def _parse(data: bytes, path: Path) -> list[NamedToken]:
+def _parse(data: bytes, path: Path, paths: Paths) -> list[NamedToken]:
     """The entries of a tokens file, every value checked.
 
     Raises:
@@ -352,6 +379,8 @@ def _parse(data: bytes, path: Path) -> list[NamedToken]:
         if store is not None and (not isinstance(store, str) or not store.startswith("/") or "\x00" in store
                                   or len(store) > 4096 or os.path.normpath(store) != store):
             raise damaged(f"token {name!r}: its store is not an absolute, normal path")
+        if store is not None and (problem := _misplaced(paths, Path(store))) is not None:
+            raise damaged(f"token {name!r}: {problem}")
         if isinstance(created, bool) or not isinstance(created, (int, float)):
             raise damaged(f"token {name!r}: created is not a time")
         tokens.append(NamedToken(name, hashed, read_only, None if store is None else Path(store), float(created)))
@@ -403,10 +432,17 @@ def _locked(paths: Paths) -> Iterator[None]:
 
 
 def _create_store(place: Path) -> None:
-    """Create (or check) the store at ``place`` now, so that a path that cannot hold one is
-    refused when the token is made, not at its first request."""
+    """Create (or check) the store at ``place`` now (its missing folders 0700), so that a path
+    that cannot hold one is refused when the token is made, not at its first request."""
     from rlm_runtime.memory.store import MemoryStore
 
+    try:
+        make_dir(place.parent)
+    except OSError as e:
+        raise ConfigError(f"cannot make the folder of the store {place}: {e.strerror or e}") from e
+    problem = _open_folder(place.parent)
+    if problem is not None:
+        raise ConfigError(f"{place} cannot be a token's memory store: {problem}")
     try:
         MemoryStore(place, embedder=None).close()
     except RLMError as e:

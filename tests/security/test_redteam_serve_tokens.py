@@ -88,6 +88,7 @@ def test_a_tokens_store_under_a_root_is_not_served_as_a_file(root: Path) -> None
     """A token's store (and its -wal) kept under a server's root is read by no token as a
     file: registering it, naming it, and walking the folder that holds it all leave it out."""
     paths = paths_from_env()
+    root.chmod(0o755)  # a store's folder must be writable by its owner alone, whatever the umask
     secret, entry = add_token(paths, "alice", store=root / "alice.db")
     assert entry.store is not None
     with serve(lambda m: "```python\nFINAL('x')\n```", [root], session_options={"memory": True},

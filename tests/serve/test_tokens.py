@@ -97,6 +97,10 @@ def test_concurrent_writers_each_keep_their_token() -> None:
     '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "read_only": false, "store": "rel.db", "created": 0}]}',
     '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "read_only": false, "store": "/a/../b.db", "created": 0}]}',
     '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "read_only": false, "store": null, "created": NaN}]}',
+    '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "read_only": false, "store": "HOME/serve/token", '
+    '"created": 0}]}',
+    '{"version": 1, "tokens": [{"name": "a", "sha256": "' + "0" * 64 + '", "read_only": false, "store": "HOME/brain/memory.db", '
+    '"created": 0}]}',
     '{"version": 1, "tokens": [' + ",".join('{"name": "a", "sha256": "' + c * 64 + '", "read_only": false, "store": null, '
                                           '"created": 0}' for c in "01") + "]}",
     '{"version": 1, "tokens": ' + "[" * 500 + "]" * 500 + "}",
@@ -106,6 +110,7 @@ def test_a_damaged_tokens_file_is_refused_clearly(text: str) -> None:
     twice, nesting) with a ConfigError naming the file and what to do, never another error."""
     paths = paths_from_env()
     tokens_path(paths).parent.mkdir(parents=True)
+    text = text.replace("HOME", os.path.realpath(paths.home))
     tokens_path(paths).write_bytes(text.encode("utf-8", "surrogateescape") if text != "\xff\xfe" else b"\xff\xfe")
     with pytest.raises(ConfigError) as caught:
         load_tokens(paths)
@@ -209,6 +214,26 @@ def test_a_token_with_a_store_creates_it_and_refuses_a_file_that_is_not_one(tmp_
         add_token(paths, "bob", store=tmp_path / "notes.txt")
     assert (tmp_path / "notes.txt").read_text() == "not a store"
     assert [t.name for t in load_tokens(paths)] == ["alice"]
+    with pytest.raises(ConfigError, match="already"):
+        add_token(paths, "alice", store=tmp_path / "second.db")
+    assert not (tmp_path / "second.db").exists()  # no store made for a token refused
+
+
+def test_a_store_in_a_folder_others_may_write_to_is_refused(tmp_path: Path) -> None:
+    """It refuses a store whose folder others may write to (they could put a link where
+    SQLite makes its files), when the token is made and when the store is opened."""
+    paths = paths_from_env()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ConfigError, match="writable by others"):
+        add_token(paths, "alice", store=shared / "alice.db")
+    assert load_tokens(paths) == [] and not (shared / "alice.db").exists()
+    _, entry = add_token(paths, "bob", store=tmp_path / "own" / "bob.db")
+    assert entry.store is not None and mode(tmp_path / "own") == 0o700
+    (tmp_path / "own").chmod(0o777)
+    with pytest.raises(ConfigError, match="writable by others"):
+        usable_store(entry.caller)
 
 
 def test_a_store_swapped_for_a_link_is_not_opened(tmp_path: Path) -> None:
