@@ -213,9 +213,11 @@ def usable_store(caller: Caller) -> Path | None:
     """
     if caller.store is None:
         return None
+    # Said to a client: the store's folder is not named (rlm serve --list-tokens names it).
     problem = _open_folder(caller.store.parent)
     if problem is not None:
-        raise ConfigError(f"the memory store of the token {caller.name!r} is not opened: {problem}")
+        raise ConfigError(f"the memory store of the token {caller.name!r} is not opened: its folder {problem} "
+                          "(rlm serve --list-tokens names it)")
     try:
         st = os.lstat(caller.store)
     except FileNotFoundError:
@@ -275,7 +277,7 @@ class TokensFile:
                 return self._table
             try:
                 self._table = self._table_of(_parse(data, self.path, self._paths) if data is not None else [])
-            except ConfigError as e:
+            except Exception as e:  # noqa: BLE001 - whatever the file holds, the server refuses named tokens, not requests
                 log.warning("named tokens refused: %s", e)
                 self._table = {}
             return self._table
@@ -303,17 +305,17 @@ def _misplaced(paths: Paths, place: Path) -> str | None:
 
 
 def _open_folder(folder: Path) -> str | None:
-    """Why ``folder`` may not hold a store, or None: it must be a folder of this user's (or
-    root's) that neither group nor others may write to, since SQLite makes and removes files
-    beside the store (anyone who may write there could put a link in their place)."""
+    """Why ``folder`` may not hold a store (said after "its folder"), or None: it must be a
+    folder of this user's (or root's) that neither group nor others may write to, since SQLite
+    makes and removes files beside the store (anyone who may write there could put a link in
+    their place)."""
     try:
         st = os.stat(folder)
     except OSError as e:
-        return f"its folder {folder} cannot be used ({e.strerror or e})"
+        return f"cannot be used ({e.strerror or e})"
     owner_ok = not hasattr(os, "geteuid") or st.st_uid in (os.geteuid(), 0)
     if not stat.S_ISDIR(st.st_mode) or not owner_ok or st.st_mode & 0o022:
-        return (f"its folder {folder} is writable by others or not this user's: keep a store in a folder only you "
-                f"can write to (chmod go-w)")
+        return "is writable by others or not this user's: keep a store in a folder only you can write to (chmod go-w)"
     return None
 
 
@@ -337,7 +339,10 @@ def _read(path: Path) -> bytes | None:
             raise ConfigError(f"{path} is not a regular file: remove it (named tokens are made again with "
                               "rlm serve --add-token)")
         if st.st_mode & 0o077:
-            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode) & ~0o077)
+            try:
+                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode) & ~0o077)
+            except OSError:  # not the user's file: read it anyway; rlm sandbox doctor says it is exposed
+                pass
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError(f"{path} is over {MAX_FILE_BYTES:,} bytes: it is not a tokens file this runtime wrote; remove it")
@@ -442,7 +447,7 @@ def _create_store(place: Path) -> None:
         raise ConfigError(f"cannot make the folder of the store {place}: {e.strerror or e}") from e
     problem = _open_folder(place.parent)
     if problem is not None:
-        raise ConfigError(f"{place} cannot be a token's memory store: {problem}")
+        raise ConfigError(f"{place} cannot be a token's memory store: its folder {place.parent} {problem}")
     try:
         MemoryStore(place, embedder=None).close()
     except RLMError as e:

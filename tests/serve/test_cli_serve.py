@@ -152,3 +152,43 @@ def test_a_damaged_tokens_file_stops_the_server_with_why(tmp_path: Path) -> None
     listed = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "serve", "--list-tokens"], capture_output=True, text=True,
                             timeout=60, env=dict(os.environ))
     assert listed.returncode == 2 and "damaged" in listed.stderr and "Traceback" not in listed.stderr
+
+
+def test_a_running_server_takes_tokens_made_and_removed_with_the_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """It serves a named token made before the start and one made while it runs, and refuses
+    a token removed while it runs, each within a second or so of the command."""
+    assert main(["serve", "--add-token", "before", "--read-only"]) == 0
+    before = capsys.readouterr().out.strip()
+    script = tmp_path / "s.jsonl"
+    script.write_text('{"content": "x"}\n')
+    process = subprocess.Popen([sys.executable, "-m", "rlm_runtime.cli", "serve", "--http", "--port", "0", "-m",
+                                f"scripted:{script}", "--no-memory"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+
+    def status(token: str) -> int:
+        return httpx.get(f"{found.url}/api/context", headers={"authorization": f"Bearer {token}"}, timeout=30).status_code
+
+    def waits_for(token: str, wanted: int) -> bool:
+        deadline = time.monotonic() + 3 + SLACK_S
+        while status(token) != wanted:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    try:
+        deadline = time.monotonic() + 60 + SLACK_S
+        while (found := running.find(paths_from_env())) is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        assert found is not None
+        assert status(before) == 200
+        refused = httpx.post(f"{found.url}/api/context/register", json={"path": str(tmp_path)},
+                             headers={"authorization": f"Bearer {before}"}, timeout=30)
+        assert refused.status_code == 403 and refused.json()["type"] == "ReadOnlyToken"
+        assert main(["serve", "--add-token", "during"]) == 0
+        during = capsys.readouterr().out.strip()
+        assert waits_for(during, 200)
+        assert main(["serve", "--remove-token", "before"]) == 0
+        assert waits_for(before, 401) and status(during) == 200
+    finally:
+        stop_server(process)

@@ -172,6 +172,22 @@ def test_the_tokens_file_is_followed_and_fails_closed() -> None:
     tokens_path(paths).unlink()
     now[0] += 1.5
     assert source() == {}
+    third, _ = add_token(paths, "c")
+    now[0] += 1.5
+    assert match(source(), third.encode()) is not None
+    kept = tokens_path(paths).with_name("kept.json")
+    os.replace(tokens_path(paths), kept)
+    tokens_path(paths).symlink_to(kept)  # a link to a valid file: refused, not followed
+    now[0] += 1.5
+    assert source() == {}
+    tokens_path(paths).unlink()
+    os.mkfifo(tokens_path(paths))  # a FIFO does not hold the server
+    now[0] += 1.5
+    assert source() == {}
+    tokens_path(paths).unlink()
+    os.replace(kept, tokens_path(paths))
+    now[0] += 1.5
+    assert match(source(), third.encode()) is not None
 
 
 def test_a_token_made_again_under_its_name_is_another_caller() -> None:
