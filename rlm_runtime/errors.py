@@ -118,6 +118,11 @@ class UnknownTrajectory(RLMError):
     """No trajectory has the id a client named (a server's ``/api/traces/{id}``)."""
 
 
+class ReadOnlyToken(RLMError):
+    """A server's client whose token is read-only (``rlm serve --add-token NAME --read-only``)
+    asked to write: a note, a memory edit, a context to register."""
+
+
 class TooLarge(RLMError):
     """A request to a server asked for more than its limits allow (``ServeLimits``); it is
     refused whole, never cut."""

@@ -5,7 +5,7 @@ sessions and their workers). Import it as ``from _serve import serve``."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,10 @@ class Served:
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.request("POST", path, **kwargs)
 
+    def as_token(self, token: str) -> httpx.Client:
+        """A client of this server sending ``token`` instead (a named one); the caller closes it."""
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
     def register(self, path: Path, name: str) -> dict[str, Any]:
         response = self.post("/api/context/register", json={"path": str(path), "name": name})
         assert response.status_code == 200, response.text
@@ -67,12 +71,14 @@ class Served:
 @contextmanager
 def serve(responder: Callable[[Any], str] | Sequence[str], roots: Sequence[Path], *, delay_s: float = 0.0,
           limits: ServeLimits | None = None, session_options: dict[str, Any] | None = None,
-          mcp: bool = False, extra_hosts: Sequence[str] = ()) -> Iterator[Served]:
-    """A server over ``roots`` whose model answers with ``responder``; stopped on exit."""
+          mcp: bool = False, extra_hosts: Sequence[str] = (),
+          tokens: Callable[[], Mapping[str, Any]] | None = None) -> Iterator[Served]:
+    """A server over ``roots`` whose model answers with ``responder``; stopped on exit.
+    ``tokens``: its named tokens (a ``tokens.TokensFile``)."""
     model = ScriptedClient(responder if callable(responder) else list(responder), delay_s=delay_s)
     service = RecordingService(model, roots=list(roots), limits=limits or ServeLimits(sessions=2, wait_s=5),
                                session_options={"memory": False, **(session_options or {})})
-    server = start_in_thread(service, token=TOKEN, mcp=mcp, extra_hosts=extra_hosts)
+    server = start_in_thread(service, token=TOKEN, mcp=mcp, extra_hosts=extra_hosts, tokens=tokens)
     served = Served(server, service)
     try:
         yield served

@@ -22,6 +22,7 @@ from rlm_runtime.budget import RunLimits
 from rlm_runtime.serve import stream
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.rest import MAX_BODY_BYTES
+from rlm_runtime.serve.tokens import OWNER
 
 ANSWER = "```python\nprint(1)\nFINAL('4711')\n```"
 
@@ -285,7 +286,7 @@ def test_stopping_the_server_ends_its_sessions(root: Path) -> None:
     with serve([ANSWER, ANSWER], [root]) as api:
         api.post("/api/ask", json={"question": "q", "contexts": [str(root / "notes.txt")], "session": "kept"})
         assert len(api.service.sessions) == 1
-        kept = api.service.sessions._places[("rest", "kept")].session
+        kept = api.service.sessions._places[(OWNER, ("rest", "kept"))].session
     assert kept._closed and len(api.service.sessions) == 0
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{api.url}/api/health", timeout=5)

@@ -1,5 +1,7 @@
 """``rlm serve``: the runtime as an MCP server (stdio, for editors and agents) or over HTTP
-(a REST API under ``/api`` and MCP's streamable HTTP at ``/mcp``, behind a bearer token).
+(a REST API under ``/api`` and MCP's streamable HTTP at ``/mcp``, behind a bearer token),
+and the tokens it takes: its own (``--show-token``, ``--rotate-token``) and named ones, each
+with a scope and a memory store (``--add-token``, ``--list-tokens``, ``--remove-token``).
 
 Needs the ``serve`` extra (``pip install 'rlm_runtime[serve]'``).
 """
@@ -23,16 +25,27 @@ def add_commands(commands: Any) -> None:
                      description="Serve the runtime to agents, editors and other programs. --mcp speaks MCP on "
                                  "standard input and output (what an editor launches); --http serves a REST API under "
                                  "/api and MCP at /mcp on a loopback port, behind a bearer token created on first start "
-                                 "(0600, under $RLM_HOME/serve/). Clients read the registered contexts (rlm context add) "
-                                 "and what lies under the --root folders; they register contexts only under the roots.",
+                                 "(0600, under $RLM_HOME/serve/; --show-token prints it). More tokens, each read-only or "
+                                 "with a memory store of its own: --add-token, --list-tokens, --remove-token. Clients read "
+                                 "the registered contexts (rlm context add) and what lies under the --root folders; they "
+                                 "register contexts only under the roots.",
                      examples=("rlm serve --mcp -m openai/gpt-4o-mini --root ~/projects",
                                "rlm serve --http --port 8765 -m local:qwen2.5-coder-1.5b",
-                               "rlm serve --show-token"))
+                               "rlm serve --add-token alice --read-only --store ~/notes/alice.db"))
     how = sv.add_mutually_exclusive_group()
     how.add_argument("--mcp", action="store_true", help="MCP on standard input and output")
     how.add_argument("--http", action="store_true", help="REST under /api and MCP at /mcp over HTTP")
     how.add_argument("--show-token", action="store_true", help="print the HTTP bearer token (created if there is none)")
     how.add_argument("--rotate-token", action="store_true", help="replace the HTTP bearer token and print the new one")
+    how.add_argument("--add-token", metavar="NAME",
+                     help="make another HTTP token named NAME and print it (shown once: only its hash is kept)")
+    how.add_argument("--list-tokens", action="store_true", help="list the named tokens: name, scope, store (never a secret)")
+    how.add_argument("--remove-token", metavar="NAME", help="remove a named token (a running server refuses it within a second)")
+    sv.add_argument("--read-only", action="store_true",
+                    help="with --add-token: the token may read and search, never write (no note, edit or registration)")
+    sv.add_argument("--store", metavar="PATH",
+                    help="with --add-token: a memory store of the token's own (created if missing), apart from the "
+                         "default store; in $RLM_HOME it goes in $RLM_HOME/brain/NAME.db")
     sv.add_argument("-m", "--model", help="the model every question uses (default: $RLM_MODEL)")
     sv.add_argument("--sub-model", help="model of llm_query and child RLMs (default: --model)")
     sv.add_argument("--root", action="append", default=[], metavar="DIR",
@@ -54,6 +67,10 @@ def _serve(args: argparse.Namespace) -> int:
     from rlm_runtime.config import paths_from_env
 
     paths = paths_from_env()
+    if (args.read_only or args.store is not None) and args.add_token is None:
+        raise UsageError("--read-only and --store go with --add-token NAME")
+    if args.add_token is not None or args.list_tokens or args.remove_token is not None:
+        return _tokens(args, paths)
     if args.show_token or args.rotate_token:
         from rlm_runtime.serve import auth
 
@@ -84,6 +101,38 @@ def _serve(args: argparse.Namespace) -> int:
         return _http(args, service, paths)
     finally:
         service.close()
+
+
+def _tokens(args: argparse.Namespace, paths: Any) -> int:
+    """``--add-token``, ``--list-tokens``, ``--remove-token``."""
+    import time
+
+    from rlm_runtime.serve import running, tokens
+
+    live = f"a running server takes the change within {tokens.TOKENS_CHECK_S:.0f} s"
+    if args.add_token is not None:
+        secret, entry = tokens.add_token(paths, args.add_token, read_only=args.read_only, store=args.store)
+        print(secret)
+        store = "the default memory store" if entry.store is None else f"its own memory store {entry.store}"
+        say(f"rlm: token {entry.name!r} made ({'read-only' if entry.read_only else 'full access'}, {store}); "
+            f"it is shown this once, only its hash is kept"
+            f"{'; ' + live if running.find(paths) is not None else ''}", err=True)
+        return EXIT_OK
+    if args.remove_token is not None:
+        if not tokens.remove_token(paths, args.remove_token):
+            raise UsageError(f"there is no token named {args.remove_token!r} (rlm serve --list-tokens)")
+        say(f"rlm: token {args.remove_token!r} removed{'; ' + live if running.find(paths) is not None else ''}", err=True)
+        return EXIT_OK
+    rows = [(tokens.OWNER_NAME, "full", "default", "rlm serve --show-token")]
+    for entry in tokens.load_tokens(paths):
+        made = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.created)) if abs(entry.created) < 1e11 else "?"
+        rows.append((entry.name, "read-only" if entry.read_only else "full",
+                     "default" if entry.store is None else str(entry.store), made))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    say(f"{'NAME':<{widths[0]}}  {'SCOPE':<{widths[1]}}  {'STORE':<{widths[2]}}  MADE")
+    for row in rows:
+        say(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
+    return EXIT_OK
 
 
 def _service(args: argparse.Namespace, paths: Any) -> Any:
@@ -128,12 +177,13 @@ def _service(args: argparse.Namespace, paths: Any) -> Any:
 
 
 def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
-    from rlm_runtime.serve import auth, running
+    from rlm_runtime.serve import auth, running, tokens
     from rlm_runtime.serve.http import run_http
 
     if not 0 <= args.port <= 65535:
         raise UsageError("--port must be from 0 to 65535")
     token, created = auth.load_or_create_token(paths)
+    named = tokens.TokensFile(paths)  # a damaged file stops the start here, with why
     key = running.new_key()
     if not _loopback(args.host):
         say(f"rlm: serving on {args.host}, not loopback: anyone who can reach it and holds the token can read what the "
@@ -151,7 +201,7 @@ def _http(args: argparse.Namespace, service: Any, paths: Any) -> int:
 
     try:
         run_http(service, host=args.host, port=args.port, token=auth.TokenFile(paths, token), mcp=True, ready=ready,
-                 extra_hosts=args.allow_host, stopped=lambda: running.withdraw(paths), hello_key=key)
+                 extra_hosts=args.allow_host, stopped=lambda: running.withdraw(paths), hello_key=key, tokens=named)
     except KeyboardInterrupt:  # Ctrl-C: everything is closed by now
         pass
     finally:

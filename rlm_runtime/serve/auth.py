@@ -6,13 +6,19 @@ once keeps working across restarts; ``rotate_token`` makes a new one (the old on
 working at once: a running server reads the file again when it changes, ``TokenFile``). A
 client sends it as ``Authorization: Bearer TOKEN``.
 
+Besides it, the user may make named tokens, each with a scope and a memory store
+(``tokens.py``). The server's own token is the ``OWNER``: full access, the default store.
+
 ``Guard`` is a pure ASGI middleware in front of everything the server answers (the REST API
 and ``/mcp``). It refuses, in this order: a ``Host`` header that is not the server's own
 address (403: a web page whose name was rebound to 127.0.0.1 sends its own name), an
 ``Origin`` of another site (403), and a missing or wrong token (401 with
-``WWW-Authenticate: Bearer``). Only the OpenAPI page and schema (``/docs``,
-``/openapi.json``) and the server's proof of who it is (``/api/hello``, see ``running.py``),
-which hold no data, are answered without the token; the Host check applies to them too.
+``WWW-Authenticate: Bearer``). A request it lets through carries who sent it in its ASGI
+scope, under ``CALLER`` (a ``tokens.Caller``): the REST routes and MCP tools hand it to
+``Service``, which refuses a read-only caller's writes and opens each caller's own store.
+Only the OpenAPI page and schema (``/docs``, ``/openapi.json``) and the server's proof of
+who it is (``/api/hello``, see ``running.py``), which hold no data, are answered without the
+token (and carry no caller); the Host check applies to them too.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +36,13 @@ from rlm_runtime.config import Paths
 from rlm_runtime.errors import ConfigError
 from rlm_runtime.private import FILE_MODE, make_dir, tighten
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, send_json
+from rlm_runtime.serve.tokens import OWNER, Caller, match
 
 #: Paths answered without the token: they describe the API or prove the server's identity,
 #: and hold no data.
 OPEN_PATHS = frozenset({"/docs", "/openapi.json", "/api/hello"})
+#: The key of a request's ASGI scope under which ``Guard`` puts its ``tokens.Caller``.
+CALLER = "rlm.caller"
 #: How often a ``TokenFile`` looks at its file (seconds).
 TOKEN_CHECK_S = 1.0
 #: Characters of a token ``secrets.token_urlsafe`` makes; a token file holding anything else is refused.
@@ -161,20 +170,25 @@ def local_hosts(host: str, port: int) -> frozenset[str]:
 
 
 class Guard:
-    """Refuses a request whose ``Host`` (or ``Origin``) is not the server's, or that lacks the token.
+    """Refuses a request whose ``Host`` (or ``Origin``) is not the server's, or that lacks a
+    token; puts the ``Caller`` of one it lets through in its scope (``CALLER``).
 
     Args:
         app: the application behind it.
-        token: the bearer token every request but ``OPEN_PATHS`` must carry, or what gives
-            it now (a ``TokenFile``: a rotated token is taken; None refuses everything).
+        token: the server's own token (full access, the default store), or what gives it now
+            (a ``TokenFile``: a rotated token is taken; None accepts no own token).
+        tokens: what gives the named tokens now (a ``tokens.TokensFile``: each secret's
+            digest to its caller); None: there are none.
         hosts: the ``Host`` values accepted (``local_hosts``); none: every request is refused.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | Callable[[], str | None], hosts: Collection[str]) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | Callable[[], str | None], hosts: Collection[str],
+                 tokens: Callable[[], Mapping[str, Caller]] | None = None) -> None:
         if not token:
             raise ConfigError("the server needs a token")
         self.app = app
         self._token: Callable[[], str | None] = token if callable(token) else (lambda: token)
+        self._tokens: Callable[[], Mapping[str, Caller]] = tokens or dict
         self.hosts = frozenset(h.lower() for h in hosts)
         self.origins = frozenset(f"http://{h}" for h in self.hosts)
 
@@ -182,8 +196,9 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        scope.pop(CALLER, None)
         headers = _headers(scope)
-        refusal = self._refusal(scope, headers)
+        refusal = self._admit(scope, headers)
         if refusal is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -194,7 +209,8 @@ class Guard:
             kind = {401: "Unauthorized", 404: "NotFound"}.get(status, "Forbidden")
             await send_json(send, status, {"error": message, "status": status, "type": kind}, extra)
 
-    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+    def _admit(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+        """None to let the request through (with its caller in ``scope``), else (status, why)."""
         host = headers.get(b"host", b"").decode("latin-1").lower()
         if host not in self.hosts:
             return 403, "this server answers only requests addressed to its own address (Host header)"
@@ -207,11 +223,34 @@ class Guard:
             # OAuth discovery (MCP clients ask first): there is none, so no 401 sends a client
             # looking for an authorization server; the bearer token is the whole scheme.
             return 404, "this server has no OAuth: send its bearer token (Authorization: Bearer TOKEN)"
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        token = self._token()
-        if scheme.lower() != b"bearer" or not token or not hmac.compare_digest(given.strip(), token.encode()):
+        caller = self._caller(headers)
+        if caller is None:
             return 401, "a bearer token is required: Authorization: Bearer TOKEN (the token is in $RLM_HOME/serve/token)"
+        scope[CALLER] = caller
         return None
+
+    def _caller(self, headers: dict[bytes, bytes]) -> Caller | None:
+        """Whose token the request carries: the server's own (``OWNER``), a named one, or none."""
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        given = given.strip()
+        if scheme.lower() != b"bearer" or not given:
+            return None
+        token = self._token()
+        if token and hmac.compare_digest(given, token.encode()):
+            return OWNER
+        return match(self._tokens(), given)
+
+
+def caller_of(scope: Scope) -> Caller:
+    """The caller ``Guard`` put in a request's scope.
+
+    Raises:
+        LookupError: there is none (the request did not pass a ``Guard``): never taken as the owner.
+    """
+    caller = scope.get(CALLER)
+    if not isinstance(caller, Caller):
+        raise LookupError("this request carries no caller: it did not pass the server's Guard")
+    return caller
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from types import FrameType
 from typing import Any
 
@@ -24,6 +24,7 @@ from rlm_runtime.errors import ConfigError
 from rlm_runtime.serve.auth import local_hosts
 from rlm_runtime.serve.rest import build_app
 from rlm_runtime.serve.service import Service
+from rlm_runtime.serve.tokens import Caller
 
 #: Seconds the server waits, once told to stop, for open requests (an MCP stream, an answer
 #: being sent) before it cancels them.
@@ -34,7 +35,8 @@ START_S = 30.0
 
 def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, token: str | Callable[[], str | None],
              mcp: bool = True, ready: Callable[[str], None] | None = None, extra_hosts: Collection[str] = (),
-             stopped: Callable[[], None] | None = None, hello_key: str | None = None) -> None:
+             stopped: Callable[[], None] | None = None, hello_key: str | None = None,
+             tokens: Callable[[], Mapping[str, Caller]] | None = None) -> None:
     """Serve ``service`` over HTTP until SIGINT or SIGTERM, then close it.
 
     Args:
@@ -43,6 +45,7 @@ def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, tok
         port: the port (0: a free one, told through ``ready``).
         token: the bearer token clients must send (``auth.load_or_create_token``), or an
             ``auth.TokenFile`` (a token rotated while the server runs is taken).
+        tokens: the named tokens (``tokens.TokensFile``: each with its scope and store); None: none.
         mcp: also serve MCP over streamable HTTP at ``/mcp``.
         ready: called with the server's URL (``http://127.0.0.1:PORT``) once it listens.
         stopped: called once the server no longer answers, however it stops (SIGINT,
@@ -58,7 +61,7 @@ def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, tok
     """
     try:
         server = HttpServer(service, host=host, port=port, token=token, mcp=mcp, extra_hosts=extra_hosts,
-                            stopped=stopped, hello_key=hello_key)
+                            stopped=stopped, hello_key=hello_key, tokens=tokens)
     except BaseException:
         if stopped is not None:
             stopped()
@@ -67,10 +70,10 @@ def run_http(service: Service, *, host: str = "127.0.0.1", port: int = 8765, tok
 
 
 def start_in_thread(service: Service, *, host: str = "127.0.0.1", port: int = 0, token: str, mcp: bool = True,
-                    extra_hosts: Collection[str] = ()) -> HttpServer:
+                    extra_hosts: Collection[str] = (), tokens: Callable[[], Mapping[str, Caller]] | None = None) -> HttpServer:
     """An ``HttpServer`` serving on a background thread, listening when this returns;
     ``stop()`` ends it (and closes ``service``)."""
-    server = HttpServer(service, host=host, port=port, token=token, mcp=mcp, extra_hosts=extra_hosts)
+    server = HttpServer(service, host=host, port=port, token=token, mcp=mcp, extra_hosts=extra_hosts, tokens=tokens)
     listening = threading.Event()
     failed: list[BaseException] = []
 
@@ -99,7 +102,7 @@ class HttpServer:
 
     def __init__(self, service: Service, *, host: str, port: int, token: str | Callable[[], str | None], mcp: bool,
                  extra_hosts: Collection[str] = (), stopped: Callable[[], None] | None = None,
-                 hello_key: str | None = None) -> None:
+                 hello_key: str | None = None, tokens: Callable[[], Mapping[str, Caller]] | None = None) -> None:
         self.service = service
         self.thread: threading.Thread | None = None
         self._stopped = stopped
@@ -116,9 +119,9 @@ class HttpServer:
             if mcp:
                 from rlm_runtime.serve.mcp import build_server
 
-                mcp_server = build_server(service)
+                mcp_server = build_server(service, http=True)
             app = build_app(service, token=token, mcp_server=mcp_server, hosts=local_hosts(host, self.port) | set(extra_hosts),
-                            hello_key=hello_key)
+                            hello_key=hello_key, tokens=tokens)
             config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="on", ws="none",
                                     proxy_headers=False, server_header=False, timeout_graceful_shutdown=GRACE_S)
             self._server = _Uvicorn(config, self)

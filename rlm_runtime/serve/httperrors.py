@@ -19,6 +19,7 @@ from rlm_runtime.errors import (
     LLMError,
     MissingAPIKey,
     ModelUnavailable,
+    ReadOnlyToken,
     RLMError,
     SandboxError,
     SessionBusy,
@@ -30,6 +31,7 @@ from rlm_runtime.errors import (
     UnknownTrajectory,
     WorkersBusy,
 )
+from rlm_runtime.memory.errors import ChunkNotFound
 from rlm_runtime.utf8safe import utf8safe
 
 Scope = MutableMapping[str, Any]
@@ -46,6 +48,8 @@ STATUSES: dict[type[BaseException], int] = {
     UnknownContext: 404,
     UnknownTrajectory: 404,
     SourceRefused: 403,
+    ReadOnlyToken: 403,
+    ChunkNotFound: 404,
     TooLarge: 413,
     SessionBusy: 409,
     SessionClosed: 503,

@@ -1,7 +1,7 @@
 """The MCP server: ``Service``'s operations as tools and resources (the official SDK, ``mcp``).
 
-Tools: ``ask``, ``peek``, ``grep``, ``chunk``, ``search``, ``remember``, ``contexts_list``,
-``context_add``. Resources: each registered context (its entry and probe, as JSON) and each
+Tools: ``ask``, ``peek``, ``grep``, ``chunk``, ``search``, ``remember``, ``memory_edit``,
+``contexts_list``, ``context_add``. Resources: each registered context (its entry and probe, as JSON) and each
 trajectory (its events as JSON, its HTML page). ``ask`` sends a progress notification at
 each iteration of the root run; a client's cancellation stops the question
 (``Session.cancel``). One MCP connection keeps one runtime session (its worker and
@@ -13,6 +13,12 @@ free to answer other requests. What a tool raises on purpose (an ``RLMError``) r
 client as a tool error with its message; anything else reaches it as a generic error, its
 text and traceback kept in the server's log. Answers and messages reach it with lone
 surrogates replaced (``utf8safe``): the SDK cannot serialize them.
+
+Who calls: over HTTP each message carries its request, whose scope holds the caller the
+``auth.Guard`` let through (``tokens.Caller``); the tools that search or write hand it to
+the service (a read-only token's writes are tool errors; a token's own store is the one
+searched). Over stdio there is no token: the client is the user who launched the server
+(``OWNER``). A server built for HTTP (``http=True``) refuses a message without a caller.
 """
 
 from __future__ import annotations
@@ -35,7 +41,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from rlm_runtime.errors import ContextError, RLMError
+from rlm_runtime.memory.edits import KEEP, Edit
+from rlm_runtime.serve.auth import caller_of
 from rlm_runtime.serve.service import Service
+from rlm_runtime.serve.tokens import OWNER, Caller
 from rlm_runtime.utf8safe import utf8safe
 
 T = TypeVar("T")
@@ -53,9 +62,14 @@ and the memory store). Name a registered context as ctx:ID or by its id."""
 ContextRef = Annotated[str, Field(description="a registered context as ctx:ID (or its bare id), or a path under the server's roots")]
 
 
-def build_server(service: Service, *, name: str = "rlm") -> Any:
+def build_server(service: Service, *, name: str = "rlm", http: bool = False) -> Any:
     """An ``MCPServer`` over ``service`` (not started: ``run_stdio`` runs it on stdio,
-    ``http_app`` serves it over streamable HTTP)."""
+    ``rest.build_app`` serves it over streamable HTTP behind the ``Guard``).
+
+    Args:
+        http: it is served over HTTP: a message that carries no caller is refused (over
+            stdio, no request: the ``OWNER``).
+    """
     from rlm_runtime import __version__
 
     # WARNING: at INFO the SDK logs every request, and over stdio its log is the user's stderr.
@@ -69,12 +83,24 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
             raise ToolError(utf8safe(str(e))) from e
         return answer
 
-    async def read(fn: Callable[..., T], *args: Any) -> T:
+    async def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args)))
+            answer: T = utf8safe(await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs)))
         except RLMError as e:
             raise ResourceError(utf8safe(str(e))) from e
         return answer
+
+    def who(ctx: Any) -> Caller:
+        try:
+            return _caller(ctx, http)
+        except LookupError as e:
+            raise ToolError(str(e)) from e
+
+    def reader(ctx: Any) -> Caller:
+        try:
+            return _caller(ctx, http)
+        except LookupError as e:
+            raise ResourceError(str(e)) from e
 
     @server.tool(description="Answer a question over one or more contexts: a model reads them with code, "
                              "in a sandbox, and returns the answer with how many iterations and tokens it took "
@@ -87,7 +113,7 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
                                                                    "and contexts share a worker, its variables and the "
                                                                    "conversation, so a follow-up can build on an answer")]
                   = None) -> dict[str, Any]:
-        return await _ask(service, question, contexts, session, ctx)
+        return await _ask(service, question, contexts, session, ctx, who(ctx))
 
     @server.tool(description="The first characters of a context, and its length in characters.")
     async def peek(context: ContextRef,
@@ -112,18 +138,41 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
 
     @server.tool(description="Ranked search for passages across contexts (default: every registered context) and the "
                              "memory store, by words and by meaning fused; each hit names its file and the file's lines.")
-    async def search(query: Annotated[str, Field(description="words to look for, in plain text")],
+    async def search(query: Annotated[str, Field(description="words to look for, in plain text")], ctx: Context,
                      k: Annotated[int, Field(description="how many passages", ge=1)] = 10,
                      contexts: Annotated[list[str] | None, Field(description="limit to these contexts")] = None,
                      mode: Annotated[Literal["hybrid", "bm25", "vector"] | None,
                                      Field(description="hybrid (default): words and meaning; bm25: words only; "
                                                        "vector: meaning only")] = None) -> dict[str, Any]:
-        return await call(service.search, query, k, contexts, mode)
+        return await call(service.search, query, k, contexts, mode, caller=who(ctx))
 
     @server.tool(description="Store a note in the memory store, where search (and the model's search_chunks) finds it later.")
-    async def remember(text: Annotated[str, Field(description="the note")],
+    async def remember(text: Annotated[str, Field(description="the note")], ctx: Context,
                        tags: Annotated[list[str], Field(description="labels to filter by later")] = []) -> dict[str, Any]:  # noqa: B006 - the SDK reads the default for the schema
-        return await call(service.remember, text, tags)
+        return await call(service.remember, text, tags, caller=who(ctx))
+
+    @server.tool(description="Change a chunk of the memory store in place: a note's text, or any chunk's kind, tags, "
+                             "summary or confidence. Its id, links and statistics stay, and the version it replaces is "
+                             "kept. Arguments left out stay as they are; 'clear' empties the summary or confidence.")
+    async def memory_edit(id: Annotated[int, Field(description="the chunk's id (what remember answered; a search hit "
+                                                                "m42 is 42)", ge=1)],
+                          ctx: Context,
+                          text: Annotated[str | None, Field(description="the new text (a note's only)")] = None,
+                          kind: Annotated[str | None, Field(description="the new kind: decision, fact, answer...")] = None,
+                          add_tags: Annotated[list[str], Field(description="tags to add")] = [],  # noqa: B006
+                          remove_tags: Annotated[list[str], Field(description="tags to remove")] = [],  # noqa: B006
+                          summary: Annotated[str | None, Field(description="a one-line summary shown with the chunk")] = None,
+                          confidence: Annotated[float | None, Field(description="how sure the note is, 0 to 1",
+                                                                    ge=0, le=1, allow_inf_nan=False)] = None,
+                          clear: Annotated[list[Literal["summary", "confidence"]],
+                                           Field(description="fields to empty")] = []) -> dict[str, Any]:  # noqa: B006
+        if summary is not None and "summary" in clear or confidence is not None and "confidence" in clear:
+            raise ToolError("a field cannot be given and cleared at once")
+        edit = Edit(text=KEEP if text is None else text, kind=KEEP if kind is None else kind, add_tags=tuple(add_tags),
+                    remove_tags=tuple(remove_tags),
+                    summary=None if "summary" in clear else KEEP if summary is None else summary,
+                    confidence=None if "confidence" in clear else KEEP if confidence is None else confidence)
+        return await call(service.memory_edit, id, edit, caller=who(ctx))
 
     @server.tool(description="The registered contexts: id, name, kind (file, folder, text, memory), type (identity, "
                              "project, temporal, document, memory, tool_result), size, lines, tokens, shape and how often "
@@ -135,10 +184,10 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
 
     @server.tool(description="Register a file or folder (under the server's roots) as a context; returns its entry, "
                              "whose id names it from then on (ctx:ID).")
-    async def context_add(path: Annotated[str, Field(description="a file or folder under the server's roots")],
+    async def context_add(path: Annotated[str, Field(description="a file or folder under the server's roots")], ctx: Context,
                           name: Annotated[str | None, Field(description="a display name")] = None,
                           tags: Annotated[list[str], Field(description="labels")] = []) -> dict[str, Any]:  # noqa: B006
-        return await call(service.context_add, path, name, tags)
+        return await call(service.context_add, path, name, tags, caller=who(ctx))
 
     @server.resource("rlm://context/{context_id}", name="context", mime_type="application/json",
                      description="A registered context: its entry, probe and access statistics.")
@@ -162,18 +211,36 @@ def build_server(service: Service, *, name: str = "rlm") -> Any:
 
     @server.resource("rlm://trajectory/{trace_id}.json", name="trajectory", mime_type="application/json",
                      description="A trajectory's events (every iteration, cell and sub-call of a session's questions).")
-    async def trajectory_json(trace_id: str) -> str:
-        return await read(service.trajectory, trace_id, "json")
+    async def trajectory_json(trace_id: str, ctx: Context) -> str:
+        return await read(service.trajectory, trace_id, "json", caller=reader(ctx))
 
     @server.resource("rlm://trajectory/{trace_id}.html", name="trajectory page", mime_type="text/html",
                      description="A trajectory as one self-contained HTML page (summary, timeline, each iteration).")
-    async def trajectory_html(trace_id: str) -> str:
-        return await read(service.trajectory, trace_id, "html")
+    async def trajectory_html(trace_id: str, ctx: Context) -> str:
+        return await read(service.trajectory, trace_id, "html", caller=reader(ctx))
 
     return server
 
 
-async def _ask(service: Service, question: str, contexts: list[str], name: str | None, ctx: Any) -> dict[str, Any]:
+def _caller(ctx: Any, http: bool) -> Caller:
+    """Who sent this message: the caller in its HTTP request's scope (``auth.Guard`` put it
+    there), or over stdio (no request) the ``OWNER``.
+
+    Raises:
+        LookupError: an HTTP request without a caller, or no request on a server built for HTTP.
+    """
+    request = getattr(ctx.request_context, "request", None)
+    if request is None:
+        if http:
+            raise LookupError("this message carries no caller: it did not come through the server's Guard")
+        return OWNER
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, dict):
+        raise LookupError("this message carries no caller: its request has no scope")
+    return caller_of(scope)
+
+
+async def _ask(service: Service, question: str, contexts: list[str], name: str | None, ctx: Any, caller: Caller) -> dict[str, Any]:
     """Run ``service.ask`` on a thread; progress goes back to the client, a cancellation stops the run."""
     sessions: list[Any] = []
     limit = {"iterations": 0}
@@ -195,7 +262,8 @@ async def _ask(service: Service, question: str, contexts: list[str], name: str |
         key = _client_key(ctx, name)
     except RLMError as e:
         raise ToolError(str(e)) from e
-    run = functools.partial(service.ask, question, contexts, client=key, listener=listener, on_session=sessions.append)
+    run = functools.partial(service.ask, question, contexts, client=key, listener=listener, on_session=sessions.append,
+                            caller=caller)
     try:
         answer: dict[str, Any] = utf8safe(await anyio.to_thread.run_sync(run, abandon_on_cancel=True))
     except anyio.get_cancelled_exc_class():

@@ -7,7 +7,8 @@ is not UTF-8). Errors are ``{"error", "status", "type"}`` (``httperrors.py``); t
 documents each operation's (``ERROR_STATUSES``). A context in a path is a registered one
 (``ID`` or ``ctx:ID``); a question's JSON body may also name paths under the server's roots.
 
-In front of it all: ``auth.Guard`` (the Host check and the bearer token) and ``BodyLimit``
+In front of it all: ``auth.Guard`` (the Host check and the bearer token, whose ``Caller`` each
+route hands to the service: ``CallerOf``) and ``BodyLimit``
 (a request body over ``MAX_BODY_BYTES`` is refused with 413 before anything reads it). An
 MCP server given to ``build_app`` is served at ``/mcp`` behind the same two, its session
 manager running in the app's lifespan.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -32,10 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlm_runtime.errors import Cancelled, RLMError, UnknownContext
-from rlm_runtime.serve.auth import Guard
+from rlm_runtime.memory.edits import KEEP, Edit
+from rlm_runtime.serve.auth import Guard, caller_of
 from rlm_runtime.serve.httperrors import ASGIApp, Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
 from rlm_runtime.serve.stream import AskStream
+from rlm_runtime.serve.tokens import Caller
 from rlm_runtime.utf8safe import utf8safe
 
 log = logging.getLogger(__name__)
@@ -104,8 +107,9 @@ ERROR_STATUSES = {
     400: "bad input: a value the schema allows but the server cannot use (an empty question, a pattern that is not "
          "RE2, a path that is not there)",
     401: "no token, or a wrong one",
-    403: "a path outside the roots or in $RLM_HOME, or a Host or Origin that is not the server's",
-    404: "an unknown context or trajectory",
+    403: "a path outside the roots or in $RLM_HOME, a Host or Origin that is not the server's, a write (a note, an "
+         "edit, a registration) with a read-only token, or a note or edit on a server started with --no-memory",
+    404: "an unknown context, trajectory or memory chunk",
     409: "the session named is answering another question",
     413: "over a limit of this server: a size asked for, the text an answer would hold, the request body",
     422: "a malformed request (a field missing, of the wrong type or out of range): problems says where",
@@ -142,14 +146,49 @@ class RememberBody(BaseModel):
     tags: list[str] = Field(default_factory=list, description="labels to filter by later")
 
 
+class EditBody(BaseModel):
+    """A change to a chunk of the memory store, for ``POST /api/memory/edit``: a field left out
+    stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=1, le=2**63 - 1, description="the chunk's id (what remember answered; a search hit m42 is 42)")
+    text: str | None = Field(None, description="the new text (a note's only: a file's chunk mirrors its file)")
+    kind: str | None = Field(None, description="the new kind: decision, fact, answer...")
+    add_tags: list[str] = Field(default_factory=list, description="tags to add")
+    remove_tags: list[str] = Field(default_factory=list, description="tags to remove")
+    summary: str | None = Field(None, description="a one-line summary shown with the chunk (null or \"\" clears it)")
+    confidence: float | None = Field(None, ge=0, le=1, allow_inf_nan=False,
+                                     description="how sure the note is, 0 to 1 (null clears it)")
+
+    def edit(self) -> Edit:
+        """The ``Edit`` this body asks for: a field absent (or a null text or kind) is ``KEEP``."""
+        given = self.model_fields_set
+        return Edit(text=KEEP if self.text is None else self.text, kind=KEEP if self.kind is None else self.kind,
+                    add_tags=tuple(self.add_tags), remove_tags=tuple(self.remove_tags),
+                    summary=self.summary if "summary" in given else KEEP,
+                    confidence=self.confidence if "confidence" in given else KEEP)
+
+
+async def _request_caller(request: Request) -> Caller:
+    """Who sent the request (``auth.Guard`` put it in the scope; none: refused, never the owner)."""
+    return caller_of(request.scope)
+
+
+#: The caller of a request, as a route's parameter.
+CallerOf = Annotated[Caller, Depends(_request_caller)]
+
+
 def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_server: Any = None,
-              hosts: Collection[str] = (), hello_key: str | None = None) -> FastAPI:
+              hosts: Collection[str] = (), hello_key: str | None = None,
+              tokens: Callable[[], Mapping[str, Caller]] | None = None) -> FastAPI:
     """The REST API over ``service`` (and ``mcp_server`` at ``/mcp``, if given).
 
     Args:
         service: the server's operations (the caller closes it).
         token: the bearer token every request must carry (``auth.load_or_create_token``),
             or an ``auth.TokenFile`` (a rotated token is taken while the server runs).
+        tokens: the named tokens (``tokens.TokensFile``); None: none.
         hello_key: the key of this server's record (``running.announce``): ``/api/hello``
             proves with it that this is the server the record names. None: no proof (404).
         mcp_server: an ``MCPServer`` (``mcp.build_server``) to serve over streamable HTTP.
@@ -190,8 +229,8 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
 
     @app.get("/api/health", summary="The server's version, its client sessions, how far search by meaning is filled, "
                                      "and its memory: what the governor allows and what is in use", responses=_errors())
-    async def health() -> dict[str, Any]:
-        meaning = await anyio.to_thread.run_sync(service.meaning)
+    async def health(caller: CallerOf) -> dict[str, Any]:
+        meaning = await anyio.to_thread.run_sync(service.meaning, caller)
         memory = await anyio.to_thread.run_sync(service.memory_report)
         return {"status": "ok", "version": __version__, "sessions": len(service.sessions), "meaning": meaning,
                 "memory": memory}
@@ -224,13 +263,13 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
     async def search(query: str = Query(..., min_length=1, description="words to look for, in plain text"),
                      k: int = Query(10, ge=1, description="how many passages"),
                      context: Annotated[list[str] | None, Query(description="limit to these contexts")] = None,
-                     mode: Annotated[_Mode, Query(description=_MODE_HELP)] = None) -> dict[str, Any]:
-        return await call(service.search, query, k, context, mode)
+                     mode: Annotated[_Mode, Query(description=_MODE_HELP)] = None, *, caller: CallerOf) -> dict[str, Any]:
+        return await call(service.search, query, k, context, mode, caller=caller)
 
     @app.post("/api/context/register", summary="Register a file or folder under the server's roots",
-              responses=_errors(400, 422))
-    async def register(body: RegisterBody) -> dict[str, Any]:
-        return await call(service.context_add, body.path, body.name, body.tags)
+              responses=_errors(400, 403, 422))
+    async def register(body: RegisterBody, caller: CallerOf) -> dict[str, Any]:
+        return await call(service.context_add, body.path, body.name, body.tags, caller=caller)
 
     @app.get("/api/context/{context_id}", summary="A context's whole text (refused with 413 when longer than max_chars)",
              responses=_READING)
@@ -262,10 +301,10 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
     @app.post("/api/ask", summary="Answer a question over contexts (stream: server-sent events)", response_model=None,
               responses={200: {"content": {"application/json": {}, "text/event-stream": {"schema": _ASK_EVENT}}},
                          **_errors(400, 404, 409, 422, 502, 503)})
-    async def ask(body: AskBody, request: Request) -> Any:
+    async def ask(body: AskBody, request: Request, caller: CallerOf) -> Any:
         client = ("rest", body.session) if body.session is not None else None
         if body.stream:
-            return _Asgi(AskStream(service, body.question, body.contexts, client))
+            return _Asgi(AskStream(service, body.question, body.contexts, client, caller))
         sessions: list[Any] = []
         gone = threading.Event()
 
@@ -287,7 +326,8 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
             cancel()
             scope.cancel()
 
-        run = functools.partial(service.ask, body.question, body.contexts, client=client, on_session=on_session)
+        run = functools.partial(service.ask, body.question, body.contexts, client=client, on_session=on_session,
+                                caller=caller)
         outcome: dict[str, Any] = {}
 
         async def answer(scope: anyio.CancelScope) -> None:
@@ -311,33 +351,38 @@ def build_app(service: Service, *, token: str | Callable[[], str | None], mcp_se
         return utf8safe(outcome["result"])
 
     @app.post("/api/memory/remember", summary="Store a note in the memory store", responses=_errors(400, 403, 422))
-    async def remember(body: RememberBody) -> dict[str, Any]:
-        return await call(service.remember, body.text, body.tags)
+    async def remember(body: RememberBody, caller: CallerOf) -> dict[str, Any]:
+        return await call(service.remember, body.text, body.tags, caller=caller)
+
+    @app.post("/api/memory/edit", summary="Change a chunk of the memory store in place (its id, links and history kept)",
+              responses=_errors(400, 403, 404, 422))
+    async def memory_edit(body: EditBody, caller: CallerOf) -> dict[str, Any]:
+        return await call(service.memory_edit, body.id, body.edit(), caller=caller)
 
     @app.get("/api/memory/search", summary="Ranked search of the memory store by words and meaning", responses=_errors(400, 422))
-    async def memory_search(query: str = Query(..., min_length=1), k: int = Query(10, ge=1),
+    async def memory_search(caller: CallerOf, query: str = Query(..., min_length=1), k: int = Query(10, ge=1),
                             mode: Annotated[_Mode, Query(description=_MODE_HELP)] = None) -> dict[str, Any]:
-        return await call(service.search, query, k, [], mode)
+        return await call(service.search, query, k, [], mode, caller=caller)
 
     # The .html route first: {trace_id} alone would take "run-....html" whole.
     # response_class=Response: its errors are JSON (HTMLResponse would document them as text/html).
     @app.get("/api/traces/{trace_id}.html", summary="A trajectory as one HTML page", response_class=Response,
              responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}, **_errors(400, 404, 422)})
-    async def trace_page(trace_id: Annotated[str, Path(max_length=64)]) -> Response:
-        return _page(await call(service.trajectory, trace_id, "html"))
+    async def trace_page(trace_id: Annotated[str, Path(max_length=64)], caller: CallerOf) -> Response:
+        return _page(await call(service.trajectory, trace_id, "html", caller=caller))
 
     @app.get("/api/traces/{trace_id}", summary="A trajectory's events (format=html: its page)",
              responses={200: {"content": {"application/json": {}, "text/html": {"schema": {"type": "string"}}}},
                         **_errors(400, 404, 422)})
-    async def trace(trace_id: Annotated[str, Path(max_length=64)],
+    async def trace(trace_id: Annotated[str, Path(max_length=64)], caller: CallerOf,
                     format: Literal["json", "html"] = "json") -> Response:
-        text = await call(service.trajectory, trace_id, format)
+        text = await call(service.trajectory, trace_id, format, caller=caller)
         return _page(text) if format == "html" else Response(text, media_type="application/json")
 
     if mcp_app is not None:
         app.router.routes.extend(mcp_app.routes)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
-    app.add_middleware(Guard, token=token, hosts=hosts)  # added last: runs first
+    app.add_middleware(Guard, token=token, hosts=hosts, tokens=tokens)  # added last: runs first
     return app
 
 

@@ -9,6 +9,14 @@ What a client may read: the contexts of the registry (the user published them wi
 resolved with symlinks. A client registers contexts only under the roots; a server started
 without roots lets clients read the registry and nothing else. Every size a request names
 is capped (``ServeLimits``) and a request over a cap is refused whole (``TooLarge``).
+
+Who asks: each operation that touches the memory store or writes takes the request's
+``caller`` (``tokens.Caller``, ``OWNER`` by default: the server's own token, MCP over stdio, a
+program calling ``Service`` itself). A read-only caller's writes are refused
+(``ReadOnlyToken``: a note, a memory edit, a registration) and its questions remember nothing;
+a caller with a store of its own searches, remembers and edits there, never in the default
+store. Its sessions are its own (a session name is kept per caller), and so are the
+trajectories of its questions: a named token reads only those.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +41,7 @@ from rlm_runtime.errors import (
     ConfigError,
     ContextError,
     DamagedContext,
+    ReadOnlyToken,
     RegistryError,
     RLMError,
     SourceRefused,
@@ -40,16 +51,32 @@ from rlm_runtime.errors import (
     WorkersBusy,
 )
 from rlm_runtime.memory.db import descriptor_path
+from rlm_runtime.memory.edits import KEEP, Edit
+from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.idlefill import IdleFill
 from rlm_runtime.registry.ids import shown
 from rlm_runtime.serve.auth import token_path as auth_token_path
 from rlm_runtime.serve.limits import ServeLimits
 from rlm_runtime.serve.sessions import Listener, SessionPool
+from rlm_runtime.serve.tokens import OWNER, Caller, usable_store
 
 #: A trajectory's id: the stem of its file under ``$RLM_HOME/traces``.
 TRACE_ID = re.compile(r"run-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
 _UNITS = ("lines", "chars", "tokens")
 _MODES = ("hybrid", "bm25", "vector")
+#: Trajectories whose caller a server remembers (the latest; older ones only the owner reads).
+_TRACE_OWNERS = 10_000
+#: Tags one memory edit adds or removes at most.
+_EDIT_TAGS = 64
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a client's session is opened over: the contexts it names (each checked again when
+    opened), for whom (its memory store, whether it may write)."""
+
+    refs: tuple[str, ...]
+    caller: Caller
 
 
 class Service:
@@ -91,8 +118,11 @@ class Service:
         self.registry = registry
         size = self.limits.sessions or Governor.from_system().max_workers
         self.sessions = SessionPool(self._open_session, size=size, idle_s=self.limits.idle_s, wait_s=self.limits.wait_s)
-        self._memory: Any = None
+        #: Writable memory stores by path (the default one, and each token's own), opened on first use.
+        self._stores: dict[Path, Any] = {}
         self._memory_lock = threading.Lock()
+        self._trace_owners: OrderedDict[str, Caller] = OrderedDict()
+        self._owners_lock = threading.Lock()
         self._searches = threading.BoundedSemaphore(max(1, self.limits.searches))
         self._home = self.paths.home.expanduser().resolve()
         # No folder walk or open beneath a root enters the runtime's home or the traces, even
@@ -127,9 +157,9 @@ class Service:
             self.filler.close()
         self.sessions.close_all()
         with self._memory_lock:
-            if self._memory is not None:
-                self._memory.close()
-                self._memory = None
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()
 
     def _filling_store(self) -> Any:
         from rlm_runtime.memory.store import MemoryStore, default_store_path
@@ -152,9 +182,10 @@ class Service:
 
         return memreport.report(worker_rss=self.sessions.worker_rss())
 
-    def meaning(self) -> dict[str, Any]:
-        """How far the memory store's quality tier is filled (for ``/api/health``): never an
-        error (a store that cannot be read says so), never a path of the host's."""
+    def meaning(self, caller: Caller = OWNER) -> dict[str, Any]:
+        """How far ``caller``'s memory store's quality tier is filled (for ``/api/health``):
+        never an error (a store that cannot be read says so), never a path of the host's.
+        The background fill covers the default store alone."""
         from rlm_runtime.memory.store import default_store_path
 
         if not self.memory_on:
@@ -163,13 +194,14 @@ class Service:
             if self._stop.is_set():
                 return {"memory": "closed"}
             try:
-                stats = self._store().stats()
+                stats = self._store(caller).stats()
             except Exception:  # noqa: BLE001 - a damaged or changed store: health still answers
                 return {"error": "the memory store cannot be read (rlm memory stats says why)"}
+        filled = self.filler is not None and caller.store is None
         out: dict[str, Any] = {"chunks": stats.chunks, "fast_vectors": stats.vectors, "quality_vectors": stats.quality_vectors,
                                "quality_model": stats.quality_model, "quality_eta_s": stats.quality_eta_s,
-                               "quality_installed": self.filler is not None}
-        if self.filler is not None:
+                               "quality_installed": filled}
+        if self.filler is not None and filled:
             error = self.filler.error
             out["fill_error"] = None if error is None else error.replace(str(default_store_path(self.paths)), "the memory store")
         return out
@@ -184,9 +216,11 @@ class Service:
         """One registered context, with its access statistics."""
         return dict(self.registry.get(_registry_id(context)).to_json())
 
-    def context_add(self, path: str, name: str | None = None, tags: Sequence[str] = ()) -> dict[str, Any]:
+    def context_add(self, path: str, name: str | None = None, tags: Sequence[str] = (), *,
+                    caller: Caller = OWNER) -> dict[str, Any]:
         """Register a file or folder under the server's roots; its entry (``existing``: the
         path was registered already, and its entry is the one returned, refreshed)."""
+        _may_write(caller, "register contexts")
         if not self.roots:
             raise SourceRefused("this server lets clients register nothing: it was started without --root")
         if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
@@ -267,9 +301,10 @@ class Service:
         self._record(rid, "loads")
         return {"context": context, "text": text, "length": length}
 
-    def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None, mode: str | None = None) -> dict[str, Any]:
-        """Ranked search over contexts (default: every registered one) and the memory store, by
-        words and meaning fused (``mode`` ``hybrid``, the default), or ``bm25`` or ``vector``."""
+    def search(self, query: str, k: int = 10, contexts: Sequence[str] | None = None, mode: str | None = None, *,
+               caller: Caller = OWNER) -> dict[str, Any]:
+        """Ranked search over contexts (default: every registered one) and ``caller``'s memory
+        store, by words and meaning fused (``mode`` ``hybrid``, the default), or ``bm25`` or ``vector``."""
         _text(query, "query", cap=self.limits.question_chars)
         if mode is not None and mode not in _MODES:
             raise ContextError(f"mode must be one of {', '.join(_MODES)}")
@@ -291,19 +326,18 @@ class Service:
             raise WorkersBusy(f"the server is busy: {self.limits.searches} searches are running; try again shortly",
                               pool_size=self.limits.searches)
         try:
-            return self._search(query, k, refs, skipped, explicit=contexts is not None, mode=mode)
+            return self._search(query, k, refs, skipped, explicit=contexts is not None, mode=mode, caller=caller)
         finally:
             self._searches.release()
 
     def _search(self, query: str, k: int, refs: list[str], skipped: list[dict[str, str]], *,
-                explicit: bool, mode: str | None = None) -> dict[str, Any]:
-        from rlm_runtime.memory.store import MemoryStore, default_store_path
+                explicit: bool, mode: str | None = None, caller: Caller = OWNER) -> dict[str, Any]:
         from rlm_runtime.searching import ChunkSearch
 
         opened: list[tuple[Any, str | None]] = []
         # A search of its own (its own store connection: SQLite reads in parallel), so that
         # one client's index being built holds up no other client's search or note.
-        store = MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models)) if self.memory_on else None
+        store = self._search_store(caller) if self.memory_on else None
         search = ChunkSearch(self.paths.home / "index", store)
         try:
             size = 0
@@ -336,7 +370,8 @@ class Service:
                     raise TooLarge(f"this search took over {self.limits.search_s:.0f} s building indexes; what was "
                                    "indexed is kept, so asking again goes further (or name fewer contexts)")
 
-            hits = search.search(query, k=k, stop=in_time, mode=mode)
+            with self._paths_hidden(store.path if store is not None else None):
+                hits = search.search(query, k=k, stop=in_time, mode=mode)
         finally:
             search.close()
             if store is not None:
@@ -350,27 +385,74 @@ class Service:
             out["skipped"] = skipped
         return out
 
-    def remember(self, text: str, tags: Sequence[str] = (), source: str = "notes") -> dict[str, Any]:
-        """Store a note in the memory store; the ids of its chunks."""
+    def remember(self, text: str, tags: Sequence[str] = (), source: str = "notes", *,
+                 caller: Caller = OWNER) -> dict[str, Any]:
+        """Store a note in ``caller``'s memory store; the ids of its chunks."""
         if not self.memory_on:
             raise SourceRefused("this server keeps no notes: it was started with --no-memory")
+        _may_write(caller, "store notes")
         _text(text, "text", cap=self.limits.remember_chars)
         for tag in tags:
             _text(tag, "a tag", cap=64)
         with self._memory_lock:
-            ids = self._store().add_text(text, source=source, tags=list(tags))
+            store = self._store(caller)
+            with self._paths_hidden(store.path):
+                ids = store.add_text(text, source=source, tags=list(tags))
         return {"ids": ids, "source": source}
+
+    def memory_edit(self, chunk_id: int, edit: Edit, *, caller: Caller = OWNER) -> dict[str, Any]:
+        """Change a chunk of ``caller``'s memory store in place (``MemoryStore.edit``): its
+        text, kind, tags, summary or confidence; a field ``edit`` leaves ``KEEP`` stays. The
+        fields it changed and the version it kept (``MemoryStore.history`` lists them).
+
+        Raises:
+            SourceRefused: the server runs with --no-memory.
+            ReadOnlyToken: ``caller`` may only read.
+            ChunkNotFound: no live chunk of that store has this id.
+            ContextError / StoreError / TooLarge: a bad value (empty text, a confidence outside
+                [0, 1], a text longer than one chunk, too many tags...).
+        """
+        if not self.memory_on:
+            raise SourceRefused("this server keeps no notes: it was started with --no-memory")
+        _may_write(caller, "edit the memory store")
+        _at_most("id", chunk_id, 2**63 - 1, least=1)
+        if not isinstance(edit, Edit):
+            raise ContextError("an edit is a memory.edits.Edit")
+        if edit.text is not KEEP:
+            _text(edit.text, "text", cap=self.limits.remember_chars)
+        if edit.kind is not KEEP:
+            _text(edit.kind, "kind", cap=64)
+        _at_most("tags", len(edit.add_tags) + len(edit.remove_tags), _EDIT_TAGS)
+        for tag in (*edit.add_tags, *edit.remove_tags):
+            _text(tag, "a tag", cap=64)
+        if edit.summary is not KEEP and edit.summary is not None:
+            if not isinstance(edit.summary, str):
+                raise ContextError("summary must be a string or null")
+            _at_most("summary length", len(edit.summary), self.limits.remember_chars)
+            if edit.summary.strip():
+                _text(edit.summary, "summary")
+        if edit == Edit():
+            raise ContextError("say what to change: text, kind, add_tags, remove_tags, summary or confidence")
+        with self._memory_lock:
+            store = self._store(caller)
+            with self._paths_hidden(store.path):
+                done = store.edit(chunk_id, edit)
+        return {"id": done.chunk_id, "changed": list(done.changed), "kept_version": done.kept_version}
 
     # ------------------------------------------------------------------ questions
 
     def ask(self, question: str, contexts: Sequence[str], *, client: Hashable | None = None,
-            listener: Listener | None = None, on_session: Callable[[Any], None] | None = None) -> dict[str, Any]:
+            listener: Listener | None = None, on_session: Callable[[Any], None] | None = None,
+            caller: Caller = OWNER) -> dict[str, Any]:
         """Answer ``question`` over ``contexts`` in the client's session.
 
         Args:
             client: the client's key: its session (worker, variables, conversation) is kept
-                for its next question over the same contexts; None: a session for this
+                for its next question over the same contexts (kept apart per ``caller``: the
+                same name from another token is another session); None: a session for this
                 question alone.
+            caller: who asks: the session searches its memory store, and a read-only
+                caller's remembers nothing.
             listener: gets the run's events as they happen (progress).
             on_session: called with the session once it is had (to cancel it from elsewhere).
         """
@@ -383,17 +465,26 @@ class Service:
         # session is given what was checked, opened (``_open_session``), never a name.
         for ref in refs:
             self._source(ref)
-        with self.request(), self.sessions.lease(client, refs, refs, listener) as session:
+        key = None if client is None else (caller, client)
+        with self.request(), self.sessions.lease(key, refs, Opening(refs, caller), listener) as session:
             if on_session is not None:
                 on_session(session)
             result = session.ask(question)
         trace = Path(result.trajectory).stem if result.trajectory else None
+        if trace is not None:
+            with self._owners_lock:
+                self._trace_owners[trace] = caller
+                self._trace_owners.move_to_end(trace)
+                while len(self._trace_owners) > _TRACE_OWNERS:
+                    self._trace_owners.popitem(last=False)
         return {"answer": result.answer, "value": result.value, "ok": result.error is None, "error": result.error,
                 "error_type": result.error_type, "iterations": result.iterations, "usage": result.usage,
                 "duration_s": round(result.duration_s, 3), "trajectory": trace}
 
-    def trajectory(self, trace_id: str, fmt: str = "json") -> str:
-        """A trajectory by id: its events as a JSON array (``json``) or the HTML page (``html``)."""
+    def trajectory(self, trace_id: str, fmt: str = "json", *, caller: Caller = OWNER) -> str:
+        """A trajectory by id: its events as a JSON array (``json``) or the HTML page (``html``).
+        A named token reads only the trajectories of its own questions (in this server's
+        life); the owner reads every one."""
         import json
 
         from rlm_runtime.trajectory.reader import read_events
@@ -402,6 +493,11 @@ class Service:
         if not isinstance(trace_id, str) or not TRACE_ID.fullmatch(trace_id):
             raise ContextError("a trajectory id looks like run-20261126-221500-0a1b2c")
         path = self._traces / f"{trace_id}.jsonl"
+        if caller != OWNER:
+            with self._owners_lock:
+                theirs = self._trace_owners.get(trace_id) == caller
+            if not theirs:  # another caller's, or none: the same answer
+                raise UnknownTrajectory(f"no trajectory {trace_id}")
         if path.is_symlink() or not path.is_file():
             raise UnknownTrajectory(f"no trajectory {trace_id}")
         events = read_events(path)
@@ -413,10 +509,11 @@ class Service:
 
     # ------------------------------------------------------------------ internals
 
-    def _open_session(self, refs: Sequence[str], on_event: Callable[[dict[str, Any]], None]) -> Any:
-        """A session over ``refs``, each checked again and opened here, as every other
+    def _open_session(self, opening: Opening, on_event: Callable[[dict[str, Any]], None]) -> Any:
+        """A session over ``opening.refs``, each checked again and opened here, as every other
         operation opens it (a file by descriptor beneath the root): the session maps the
-        very file checked, and hands its worker that file, never the name again."""
+        very file checked, and hands its worker that file, never the name again. Its memory
+        store is the caller's, read-only for a read-only caller."""
         from rlm_runtime.registry import Opened
         from rlm_runtime.session import Session
 
@@ -424,7 +521,7 @@ class Service:
         published: list[Path] = []
         held: list[int] = []  # descriptors of memory stores, until the session has opened them
         try:
-            for ref in refs:
+            for ref in opening.refs:
                 source, rid, resolved = self._source(ref)
                 if resolved is None:
                     opened.append(_open_real(source, None, keep=True))
@@ -443,7 +540,7 @@ class Service:
                     again = functools.partial(self._reopen, ref) if resolved.path is not None else None
                     opened.append(Opened(handle, entry.id, kind=entry.kind, reopen=again, path=resolved.path))
             options = {"paths": self.paths, "registry": self.registry, "context_roots": [*self.roots, *published],
-                       **self._session_options}
+                       **self._session_options, **self._memory_options(opening.caller)}
             return Session(self.model, self.sub_model, contexts=opened, on_event=on_event, **options)
         except BaseException:
             for item in opened:
@@ -573,12 +670,66 @@ class Service:
             self.registry.record(rid, op, run_id=run_id)
 
 
-    def _store(self) -> Any:
-        from rlm_runtime.memory.store import MemoryStore, default_store_path
+    def _memory_path(self, caller: Caller) -> Path:
+        """Where ``caller``'s notes are: its own store (checked: ``tokens.usable_store``), or the default one."""
+        from rlm_runtime.memory.store import default_store_path
 
-        if self._memory is None:
-            self._memory = MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models))
-        return self._memory
+        return usable_store(caller) or default_store_path(self.paths)
+
+    def _store(self, caller: Caller = OWNER) -> Any:
+        """``caller``'s memory store, writable, shared by the requests that use it (the caller
+        holds ``_memory_lock``)."""
+        from rlm_runtime.memory.store import MemoryStore
+
+        path = self._memory_path(caller)
+        store = self._stores.get(path)
+        if store is None:
+            with self._paths_hidden(path):
+                store = MemoryStore(path, quality=contextual.factory(self.paths.models))
+            self._stores[path] = store
+        return store
+
+    def _search_store(self, caller: Caller) -> Any:
+        """A store connection of one search's own over ``caller``'s notes: read-only for a
+        read-only caller (none when its store does not exist yet: nothing to find)."""
+        from rlm_runtime.memory.store import MemoryStore
+
+        path = self._memory_path(caller)
+        quality = contextual.factory(self.paths.models)
+        with self._paths_hidden(path):
+            if not caller.read_only:
+                return MemoryStore(path, quality=quality)
+            return MemoryStore(path, readonly=True, quality=quality) if path.exists() else None
+
+    def _memory_options(self, caller: Caller) -> dict[str, Any]:
+        """The session options that make a session's memory ``caller``'s: its own store, and
+        for a read-only caller a store opened read-only that remembers nothing."""
+        if caller == OWNER:
+            return {}
+        options: dict[str, Any] = {}
+        if self.memory_on:
+            path = self._memory_path(caller)
+            options["memory"] = str(path) if not caller.read_only or path.exists() else None
+        if caller.read_only:
+            options.update(remember=False, memory_readonly=True)
+        return options
+
+    @contextmanager
+    def _paths_hidden(self, path: Path | None) -> Iterator[None]:
+        """A store's errors without its path (a client is told of "the memory store", never
+        where on the host it lies)."""
+        try:
+            yield
+        except StoreError as e:
+            text = str(e)
+            if path is None or str(path) not in text:
+                raise
+            raise StoreError(text.replace(str(path), "the memory store")) from e
+
+
+def _may_write(caller: Caller, what: str) -> None:
+    if caller.read_only:
+        raise ReadOnlyToken(f"the token {caller.name!r} is read-only: it may read and search, not {what}")
 
 
 def _root(path: str | Path) -> Path:

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_runtime.errors import SessionBusy, WorkersBusy
 
-#: What opens a session: (context sources, the callback its events go to) -> a Session.
-Opener = Callable[[Sequence[Any], Callable[[dict[str, Any]], None]], Any]
+#: What opens a session: (what to open it over, as the opener takes it; the callback its
+#: events go to) -> a Session.
+Opener = Callable[[Any, Callable[[dict[str, Any]], None]], Any]
 #: A listener of one request's events.
 Listener = Callable[[dict[str, Any]], None]
 
@@ -80,7 +81,7 @@ class SessionPool:
         return out
 
     @contextmanager
-    def lease(self, key: Hashable | None, contexts: tuple[str, ...], sources: Sequence[Any],
+    def lease(self, key: Hashable | None, contexts: tuple[str, ...], sources: Any,
               listener: Listener | None = None) -> Iterator[Any]:
         """The client's session over ``contexts`` (opened from ``sources`` when it has none,
         or when it had one over other contexts), for the length of one request.

@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from rlm_runtime.serve.httperrors import Receive, Scope, Send, error_body, send_json, status_of
 from rlm_runtime.serve.service import Service
+from rlm_runtime.serve.tokens import OWNER, Caller
 from rlm_runtime.utf8safe import utf8safe
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,13 @@ class AskStream:
         question: the question.
         contexts: the contexts it names.
         client: the key of the caller's session (None: a session for this question alone).
+        caller: who asks (``tokens.Caller``).
     """
 
-    def __init__(self, service: Service, question: str, contexts: Sequence[str], client: Hashable | None) -> None:
+    def __init__(self, service: Service, question: str, contexts: Sequence[str], client: Hashable | None,
+                 caller: Caller = OWNER) -> None:
         self.service = service
+        self.caller = caller
         self.question = question
         self.contexts = list(contexts)
         self.client = client
@@ -96,7 +100,7 @@ class AskStream:
             put(_SESSION, None)
 
         ask = functools.partial(self.service.ask, self.question, self.contexts, client=self.client, listener=listener,
-                                on_session=on_session)
+                                on_session=on_session, caller=self.caller)
 
         async def run() -> None:
             async with sender:

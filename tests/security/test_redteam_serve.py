@@ -587,8 +587,8 @@ def test_a_client_leaving_a_plain_ask_frees_its_place(land: dict[str, Path]) -> 
 # ============================================================== 5. sessions
 
 
-@pytest.mark.xfail(strict=True, reason='DESIGN (docs/serve.md): every token holder is the same user; a session name is shared by whoever '
-                   'names it')
+@pytest.mark.xfail(strict=True, reason='DESIGN (docs/serve.md): the holders of one token are one user; a session name is shared by '
+                   'whoever names it with that token (another token gets its own: test_redteam_serve_tokens.py)')
 def test_another_caller_naming_the_same_session_does_not_read_its_variables(land: dict[str, Path]) -> None:
     """It keeps a caller's variables from another caller who names the same session."""
     def responder(messages: list[dict[str, Any]]) -> str:

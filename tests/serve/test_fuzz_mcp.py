@@ -122,7 +122,7 @@ def _with_client(service: Service, body: Callable[[Client, list[Any]], None]) ->
     async def main() -> None:
         async with Client(build_server(service)) as client:
             tools = (await client.list_tools()).tools
-            assert len(tools) == 8
+            assert len(tools) == 9
             await anyio.to_thread.run_sync(body, client, tools)
 
     anyio.run(main)

@@ -61,12 +61,12 @@ def _text(result: Any) -> str:
 
 
 def test_tools_are_listed_with_described_arguments(root: Path) -> None:
-    """It lists the eight tools, each with a description and described arguments."""
+    """It lists the nine tools, each with a description and described arguments."""
     async def body(client: Client) -> Any:
         return (await client.list_tools()).tools
 
     tools = {t.name: t for t in _run(_service(root, lambda m: ""), body)}
-    assert set(tools) == {"ask", "peek", "grep", "chunk", "search", "remember", "contexts_list", "context_add"}
+    assert set(tools) == {"ask", "peek", "grep", "chunk", "search", "remember", "memory_edit", "contexts_list", "context_add"}
     for tool in tools.values():
         assert tool.description and len(tool.description) > 30
         for name, prop in tool.input_schema.get("properties", {}).items():
