@@ -166,12 +166,15 @@ class Run:
         result: RunResult
         stats_before: list[dict[str, Any]] = []
         briefs: list[Any] = []
+        probe_s = 0.0
         self.tree.sandboxes.add(sandbox)
         try:
             # Describing reads the contexts (it parses a JSON document): inside, so that what it
             # raises fails this run, not the session; run_start first whatever it did.
             try:
+                probed = time.monotonic()
                 briefs = _describe(sandbox.contexts, self.query, setup)
+                probe_s = time.monotonic() - probed
             finally:
                 self.emit({"type": "run_start", "model": self.client.model, "sub_model": setup.sub_client.model,
                            "query": self.query, "limits": setup.limits.model_dump(), "turn": self.turn,
@@ -203,6 +206,7 @@ class Run:
         if stats:
             self.emit({"type": "context_stats", "contexts": _stats_delta(stats_before, stats)})
         result.duration_s = time.monotonic() - began
+        result.probe_s = probe_s
         self.emit({"type": "run_end", "answer": result.answer, "error": result.error, "error_type": result.error_type,
                    "iterations": result.iterations, "usage": self.tree.budget.usage(),
                    "run_usage": {m: u.to_dict() for m, u in self.own_usage.items()}, "duration_s": result.duration_s})
@@ -266,7 +270,8 @@ class Run:
         """The conversation's first two messages (the system prompt is traced)."""
         system = self._system_prompt(sandbox, briefs)
         self.emit({"type": "system_prompt", "text": system})
-        first = self.tree.setup.prompts.first_user(self.query, history=history, variables=variables, mode=_mode(briefs))
+        first = self.tree.setup.prompts.first_user(self.query, history=history, variables=variables,
+                                                   mode=_mode(briefs, self.tree.search))
         return Conversation(system, first, 24 * self.tree.setup.limits.feedback_chars)
 
     def _turn(self, sandbox: Sandbox, talk: Conversation) -> tuple[Turn, Answer | None, str, str]:
@@ -444,12 +449,15 @@ class Run:
         return setup.prompts.system(contexts=contexts, builtins=builtins, tools=setup.tools,
                                     imports=setup.policy.allowed_imports, output_chars=sandbox.limits.output_chars,
                                     max_iterations=lim.max_iterations, sub_call_chars=lim.sub_call_max_chars,
-                                    addendum=setup.system_addendum, mode=_mode(briefs))
+                                    addendum=setup.system_addendum, mode=_mode(briefs, search))
 
 
-def _mode(briefs: Sequence[Any]) -> str:
-    """How the prompts present the main context (its brief's ``mode``; ``text`` with none)."""
-    return str(getattr(briefs[0], "mode", "text")) if briefs else "text"
+def _mode(briefs: Sequence[Any], search: Any = None) -> str:
+    """How the prompts present the main context (its brief's ``mode``); with none, ``memory``
+    when a memory store is searched, else ``text``."""
+    if briefs:
+        return str(getattr(briefs[0], "mode", "text"))
+    return "memory" if search is not None and getattr(search, "memory", None) is not None else "text"
 
 
 def _memory_size(store: Any) -> int:

@@ -46,25 +46,32 @@ class Prompts:
         """The system prompt. ``builtins`` names the host built-ins bound in this run
         (``llm_query``, ``rlm_query``), ``tools`` the program's own; ``mode`` (the main
         context's ``ContextBrief.mode``: ``records`` when it has fields ``records()`` reads,
-        else ``text``) picks the example first turn and the rules of that mode
-        (``rules_records``, else ``rules_text``); ``addendum`` (a profile's text) comes last."""
+        else ``text``; ``memory`` for a memory store and no context) picks the opening, the
+        example first turn and the rules of that mode (``intro_*``, ``first_turn_*``,
+        ``rules_*``); ``addendum`` (a profile's text) comes last."""
         fielded = mode == "records"
+        # A memory store alone: no text in the worker, so none of its functions (they are not
+        # defined there: the 1.5B, told of grep, called it and met NameError turn after turn).
+        searched = mode == "memory"
         # A small model copies the first tool it reads about: records() leads for a text with
         # fields. For one without, its entry leaves out counting and following links (with
         # them, the 1.5B wrote demonstration code about a Python topic instead of reading it).
-        order = (("records",) + tuple(n for n in WORKER_FUNCTIONS if n != "records")) if fielded else WORKER_FUNCTIONS
+        order = (("records",) + tuple(n for n in WORKER_FUNCTIONS if n != "records")) if fielded else \
+            () if searched else WORKER_FUNCTIONS
         entries = [self.function_entry(name if fielded or name != "records" else "records_no_fields") for name in order]
         entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:
             entries.append(self.notes["tool_list_header"])
             entries += [t.prompt_entry() for t in tools]
-        example = self.text("first_turn_records" if fielded else "first_turn_grep").strip()
+        example = self.text("first_turn_records" if fielded else "first_turn_search" if searched else "first_turn_grep").strip()
         # The rules of the main context's shape only: told both ("in text without fields,
         # grep..."), the 1.5B wrote "The text does not have fields" over a text with fields and grepped.
-        rules = self.text("rules_records" if fielded else "rules_text").strip()
+        rules = self.text("rules_records" if fielded else "rules_memory" if searched else "rules_text").strip()
+        intro = self.text("intro_memory" if searched else "intro_text").strip()
         text = self.text("system", contexts=contexts, functions="\n".join(entries), imports=", ".join(imports),
-                         output_chars=output_chars, max_iterations=max_iterations, example=example, shape_rules=rules)
+                         output_chars=output_chars, max_iterations=max_iterations, example=example, shape_rules=rules,
+                         intro=intro)
         return f"{text}\n\n{addendum.strip()}" if addendum.strip() else text
 
     def contexts(self, briefs: Sequence[Any], *, memory_chunks: int | None = None, earlier: str = "", always: str = "") -> str:
@@ -102,7 +109,7 @@ class Prompts:
             before += self.text("history", history=history) + "\n\n"
         if variables:
             before += self.text("variables", variables=variables) + "\n\n"
-        start = self.text("start_records" if mode == "records" else "start_grep").strip()
+        start = self.text("start_records" if mode == "records" else "start_search" if mode == "memory" else "start_grep").strip()
         return self.text("first_user", query=query, history=before, start=start)
 
     def feedback(self, output: str, *, iteration: int, max_iterations: int) -> str:

@@ -26,6 +26,8 @@ class RunResult:
     error_type: str | None = None
     partial: str | None = None
     duration_s: float = 0.0
+    #: Seconds the contexts' probes took before the first turn (``duration_s`` holds them).
+    probe_s: float = 0.0
     exception: RLMError | None = field(default=None, repr=False, compare=False)
     #: The answer as JSON data when FINAL was given a list, a dict, a number or a bool (and
     #: ``answer`` is its text): ``["INC-101", "INC-112"]`` where ``answer`` is that list's repr.

@@ -52,6 +52,10 @@ class Outcome:
     #: The budget limit a ``BudgetExceeded`` hit (``session.max_cost_usd`` is the batch's).
     limit: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: What pasting the task's whole context into one prompt would cost, in the tokens the
+    #: runtime counts for its models (``load_all_tokens``), and the seconds the probes took.
+    load_all_tokens: int | None = None
+    probe_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +158,29 @@ def _rlm(job: Job, s: MethodSettings, *, nosub: bool = False, words: bool = Fals
         job.cancel.on_cancel(session.cancel)
         if job.cancel.event.is_set():
             return Outcome(None, error="cancelled before it started", error_type="Cancelled")
+        load_all = load_all_tokens(session.contexts, session.memory)
         result = session.ask(job.question)
     finally:
         session.close()
     limit = getattr(result.exception, "limit", None)
     return Outcome(result.answer, usage=result.usage, iterations=result.iterations, depth=result.max_depth_reached,
-                   trajectory=result.trajectory, error=result.error, error_type=result.error_type, limit=limit)
+                   trajectory=result.trajectory, error=result.error, error_type=result.error_type, limit=limit,
+                   load_all_tokens=load_all, probe_s=round(result.probe_s, 3))
+
+
+def load_all_tokens(handles: list[Any], memory: Any = None) -> int | None:
+    """The tokens of every context's whole text (a memory store's: all its chunks'), counted as
+    the runtime counts a prompt's (tiktoken; sampled past 2 MB: ``TokenCount``); None when one
+    cannot be counted."""
+    total = 0
+    try:
+        for handle in handles:
+            total += int(handle.n_tokens)
+        if memory is not None:
+            total += int(memory.stats().tokens)
+    except (RLMError, OSError, ValueError, AttributeError):
+        return None
+    return total
 
 
 # ----------------------------------------------------------------------------- direct and rag

@@ -52,10 +52,12 @@ class Built:
     plots: list[Path] = field(default_factory=list)
     #: The results lines skipped as invalid (``line N: field: why``).
     skipped: list[str] = field(default_factory=list)
+    #: ``load_all_savings``: tokens used against loading everything, by method and family.
+    load_all: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"markdown": str(self.markdown), "html": str(self.html), "plots": [str(p) for p in self.plots],
-                "skipped": self.skipped}
+                "skipped": self.skipped, "load_all": self.load_all}
 
 
 @dataclass
@@ -176,6 +178,42 @@ def token_reduction(records: list[dict[str, Any]], a: str = "rlm", b: str = "dir
                     "both_correct": len(both),
                     "token_reduction_percent_at_equal_accuracy": round(100 * (1 - ea / eb), 1) if eb else None})
     return out
+
+
+def load_all_savings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per method and family (and all), over the tasks whose record has a load-all figure (the
+    ``rlm`` methods count it): the tokens the method used against what pasting every context
+    into one prompt would cost (``load_all_tokens``), the reduction in percent (1 - used /
+    load-all), and the probes' share of the method's time."""
+    out = []
+    have = [r for r in records if isinstance(r.get("load_all_tokens"), int)]
+    for method in sorted({str(r.get("method")) for r in have}):
+        mine = [r for r in have if r.get("method") == method]
+        for family in ["(all)", *sorted({str(r.get("family") or "-") for r in mine})]:
+            rs = mine if family == "(all)" else [r for r in mine if str(r.get("family") or "-") == family]
+            used = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rs)
+            whole = sum(int(r["load_all_tokens"]) for r in rs)
+            wall = sum(float(r.get("wall_s") or 0) for r in rs)
+            probe = sum(float(r.get("probe_s") or 0) for r in rs)
+            out.append({"method": method, "family": family, "tasks": len(rs), "tokens": used, "load_all_tokens": whole,
+                        "reduction_percent": round(100 * (1 - used / whole), 1) if whole else None,
+                        "accuracy": _mean(r.get("score") for r in rs),
+                        "probe_share_percent": round(100 * probe / wall, 1) if wall else None})
+    return out
+
+
+_SAVE_HEAD = ("method", "family", "tasks", "mean score", "tokens used", "tokens to load everything", "reduction",
+              "probe's share of the time")
+_SAVE_NOTE = ("What pasting every context of each task into one prompt would have cost (the tokens the runtime counts "
+              "for its models: tiktoken, exact to 2 MB and sampled beyond, a memory store's chunks summed), against the "
+              "tokens the method used (input and output, every call of the run); reduction = 1 - used / load-all. The "
+              "last column is the probes' time (before the first turn) over the tasks' wall time.")
+
+
+def _save_cells(x: dict[str, Any]) -> list[str]:
+    red, share = x["reduction_percent"], x["probe_share_percent"]
+    return [x["method"], x["family"], str(x["tasks"]), f"{x['accuracy']:.0%}", f"{x['tokens']:,}", f"{x['load_all_tokens']:,}",
+            "-" if red is None else f"{red:.1f}%", "-" if share is None else f"{share:.1f}%"]
 
 
 def _window(folder: Path, records: list[dict[str, Any]]) -> tuple[int | None, int | None]:
@@ -304,7 +342,7 @@ def build_report(folder: str | Path) -> Built:
                       _markdown(folder, records, rows, reduction, window_tokens, plots, pages, assists).encode("utf-8"))
     page = write_inside(folder, "report.html",
                         _html(folder, records, rows, reduction, window_tokens, plots, pages, assists).encode("utf-8"))
-    return Built(md, page, plots, skipped)
+    return Built(md, page, plots, skipped, load_all_savings(records))
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -397,6 +435,10 @@ def _markdown(folder: Path, records: list[dict[str, Any]], rows: list[Row], redu
     if lengths:
         out += ["", "## By family and context length", ""]
         out += _md_table(_length_head(records), lengths)
+    savings = load_all_savings(records)
+    if savings:
+        out += ["", "## Tokens against loading everything", "", _SAVE_NOTE, ""]
+        out += _md_table(_SAVE_HEAD, [_save_cells(x) for x in savings])
     if reduction:
         out += ["", "## Tokens of rlm against direct", "", _RED_NOTE, ""]
         out += _md_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])
@@ -440,6 +482,10 @@ def _html(folder: Path, records: list[dict[str, Any]], rows: list[Row], reductio
     lengths = length_table(records)
     if lengths:
         parts += ["<h2>By family and context length</h2>", _h_table(_length_head(records), lengths)]
+    savings = load_all_savings(records)
+    if savings:
+        parts += ["<h2>Tokens against loading everything</h2>", f"<p>{html.escape(_SAVE_NOTE)}</p>",
+                  _h_table(_SAVE_HEAD, [_save_cells(x) for x in savings])]
     if reduction:
         parts += ["<h2>Tokens of rlm against direct</h2>", f"<p>{html.escape(_RED_NOTE)}</p>",
                   _h_table(_RED_HEAD, [_reduction_cells(x) for x in reduction])]

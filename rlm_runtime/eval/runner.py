@@ -442,5 +442,6 @@ class Runner:
             "trajectory": trajectory, "error": outcome.error if score_error is None else score_error,
             "error_type": outcome.error_type if score_error is None else "ScoringError",
             "window": (self.window or None) if method in ("direct", "rag") else None, "extra": outcome.extra,
+            "load_all_tokens": outcome.load_all_tokens, "probe_s": outcome.probe_s,
             "ended": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }

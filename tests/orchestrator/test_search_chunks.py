@@ -162,3 +162,17 @@ def test_related_is_not_offered_without_a_memory_store(tmp_path: Path) -> None:
     with Session(client, contexts=[corpus(tmp_path)], limits=fast(), trace=False) as s:
         s.ask("q")
     assert "related(id" not in client.prompts[0][0]["content"]
+
+
+def test_a_memory_store_alone_gets_the_search_prompt(tmp_path: Path) -> None:
+    """It tells a run over a memory store and no context to search it, and lists no text function the worker lacks."""
+    store_path = tmp_path / "memory.db"
+    with MemoryStore(store_path, embedder=None) as st:
+        st.add_text("The gate code is 4711.")
+    client = ScriptedClient([code("FINAL(search_chunks('gate code')[0]['snippet'])")])
+    with Session(client, memory=store_path, limits=fast(), trace=False) as s:
+        assert "4711" in (s.ask("What is the gate code?").answer or "")
+    system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
+    assert system.startswith("You answer a question from a memory store")
+    assert "- grep(" not in system and "- peek(" not in system and 'search_chunks("distinctive words' in system
+    assert "Start by searching the memory with code." in first
