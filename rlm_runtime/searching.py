@@ -55,6 +55,8 @@ if TYPE_CHECKING:  # the store is imported on first use: a session that never se
 MAX_K = 50
 #: Characters of a hit's snippet given to the model.
 SNIPPET_CHARS = 300
+#: Links a memory hit names (``linked``), at most.
+LINKS_SHOWN = 3
 #: Characters of a paragraph ``semantic_grep`` returns.
 PARAGRAPH_CHARS = 600
 #: The ranking modes ``search_chunks`` takes (``MemoryStore.search``).
@@ -296,7 +298,27 @@ class ChunkSearch:
         except RLMError as e:
             raise HostCallError(f"search_chunks failed: {self._shown(e)}") from e
         found.sort(key=lambda one: one[2], reverse=True)
-        return [_hit(cid, h, score) for cid, h, score in found[:k]]
+        out = [_hit(cid, h, score) for cid, h, score in found[:k]]
+        if self.memory is not None:
+            self._say_links(out)
+        return out
+
+    def _say_links(self, hits: list[dict[str, Any]]) -> None:
+        """Give each memory hit the links a person gave it (``linked``: id and type, at most
+        ``LINKS_SHOWN``): a note another note contradicts says so where it is found."""
+        from rlm_runtime.memory.links import AUTOMATIC_TYPES
+
+        assert self.memory is not None
+        for hit in hits:
+            if not hit["id"].startswith("m"):
+                continue
+            number = int(hit["id"][1:])
+            try:
+                given = [x for x in self.memory.links(number) if x.type not in AUTOMATIC_TYPES][:LINKS_SHOWN]
+            except RLMError:
+                continue
+            if given:
+                hit["linked"] = [{"id": f"m{x.dst if x.src == number else x.src}", "link": x.type} for x in given]
 
     def semantic_grep(self, query: str, k: int = 10, context: int = 0, stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """The ``k`` paragraphs of ``contexts[context]`` nearest in meaning to ``query``, best

@@ -26,9 +26,17 @@ def add_commands(commands: Any) -> None:
     pr = add_command(commands, "probe", help="the shape of a file or folder, and whether to load it",
                      description="The shape of a file or folder (size, tokens, kind, relevance to keywords) and whether "
                                  "a model should load it whole.",
-                     examples=("rlm probe notes/", "rlm probe minutes.md -k revenue -k 2024 --json"))
+                     examples=("rlm probe notes/", "rlm probe minutes.md -k revenue -k 2024 --json",
+                               "rlm probe src/ --plan --budget 8000", "rlm probe notes.md -k launch --exit-code && cat notes.md"),
+                     notes="exit codes: 0 done (with --exit-code: load or excerpt); 1 with --exit-code: skip; 2 bad usage")
     pr.add_argument("path", help="a file, a folder, or ctx:ID (a registered context)")
     pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
+    pr.add_argument("--plan", action="store_true",
+                    help="a folder's loading plan, every document: read whole (most relevant and smallest first, "
+                         "within the budget), excerpt, skip")
+    pr.add_argument("--budget", type=int, metavar="TOKENS", help="the plan's budget (default: the load limit, "
+                    "[probe] load_max_tokens, 20000)")
+    pr.add_argument("--exit-code", action="store_true", help="exit 1 when the verdict is skip (0: load or excerpt)")
     pr.add_argument("--json", action="store_true", help="print the probe as one JSON object")
     pr.set_defaults(run=_probe)
 
@@ -110,12 +118,33 @@ def _probe(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.path} is a text held in the registry: rlm context show shows its probe")
     elif not Path(path).exists():
         raise UsageError(f"no such file or folder: {path}")
+    if args.budget is not None and args.budget < 0:
+        raise UsageError("--budget is a number of tokens, 0 or more")
     result = probe_path(path, config)
+    verdict = EXIT_FAILED if args.exit_code and result.decision.action == "skip" else EXIT_OK
+    if args.plan or args.budget is not None:
+        from rlm_runtime.context.plan import plan
+        from rlm_runtime.context.probe import FolderProbe
+
+        if not isinstance(result, FolderProbe):
+            raise UsageError(f"--plan is a folder's: {args.path} is one file ({result.decision.action}: "
+                             f"{result.decision.reason})")
+        made = plan(result, args.budget)
+        if args.json:
+            print_json(args, {**result.to_dict(), "plan": made.to_dict()})
+            return verdict
+        say(made.lines(repr)[0])
+        for tier, items in (("read whole", made.load), ("excerpt", made.excerpt)):
+            for name, tokens in items:
+                say(f"  {tier:10}  ~{tokens:>8,} tokens  {one_line(name)}")
+        for name, reason in made.skip:
+            say(f"  {'skip':10}  {one_line(reason)}  {one_line(name)}")
+        return verdict
     if args.json:
         print_json(args, result.to_dict())
     else:
         say(result.summary())
-    return EXIT_OK
+    return verdict
 
 
 def _peek(args: argparse.Namespace) -> int:

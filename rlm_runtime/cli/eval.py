@@ -37,7 +37,7 @@ from typing import Any
 from rlm_runtime.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, print_json, say, unreadable
 from rlm_runtime.termsafe import one_line
 
-SUBCOMMANDS = ("suites", "make", "check", "report", "compare")
+SUBCOMMANDS = ("suites", "make", "check", "report", "compare", "history", "baseline")
 
 
 def add_commands(commands: Any) -> None:
@@ -126,10 +126,22 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
                                  ("rlm eval report eval-runs/needle",))
     p.add_argument("dir")
     p.add_argument("--json", action="store_true")
-    p = subs["compare"] = _parser("rlm eval compare", "Per-family differences between two runs (B minus A).",
-                                  ("rlm eval compare runs/before runs/after", "rlm eval compare runs/before runs/after --json"))
+    p = subs["compare"] = _parser("rlm eval compare", "Per-family differences between two runs (B minus A); given one run,\n"
+                                  "against the baseline (rlm eval baseline).",
+                                  ("rlm eval compare runs/before runs/after", "rlm eval compare runs/after --json"))
     p.add_argument("a")
-    p.add_argument("b")
+    p.add_argument("b", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p = subs["history"] = _parser("rlm eval history", "Every run's headline figures by method (tasks, score, tokens a task, the\n"
+                                  "reduction against loading everything, median time), the earliest first, read\n"
+                                  "from the runs' results under DIR (default ./eval-runs); the baseline is marked.",
+                                  ("rlm eval history", "rlm eval history eval-runs bench/runs --json"))
+    p.add_argument("dirs", nargs="*", metavar="DIR")
+    p.add_argument("--json", action="store_true")
+    p = subs["baseline"] = _parser("rlm eval baseline", "Remember the run in DIR as the baseline (rlm eval history marks it;\n"
+                                   "rlm eval compare DIR compares with it); without DIR, show it.",
+                                   ("rlm eval baseline eval-runs/core-0612", "rlm eval baseline --json"))
+    p.add_argument("dir", nargs="?")
     p.add_argument("--json", action="store_true")
     return run, subs
 
@@ -158,7 +170,8 @@ def _main(outer: argparse.Namespace) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         args = subs[argv[0]].parse_args(argv[1:])
         outer.json = args.json
-        handler = {"suites": _suites, "make": _make, "check": _check, "report": _report, "compare": _compare}[argv[0]]
+        handler = {"suites": _suites, "make": _make, "check": _check, "report": _report, "compare": _compare,
+                   "history": _history, "baseline": _baseline}[argv[0]]
         return handler(args, outer)
     if not argv or argv[0] in ("-h", "--help"):
         run.print_help()
@@ -342,9 +355,70 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _history(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.eval.history import get_baseline, history
+
+    roots = [Path(d) for d in args.dirs] or [Path("eval-runs")]
+    for root in roots:
+        if not root.is_dir():
+            raise UsageError(f"not a folder: {root}" + (" (rlm eval writes its runs under --out; name their folder)"
+                                                        if not args.dirs else ""))
+    runs = history(roots)
+    remembered = get_baseline(paths_from_env().home)
+    base = remembered["folder"] if remembered else None
+    if args.json:
+        print_json(outer, {"runs": [{**h.to_dict(), "baseline": str(Path(h.folder).resolve()) == base} for h in runs],
+                           "baseline": remembered})
+        return EXIT_OK
+    if not runs:
+        say(f"no runs (folders holding results.jsonl) under {', '.join(str(r) for r in roots)}")
+        return EXIT_FAILED
+    for h in runs:
+        mark = "  (baseline)" if str(Path(h.folder).resolve()) == base else ""
+        say(f"{h.ended or '?'}  {one_line(h.folder)}  {one_line(', '.join(h.models))}{mark}")
+        for method, m in h.methods.items():
+            saved = m["load_all_reduction_percent"]
+            say(f"    {one_line(method):10} {m['correct']}/{m['tasks']} ({m['accuracy']:.0%})  {m['tokens_per_task']:,} tok/task"
+                + (f"  {saved:.1f}% fewer than loading everything" if saved is not None else "") + f"  median {m['median_s']} s")
+    return EXIT_OK
+
+
+def _baseline(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.eval.history import get_baseline, set_baseline
+
+    home = paths_from_env().home
+    if args.dir is None:
+        remembered = get_baseline(home)
+        if args.json:
+            print_json(outer, {"baseline": remembered})
+        else:
+            say(f"baseline: {one_line(remembered['folder'])} (set {remembered.get('set_at', '?')})" if remembered
+                else "no baseline (rlm eval baseline DIR sets one)")
+        return EXIT_OK if remembered else EXIT_FAILED
+    folder = Path(args.dir)
+    if not (folder / "results.jsonl").is_file():
+        raise UsageError(f"no results in {folder} (expected {folder / 'results.jsonl'})")
+    head = set_baseline(home, folder)
+    if args.json:
+        print_json(outer, {"baseline": head.to_dict()})
+    else:
+        scores = ", ".join(f"{m}: {v['correct']}/{v['tasks']}" for m, v in head.methods.items())
+        say(f"baseline: {one_line(str(folder))} ({one_line(scores)})")
+    return EXIT_OK
+
+
 def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.eval.history import get_baseline
     from rlm_runtime.eval.report import compare_runs
 
+    if args.b is None:
+        remembered = get_baseline(paths_from_env().home)
+        if remembered is None:
+            raise UsageError("compare takes two runs, or one and a baseline (rlm eval baseline DIR sets it)")
+        args.a, args.b = remembered["folder"], args.a
     for d in (args.a, args.b):
         if not (Path(d) / "results.jsonl").exists():
             raise UsageError(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")

@@ -159,6 +159,12 @@ class FolderProbe:
     scanned_bytes: int = 0
     #: False when SCAN_MAX_BYTES stopped the keyword scan before every document was read.
     scan_complete: bool = True
+    #: Lines of the searchable documents whose lines were counted (smallest first, within
+    #: SCAN_MAX_BYTES), and whether that is all of them.
+    lines: int = 0
+    lines_complete: bool = True
+    #: The loading plan (``plan.py``): read whole within the load budget, excerpt, skip.
+    plan: dict[str, Any] = field(default_factory=dict)
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -171,12 +177,20 @@ class FolderProbe:
     def summary(self, brief: bool = False) -> str:
         """A few lines for a person, or (``brief``) for a model's first prompt; a document's
         name is ``quoted``."""
-        rows = [f"{quoted(self.name)}: {self.files} documents, {self.size_bytes} bytes, ~{self.est_tokens} tokens"]
+        counted = f"{self.lines} lines" if self.lines_complete else f"{self.lines} lines in the smaller documents"
+        rows = [f"{quoted(self.name)}: {self.files} documents, {self.size_bytes} bytes, {counted}, ~{self.est_tokens} tokens"]
         rows.append("  types: " + ", ".join(f"{t} {n}" for t, n in sorted(self.by_type.items(), key=lambda x: -x[1])[:8]))
         rows.append("  largest: " + ", ".join(f"{quoted(n)} ({s} B)" for n, s in self.largest[:5]))
         if self.ranking:
             more = f" (and {len(self.ranking) - 10} more)" if len(self.ranking) > 10 else ""
             rows.append("  most relevant first: " + ", ".join(map(quoted, self.ranking[:10])) + more)
+        if self.plan:
+            from rlm_runtime.context.plan import Plan
+
+            rows += ["  " + line.strip() for line in Plan(
+                self.plan["budget"], [(x["name"], x["tokens"]) for x in self.plan["load"]],
+                [(x["name"], x["tokens"]) for x in self.plan["excerpt"]],
+                [(x["name"], x["reason"]) for x in self.plan["skip"]]).lines(quoted)[: 2 if brief else 3]]
         skipped = self.skipped
         if skipped and not brief:
             shown = ", ".join(f"{quoted(n)} ({r})" for n, r in list(skipped.items())[:10])
@@ -420,14 +434,38 @@ def probe_corpus(corpus: ProbedCorpus, config: ProbeConfig | None = None, exclud
     else:
         decision = decide(searched // 4, score_all, config, empty=not docs)
     size = sum(d.size for d in docs)
-    return FolderProbe(
+    counts, counted_all = _line_counts(docs, skips, scan_max_bytes)
+    for row in rows:
+        row["lines"] = counts.get(row["id"])
+    found = FolderProbe(
         name=corpus.name, root=corpus.root, files=len(docs), size_bytes=size, est_tokens=size // 4,
         by_type=dict(by_type), by_extension=dict(by_ext),
         largest=sorted(((d.name, d.size) for d in docs), key=lambda x: -x[1])[:10], excluded=excluded or [],
         relevance=relevance(corpus_hits), keyword_hits=corpus_hits, decision=decision, documents=rows,
         ranking=[name for _, _, name in sorted(ranked)][:RANKING_SIZE], rank_keywords=list(words),
-        scanned_bytes=scanned, scan_complete=complete,
+        scanned_bytes=scanned, scan_complete=complete, lines=sum(counts.values()), lines_complete=counted_all,
     )
+    from rlm_runtime.context.plan import plan
+
+    found.plan = plan(found).to_dict()
+    return found
+
+
+def _line_counts(docs: list[ProbedDocument], skips: dict[int, str], budget: int) -> tuple[dict[int, int], bool]:
+    """Lines of the searchable documents, smallest first, within ``budget`` bytes read: (lines
+    by document id, whether every one was counted)."""
+    counts: dict[int, int] = {}
+    read = 0
+    for d in sorted((d for d in docs if d.id not in skips), key=lambda d: (d.size, d.id)):
+        if read + d.size > budget:
+            return counts, False
+        try:
+            with d.read() as buf:
+                counts[d.id] = buf.n_lines
+                read += buf.nbytes
+        except ContextError:
+            continue
+    return counts, True
 
 
 def _scan(docs: list[ProbedDocument], skips: dict[int, str], words: tuple[str, ...], caps: dict[str, int],

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from rlm_runtime.memory.settings import LinkConfig
 
 SYMMETRIC_TYPES = frozenset({"related_to", "co_recalled", "context_of", "contradicts"})
+#: The links the store makes by itself (order, runs, shared words, reads); any other type is one a
+#: person or a program gave (``link``: ``contradicts``, ``supports``, ``supersedes``...).
+AUTOMATIC_TYPES = frozenset({"follows", "related_to", "co_recalled", "context_of", "derived_from"})
 CONTEXT_STRENGTH = 0.5
 
 

@@ -191,3 +191,46 @@ def test_the_window_line_is_labelled_in_the_axis_unit(tmp_path: Path) -> None:
     finally:
         matplotlib.axes.Axes.text = original  # type: ignore[method-assign]
     assert any(s.startswith("model window: ~32,768 characters (~8,192 tokens)") for s in said)
+
+
+def test_load_all_tokens_and_probe_time_are_recorded_and_reported(run_dir: Path) -> None:
+    """It records for each rlm task what loading every context would cost and the probes' time, and reports the
+    reduction against loading everything (markdown and --json); direct records none."""
+    import json
+
+    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    rlm = [r for r in records if r["method"] == "rlm"]
+    assert rlm and all(isinstance(r["load_all_tokens"], int) and r["load_all_tokens"] > 0 for r in rlm)
+    assert all(r["probe_s"] is not None and 0 <= r["probe_s"] <= r["wall_s"] for r in rlm)
+    assert all(r["load_all_tokens"] is None for r in records if r["method"] == "direct")
+    built = build_report(run_dir)
+    assert "## Tokens against loading everything" in built.markdown.read_text()
+    [whole] = [x for x in built.to_dict()["load_all"] if x["method"] == "rlm" and x["family"] == "(all)"]
+    used = sum(r["input_tokens"] + r["output_tokens"] for r in rlm)
+    assert whole["tokens"] == used and whole["load_all_tokens"] == sum(r["load_all_tokens"] for r in rlm)
+    assert whole["reduction_percent"] == round(100 * (1 - used / whole["load_all_tokens"]), 1)
+
+
+def test_history_and_baseline(run_dir: Path, tmp_path: Path, _rlm_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rlm eval history lists each run's figures from its own results; baseline remembers one, history marks it, and
+    compare with one run compares against it; a damaged baseline file is a clear error."""
+    import json
+    import shutil
+
+    from rlm_runtime.cli import main
+
+    later = tmp_path / "runs" / "b"
+    later.parent.mkdir()
+    shutil.copytree(run_dir, later)
+    shutil.copytree(run_dir, tmp_path / "runs" / "a")
+    assert main(["eval", "baseline", str(tmp_path / "runs" / "a")]) == 0
+    assert "rlm: 4/4" in capsys.readouterr().out
+    assert main(["eval", "history", str(tmp_path / "runs"), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [Path(r["folder"]).name for r in runs] == ["a", "b"] and [r["baseline"] for r in runs] == [True, False]
+    assert runs[0]["methods"]["rlm"]["correct"] == 4 and runs[0]["methods"]["rlm"]["load_all_reduction_percent"] is not None
+    assert main(["eval", "compare", str(later), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["a"].endswith("a")
+    (_rlm_home / "eval" / "baseline.json").write_text("[1, 2")
+    assert main(["eval", "baseline"]) == 2
+    assert "rlm eval baseline DIR sets it again" in capsys.readouterr().err

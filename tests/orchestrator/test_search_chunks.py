@@ -148,6 +148,8 @@ def test_related_follows_a_memory_notes_links(tmp_path: Path) -> None:
     with Session(client, memory=store_path, limits=fast(), trace=trace) as s:
         result = s.ask("When is the Falcon launch?")
         assert result.answer == "Pushed back five weeks after the vendor slipped: April 9.", result.error
+        hits = s.execute("print([(h['id'], h.get('linked')) for h in search_chunks('Falcon launch March')])").stdout
+        assert f"('m{old}', [{{'id': 'm{new}', 'link': 'contradicts'}}, {{'id': 'm{other}', 'link': 'see_also'}}])" in hits
         listed = s.execute(f"print([(x['id'], x['link'], x['way']) for x in related('m{old}')])").stdout
         assert listed.strip() == f"[('m{new}', 'contradicts', 'both'), ('m{other}', 'see_also', 'to')]"
         assert "no chunk with id 999" in str(s.execute("related('m999')").error)
