@@ -36,6 +36,10 @@ METHODS = ("rlm", "rlm-nosub", "rlm-words", "direct", "rag")
 #: Tokens kept free for the reply of a direct or rag call, and a margin for the chat template.
 REPLY_TOKENS = 512
 MARGIN_TOKENS = 96
+#: The share of the room a ``local:`` model's text may fill: its tokenizer (Qwen's) counts
+#: more tokens than the runtime's counter (tiktoken) on the same text (Python source: 35,731
+#: against ~32,100, so the server refused a direct prompt cut to a 32K window).
+LOCAL_TOKENIZER_SHARE = 0.88
 
 
 @dataclass
@@ -279,6 +283,8 @@ def _direct(job: Job, s: MethodSettings) -> Outcome:
     frame = brain.prompt("eval/direct", dirs, context="", question=job.question,
                          cut_note=brain.prompt("eval/direct_cut", dirs, kept=10**15, total=10**15))
     room = max(0, s.window - count_tokens(frame) - REPLY_TOKENS - MARGIN_TOKENS)
+    if s.model.startswith("local:"):
+        room = int(room * LOCAL_TOKENIZER_SHARE)
     # Counting 10 MB of text costs seconds, and a context may not fit in memory: keep
     # generously by characters first (no token is longer than 16 characters in practice),
     # then cut exactly by tokens.
