@@ -30,6 +30,8 @@ from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context.about import quoted
 from rlm_runtime.context.buffer import TextBuffer
+from rlm_runtime.context.plan import Plan
+from rlm_runtime.context.plan import plan as make_plan
 from rlm_runtime.context.protocol import Decision
 from rlm_runtime.context.relevance import keyword_hits, merge_keywords, relevance, unique
 from rlm_runtime.context.settings import ProbeConfig
@@ -185,8 +187,6 @@ class FolderProbe:
             more = f" (and {len(self.ranking) - 10} more)" if len(self.ranking) > 10 else ""
             rows.append("  most relevant first: " + ", ".join(map(quoted, self.ranking[:10])) + more)
         if self.plan:
-            from rlm_runtime.context.plan import Plan
-
             rows += ["  " + line.strip() for line in Plan(
                 self.plan["budget"], [(x["name"], x["tokens"]) for x in self.plan["load"]],
                 [(x["name"], x["tokens"]) for x in self.plan["excerpt"]],
@@ -445,9 +445,7 @@ def probe_corpus(corpus: ProbedCorpus, config: ProbeConfig | None = None, exclud
         ranking=[name for _, _, name in sorted(ranked)][:RANKING_SIZE], rank_keywords=list(words),
         scanned_bytes=scanned, scan_complete=complete, lines=sum(counts.values()), lines_complete=counted_all,
     )
-    from rlm_runtime.context.plan import plan
-
-    found.plan = plan(found).to_dict()
+    found.plan = make_plan(found).to_dict()
     return found
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlm_runtime.cli import main
-from rlm_runtime.context import ProbeConfig, probe_path
+from rlm_runtime.context import ProbeConfig
 from rlm_runtime.context.plan import plan
 
 
@@ -28,7 +28,6 @@ def folder(tmp_path: Path) -> Path:
 def test_plan_takes_the_relevant_and_small_within_the_budget(folder: Path) -> None:
     """It reads whole, within the budget, the relevant documents first and then the smaller ones; a relevant one too
     large goes to excerpt; an empty one is skipped; the folder probe counts every line."""
-    probe = probe_path(folder, ProbeConfig(load_max_tokens=1000))
     probe = folder_probe_with_rank(folder)
     made = plan(probe, 1000)
     assert [n for n, _ in made.load] == ["small.md", "other.md"]
@@ -37,7 +36,7 @@ def test_plan_takes_the_relevant_and_small_within_the_budget(folder: Path) -> No
     assert probe.lines == 10 + 3000 + 20 and probe.lines_complete
     assert {d["name"]: d["lines"] for d in probe.documents}["big.md"] == 3000
     everything = plan(probe, 100_000)
-    assert [n for n, _ in everything.load] == ["small.md", "big.md", "other.md"] and not everything.excerpt
+    assert [n for n, _ in everything.load] == ["big.md", "small.md", "other.md"] and not everything.excerpt  # by relevance
 
 
 def folder_probe_with_rank(folder: Path):  # type: ignore[no-untyped-def]

@@ -117,15 +117,14 @@ def test_health_of_a_store_that_cannot_be_read_and_after_close(tmp_path: Any) ->
     try:
         service.remember("the drill is on tuesday")
         assert service.meaning()["chunks"] == 1
-        service._memory.close()
-        service._memory = None
         path = default_store_path(paths_from_env())
+        service._stores.pop(path).close()
         path.write_bytes(b"not a database at all" * 100)
         meaning = service.meaning()
         assert set(meaning) == {"error"} and str(path) not in meaning["error"] and str(tmp_path) not in meaning["error"]
     finally:
         service.close()
-    assert service.meaning() == {"memory": "closed"} and service._memory is None
+    assert service.meaning() == {"memory": "closed"} and not service._stores
 
 
 def test_a_fill_that_fails_outside_the_runtime_keeps_the_thread() -> None:
