@@ -26,8 +26,8 @@ def add_commands(commands: Any) -> None:
     pr = add_command(commands, "probe", help="the shape of a file or folder, and whether to load it",
                      description="The shape of a file or folder (size, tokens, kind, relevance to keywords) and whether "
                                  "a model should load it whole.",
-                     examples=("rlm probe notes/", "rlm probe minutes.md -k revenue -k 2024 --json",
-                               "rlm probe src/ --plan --budget 8000", "rlm probe notes.md -k launch --exit-code && cat notes.md"),
+                     examples=("rlm probe minutes.md -k revenue -k 2024 --json", "rlm probe src/ --plan --budget 8000",
+                               "rlm probe notes.md -k launch --exit-code && cat notes.md"),
                      notes="exit codes: 0 done (with --exit-code: load or excerpt); 1 with --exit-code: skip; 2 bad usage")
     pr.add_argument("path", help="a file, a folder, or ctx:ID (a registered context)")
     pr.add_argument("--keyword", "-k", action="append", default=[], help="a relevance keyword (repeatable)")
