@@ -53,7 +53,7 @@ def test_add_derives_an_id_and_keeps_the_probe(files: Path, registry: Registry) 
 def test_kinds_are_detected_or_checked(files: Path, registry: Registry) -> None:
     """It detects a folder, refuses a kind that does not fit, and holds a text of its own."""
     folder = registry.add(files / "kb")
-    assert folder.kind == "folder" and folder.meta["files"] == 2 and folder.meta["lines"] is None
+    assert folder.kind == "folder" and folder.meta["files"] == 2 and folder.meta["lines"] == 2
     with pytest.raises(RegistryError, match="is a folder, not a file"):
         registry.add(files / "kb", kind="file")
     with pytest.raises(RegistryError, match="not an SQLite file"):

@@ -3,7 +3,7 @@ metadata a probe finds (``context.probe`` through ``probe_path``, the probe ``rl
 prints; ``MemoryStore.stats`` for a memory store).
 
 The metadata is a small JSON object, the same keys for every kind where they apply:
-``size_bytes``, ``lines`` (None for a folder or a store), ``tokens`` (the probe's estimate),
+``size_bytes``, ``lines`` (a folder: of the documents counted; None for a store), ``tokens`` (the probe's estimate),
 ``shape`` (what ``records()`` makes of a text; "" when nothing), ``type`` (markdown, csv...,
 ``folder``, ``memory``), ``decision`` and ``reason`` (the probe's verdict with default
 thresholds: load, excerpt or skip), ``mtime`` (seconds) and ``mtime_ns``; a folder adds
