@@ -102,3 +102,16 @@ def stop_server(process: Any) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+#: The served folder's one file, as the serve tests write it.
+NOTES = "alpha\nthe launch code is 4711\nomega\n"
+
+
+def notes_root(tmp_path: Path, text: str = NOTES) -> Path:
+    """A folder ``root`` under ``tmp_path`` holding ``notes.txt`` (the roots a test server serves)."""
+    folder = tmp_path / "root"
+    folder.mkdir()
+    (folder / "notes.txt").write_text(text)
+    return folder
+

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import psutil
 import pytest
-from _serve import TOKEN, serve
+from _serve import TOKEN, notes_root, serve
 from _timing import SLACK_S
 
 from rlm_runtime.budget import RunLimits
@@ -29,10 +29,7 @@ ANSWER = "```python\nprint(1)\nFINAL('4711')\n```"
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("alpha\nthe launch code is 4711\nomega\n")
-    return folder
+    return notes_root(tmp_path)
 
 
 def events_of(text: str) -> list[tuple[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _serve import TOKEN, serve
+from _serve import TOKEN, notes_root, serve
 
 pytest.importorskip("mcp")
 
@@ -33,10 +33,7 @@ SEARCH = "```python\nFINAL(str(search_chunks('vault phrase', k=10)))\n```"
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("alpha\nnothing secret here\nomega\n")
-    return folder
+    return notes_root(tmp_path, "alpha\nnothing secret here\nomega\n")
 
 
 def test_a_planted_note_never_reaches_a_token_of_another_store(root: Path, tmp_path: Path) -> None:

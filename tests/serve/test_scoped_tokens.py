@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from _serve import serve
+from _serve import notes_root, serve
 
 pytest.importorskip("mcp")
 
@@ -35,10 +35,7 @@ MEMORY = {"memory": True}
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "root"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("alpha\nthe launch code is 4711\nomega\n")
-    return folder
+    return notes_root(tmp_path)
 
 
 def chunks(path: Path) -> list[tuple[int, str]]:
