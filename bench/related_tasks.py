@@ -59,7 +59,7 @@ def store_for(task: int, rng: random.Random, path: Path) -> tuple[str, str]:
         for project, attribute, value in facts:
             [ids[(project, attribute)]] = st.add_text(f"The {attribute} of {project} is {value}.")
         answer = ""
-        for project, attribute, value in corrected:
+        for project, attribute, _value in corrected:
             new = rng.choice(NEW_VALUES[attribute])
             [fix] = st.add_text(rng.choice(CORRECTIONS).format(new=new), dedup=False)
             st.link(fix, ids[(project, attribute)], "contradicts")
