@@ -90,9 +90,15 @@ class IdleFill:
             if not self.idle():
                 wait = min(self.idle_s, 5.0)
                 continue
+            # Counted as each batch commits: a fill held off by busy() after a batch keeps its count.
+            before = self.embedded
+
+            def committed(progress: Any, start: int = before) -> None:
+                self.embedded = start + progress.done
+
             try:
                 with contextlib.closing(self._open()) as store:
-                    report = store.fill_quality(stop=self._check)
+                    store.fill_quality(stop=self._check, progress=committed)
             except _Busy:
                 wait = min(self.idle_s, 5.0)
                 continue
@@ -102,7 +108,6 @@ class IdleFill:
                 log.warning("the quality tier's fill stopped: %s", e)
                 wait = self.recheck_s
                 continue
-            self.embedded += report.embedded
             self.error = None
             wait = self.recheck_s
 

@@ -21,7 +21,7 @@ class FakeStore:
         self.error = error
         self.closed = False
 
-    def fill_quality(self, *, stop: Any) -> Any:
+    def fill_quality(self, *, stop: Any, progress: Any = None) -> Any:
         if self.error is not None:
             raise self.error
         done = 0
@@ -29,6 +29,8 @@ class FakeStore:
             stop()
             done += 1
             self.log.append("batch")
+            if progress is not None:
+                progress(type("Progress", (), {"done": done})())
             time.sleep(0.005)
         return type("Report", (), {"embedded": done})()
 
