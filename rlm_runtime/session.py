@@ -597,9 +597,11 @@ class Session:
                 if not memory_ok:
                     raise ContextError(f"ctx:{source.id} is a memory store: it can only be the session's store, "
                                        "chosen when the session opens")
-                self._usage.track_store(source.id)
+                if source.id is not None:
+                    self._usage.track_store(source.id)
                 return source.store
-            self._usage.track(source.handle, source.id)
+            if source.id is not None:
+                self._usage.track(source.handle, source.id)
             return source.handle
         if not is_ref(source):
             return open_context(source, name=name)

@@ -26,13 +26,14 @@ from rlm_runtime.registry.store import Registry, Resolved
 @dataclass(frozen=True)
 class Opened:
     """A registered context opened by the caller: ``handle`` is its context handle, or the
-    ``Path`` of a memory store (``kind == "memory"``); ``id`` its registry id. ``reopen``
+    ``Path`` of a memory store (``kind == "memory"``); ``id`` its registry id, or None for a
+    path the caller checked that is not registered (nothing is counted for it). ``reopen``
     opens it again as the caller opened it (with the same checks) and ``path`` is the file or
     folder it was opened from: with both, a session reads it again when it changes
     (``context.living``); without, it stays as opened."""
 
     handle: Any
-    id: str
+    id: str | None
     kind: str = "file"
     reopen: Callable[[], Any] | None = None
     path: Path | None = None

@@ -20,6 +20,7 @@ from rlm_runtime.errors import RLMError
 from rlm_runtime.termsafe import one_line
 
 if TYPE_CHECKING:
+    from rlm_runtime.memory.store import MemoryStore
     from rlm_runtime.repl.controller import Repl
 
 
@@ -211,21 +212,112 @@ def _reset(repl: Repl, arg: str) -> bool:
     return True
 
 
+MEMORY_USAGE = "/memory search QUERY | show ID [--history] | edit ID --text T ..."
+#: ``/memory edit``'s options, as ``rlm memory edit`` names them.
+EDIT_OPTIONS = ("--text", "--kind", "--tag", "--untag", "--summary", "--confidence")
+
+
 def _memory(repl: Repl, arg: str) -> bool:
-    action, _, query = arg.strip().partition(" ")
-    if action != "search" or not query.strip():
-        repl.display.error("usage: /memory search QUERY")
+    action, _, rest = arg.strip().partition(" ")
+    if action not in ("search", "show", "edit") or not rest.strip():
+        repl.display.error(f"usage: {MEMORY_USAGE}")
         return False
     store = repl.session.memory
     if store is None:
         repl.display.error("no memory store in this session: start with --memory (or --memory STORE)")
         return False
-    hits = store.search(query.strip(), k=10, record=False)
+    try:
+        if action == "show":
+            return _memory_show(repl, store, rest)
+        if action == "edit":
+            return _memory_edit(repl, store, rest)
+        hits = store.search(rest.strip(), k=10, record=False)
+    except RLMError as e:
+        repl.display.error(one_line(str(e)))
+        return False
     if not hits:
         repl.display.info("no memory chunk matches")
     for hit in hits:
         repl.display.out(f"  m{hit.chunk_id}  {hit.score:.2f}  {hit.source}:{hit.start_line}-{hit.end_line}  "
                          f"{' '.join(hit.snippet.split())[:160]}")
+    return True
+
+
+def _chunk_id(word: str) -> int | None:
+    """A chunk id as search shows it (``m42``) or as a number; None when it is neither."""
+    digits = word[1:] if word[:1] in ("m", "M") else word
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
+
+
+def _memory_show(repl: Repl, store: MemoryStore, rest: str) -> bool:
+    words = rest.split()
+    chunk_id = _chunk_id(words[0])
+    if chunk_id is None or any(w != "--history" for w in words[1:]):
+        repl.display.error("usage: /memory show ID [--history]")
+        return False
+    view = store.read(chunk_id, record=False)
+    repl.display.out(f"  m{view.chunk_id}  {view.kind}  {one_line(view.source)}:{view.start_line}-{view.end_line}"
+                     + (f"  tags: {one_line(', '.join(view.tags))}" if view.tags else "")
+                     + (f"  summary: {one_line(view.summary)}" if view.summary else "")
+                     + (f"  confidence {view.confidence:.2f}" if view.confidence is not None else ""))
+    for line in view.text.splitlines() or [""]:
+        repl.display.out("    " + one_line(line))
+    if "--history" in words:
+        versions = store.history(chunk_id)[:-1]
+        if not versions:
+            repl.display.info("no earlier version (never edited)")
+        for version in versions:
+            repl.display.out(f"  version {version.version} ({one_line(version.kind)}"
+                             + (f"; tags: {one_line(', '.join(version.tags))}" if version.tags else "") + ")")
+            for line in version.text.splitlines() or [""]:
+                repl.display.out("    " + one_line(line))
+    return True
+
+
+def _memory_edit(repl: Repl, store: MemoryStore, rest: str) -> bool:
+    """``/memory edit ID --text T --kind K --tag A,B --untag A,B --summary S --confidence X``:
+    ``rlm memory edit`` from the REPL, on the session's store."""
+    from rlm_runtime.memory.edits import KEEP, Edit
+
+    usage = "usage: /memory edit ID [--text TEXT] [--kind KIND] [--tag A,B] [--untag A,B] [--summary TEXT] [--confidence X]"
+    try:
+        words = shlex.split(rest)
+    except ValueError as e:
+        repl.display.error(f"{e}: {usage}")
+        return False
+    chunk_id = _chunk_id(words[0]) if words else None
+    given: dict[str, list[str]] = {}
+    pairs = words[1:]
+    if chunk_id is None or len(pairs) % 2 or any(p not in EDIT_OPTIONS for p in pairs[::2]):
+        repl.display.error(usage)
+        return False
+    for option, value in zip(pairs[::2], pairs[1::2], strict=True):
+        given.setdefault(option, []).append(value)
+    single = {k: v[-1] for k, v in given.items()}
+    confidence: object = KEEP
+    if "--confidence" in single:
+        raw = single["--confidence"]
+        try:
+            confidence = None if raw == "none" else float(raw)
+        except ValueError:
+            repl.display.error(f"--confidence is a number from 0 to 1, or none (got {one_line(raw)[:40]})")
+            return False
+
+    def tags(option: str) -> tuple[str, ...]:
+        return tuple(t.strip() for v in given.get(option, []) for t in v.split(",") if t.strip())
+
+    edit = Edit(text=single.get("--text", KEEP), kind=single.get("--kind", KEEP), add_tags=tags("--tag"),
+                remove_tags=tags("--untag"), summary=single["--summary"] or None if "--summary" in single else KEEP,
+                confidence=confidence)
+    if edit == Edit():
+        repl.display.error(usage)
+        return False
+    done = store.edit(chunk_id, edit)
+    if not done.changed:
+        repl.display.info(f"m{done.chunk_id} already holds that: nothing changed")
+    else:
+        repl.display.info(f"edited m{done.chunk_id}: {', '.join(done.changed)}; the version before is kept "
+                          f"(/memory show {done.chunk_id} --history)")
     return True
 
 
@@ -305,7 +397,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("/limits", "/limits [KEY=VALUE ...]", "show or change the limits of each question", _limits),
     Command("/vars", "/vars", "the variables in the namespace", _vars),
     Command("/reset", "/reset", "a fresh worker (variables and conversation go; contexts stay)", _reset),
-    Command("/memory", "/memory search QUERY", "search the memory store", _memory),
+    Command("/memory", MEMORY_USAGE, "search the memory store, show a chunk (and its earlier versions), "
+            "edit one in place (as rlm memory edit: --text, --kind, --tag, --untag, --summary, --confidence)", _memory),
     Command("/remember", "/remember on|off", "store answers in the memory store", _remember),
     Command("/trace", "/trace [FILE]", "write the session's trajectory as HTML and print its path", _trace),
     Command("/save", "/save FILE", "save a transcript of questions and cells", _save),

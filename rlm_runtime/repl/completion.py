@@ -43,7 +43,7 @@ NAMES = ("context", "contexts")
 _BUILTINS = ("print", "len", "range", "sorted", "enumerate", "list", "dict", "set", "str", "int", "float", "sum", "min",
              "max", "any", "all", "zip", "isinstance", "repr", "type")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*$")
-_SUBCOMMANDS = {"/context": ("add", "rm", "refresh", "list"), "/remember": ("on", "off"), "/memory": ("search",)}
+_SUBCOMMANDS = {"/context": ("add", "rm", "refresh", "list"), "/remember": ("on", "off"), "/memory": ("search", "show", "edit")}
 #: Built-in types whose attributes ``name.`` completes, by the name SHOW_VARS gives them.
 _BUILTIN_TYPES = {t.__name__: t for t in (str, list, dict, set, tuple, int, float, bool, bytes, frozenset)}
 

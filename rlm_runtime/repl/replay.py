@@ -51,7 +51,7 @@ READ_ONLY: dict[str, Callable[[str], bool]] = {
     "/clear": _always,
     "/budget": _always,
     "/vars": _always,
-    "/memory": _always,  # search prints hits here and records nothing
+    "/memory": lambda arg: arg.split(" ", 1)[0] in ("search", "show"),  # prints here, records nothing
     "/reset": _always,  # a fresh worker: nothing leaves the session
     "/exit": _always,
     "/context": _one_of("", "list"),

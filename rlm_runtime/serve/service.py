@@ -524,7 +524,9 @@ class Service:
             for ref in opening.refs:
                 source, rid, resolved = self._source(ref)
                 if resolved is None:
-                    opened.append(_open_real(source, None, keep=True))
+                    # A path under the roots: read again when it changes, checked again as now.
+                    opened.append(Opened(_open_real(source, None, keep=True), None, reopen=functools.partial(
+                        self._reopen, ref), path=source))
                     continue
                 entry = resolved.entry
                 if entry.source:
@@ -551,10 +553,12 @@ class Service:
                 os.close(fd)
 
     def _reopen(self, ref: str) -> Any:
-        """A registered file or folder opened again for a client's session after it changed:
-        resolved and checked again, as when the session opened it."""
-        _source, _rid, resolved = self._source(ref)
-        if resolved is None or resolved.path is None:
+        """A registered file or folder, or a path under the roots, opened again for a client's
+        session after it changed: resolved and checked again, as when the session opened it."""
+        source, _rid, resolved = self._source(ref)
+        if resolved is None:
+            return _open_real(source, None, keep=True)
+        if resolved.path is None:
             raise ContextError(f"{_quoted(ref)} is no file or folder to read again")
         return _open_real(resolved.path, resolved.entry.name, keep=True)
 

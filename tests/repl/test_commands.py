@@ -85,11 +85,37 @@ def test_memory_search_and_remember(drive, write_script, tmp_path: Path) -> None
     assert "remembering answers: off" in run.out
 
 
+def test_memory_edit_changes_a_chunk_in_place_and_show_lists_its_versions(drive, write_script, tmp_path: Path) -> None:
+    """It edits a remembered answer from the REPL (text and tags, as rlm memory edit), keeps
+    its id, shows the earlier version, and answers bad input with a message, the REPL going on."""
+    from rlm_runtime.memory import MemoryStore
+
+    store = tmp_path / "memory.db"
+    script = write_script(code("FINAL('the pelican nests on the pier')"))
+    run = drive(script, "where does the pelican nest?" + ENTER, "/memory search pelican" + ENTER,
+                '/memory edit m1 --text "the pelican nests on the old lighthouse" --tag birds,decision' + ENTER,
+                "/memory show m1 --history" + ENTER, "/memory edit m1 --confidence lots" + ENTER,
+                "/memory edit 424242 --kind fact" + ENTER, "/memory edit m1 --colour red" + ENTER,
+                '/memory edit m1 --text "unclosed' + ENTER, ">>> print('still here')" + ENTER, memory=str(store))
+    assert "edited m1: text, tags; the version before is kept (/memory show 1 --history)" in run.out
+    shown = run.out.split("/memory show 1 --history)", 1)[1]
+    assert "tags: birds, decision" in shown and "the pelican nests on the old lighthouse" in shown
+    assert "version 1" in shown and "the pelican nests on the pier" in shown.split("version 1", 1)[1]
+    assert "--confidence is a number from 0 to 1, or none (got lots)" in run.err
+    assert "424242" in run.err
+    assert run.err.count("usage: /memory edit ID") == 2
+    assert "still here" in run.out
+    with MemoryStore(store, readonly=True) as reopened:
+        view = reopened.read(1, record=False)
+        assert view.text == "the pelican nests on the old lighthouse" and {"birds", "decision"} <= set(view.tags)
+        assert len(reopened.history(1)) == 2
+
+
 def test_memory_commands_without_a_store_say_how(drive, write_script) -> None:
     """It tells how to get a memory store instead of failing."""
     run = drive(write_script("unused"), "/memory search x" + ENTER, "/remember on" + ENTER, "/memory" + ENTER)
     assert run.err.count("start with --memory") == 2
-    assert "usage: /memory search QUERY" in run.err
+    assert "usage: /memory search QUERY | show ID [--history] | edit ID --text T ..." in run.err
 
 
 def test_trace_writes_the_html_trajectory(drive, write_script, tmp_path: Path) -> None:

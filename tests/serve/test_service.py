@@ -115,3 +115,41 @@ def test_a_registered_file_that_grows_is_read_again_in_a_kept_session(root: Path
         assert service.ask("and now?", [ref], client="c1")["answer"] == "2 2"
     finally:
         service.close()
+
+
+def test_a_path_under_the_roots_that_grows_is_read_again_in_a_kept_session(root: Path) -> None:
+    """It reads a file named by its path under the roots (not registered) again when it
+    changed between two questions of one client's kept session, as a registered one."""
+    service = Service(ScriptedClient(["```repl\nFINAL(str(len(grep('code'))))\n```"] * 2), roots=[root],
+                      session_options={"memory": None, "trace": False})
+    try:
+        assert service.ask("how many codes?", ["sub/notes.txt"], client="c1")["answer"] == "1"
+        with (root / "sub" / "notes.txt").open("a") as fh:
+            fh.write("the door code is 1234\n")
+        assert service.ask("and now?", ["sub/notes.txt"], client="c1")["answer"] == "2"
+    finally:
+        service.close()
+
+
+def test_a_folder_swapped_for_a_symlink_out_of_the_roots_is_not_read_again(root: Path, tmp_path: Path,
+                                                                           secret: dict[str, str]) -> None:
+    """It refuses the next question of a kept session over a served folder that was swapped
+    for a symlink to a folder outside the roots: the check made at opening is made again, and
+    the planted secret reaches neither the model nor the error."""
+    seen: list[str] = []
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        seen.append("\n".join(m["content"] for m in messages))
+        return "```repl\nFINAL(str(grep('.')))\n```"
+
+    service = Service(ScriptedClient(reply), roots=[root], session_options={"memory": None, "trace": False})
+    try:
+        assert "4711" in service.ask("what is written?", ["sub"], client="c1")["answer"]
+        os.rename(root / "sub", tmp_path / "moved")
+        (root / "sub").symlink_to(Path(secret["path"]).parent)
+        with pytest.raises(SourceRefused) as refused:
+            service.ask("and now?", ["sub"], client="c1")
+        assert secret["value"] not in str(refused.value)
+        assert len(seen) == 1
+    finally:
+        service.close()
