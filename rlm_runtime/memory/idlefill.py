@@ -1,5 +1,7 @@
 """The quality tier's fill in the background, while the store's owner is idle
-(``MemoryStore.fill_quality``, started by ``MemoryStore.fill_while_idle``).
+(``MemoryStore.fill_quality``, started by ``MemoryStore.fill_while_idle``). One fill may keep
+several stores (a server's default store and its tokens' own): each quiet spell fills them in
+the order given, one after the other.
 
 An owner that is busy now and then (a server answering requests, a REPL or ``Session``
 answering questions) marks its work with ``request()``; once nothing has been running for
@@ -10,7 +12,8 @@ windows at most); it tries again after the next quiet spell. On Linux the fill's
 at the lowest CPU priority (niceness 19), as do the model's threads when the fill is what
 loads the model (they inherit it). A store with nothing left to fill is looked at again every
 ``recheck_s`` (a note remembered since, a folder added). Any failure (the model cannot load
-or run, the store is busy or damaged) is kept in ``error`` and logged, and tried again later.
+or run, the store is busy or damaged) is kept in ``errors`` (by the store's label) and logged,
+and tried again later; a store that fails does not keep the next from its fill.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rlm_runtime.errors import RLMError
@@ -37,13 +40,16 @@ class IdleFill:
     """Fills the quality tier while its owner is idle (see the module docstring).
 
     Args:
-        open_store: opens the memory store for writing (a connection of the fill's own).
+        stores: the stores to fill now, each as a label and what opens it for writing (a
+            connection of the fill's own); asked again at each quiet spell (a store added
+            since is filled too).
         idle_s: seconds with no request before a fill starts.
-        recheck_s: seconds between looks at a store that had nothing left to fill.
+        recheck_s: seconds between looks at stores that had nothing left to fill.
     """
 
-    def __init__(self, open_store: Callable[[], Any], *, idle_s: float = 60.0, recheck_s: float = 60.0) -> None:
-        self._open = open_store
+    def __init__(self, stores: Callable[[], Iterable[tuple[str, Callable[[], Any]]]], *, idle_s: float = 60.0,
+                 recheck_s: float = 60.0) -> None:
+        self._stores = stores
         self.idle_s = idle_s
         self.recheck_s = recheck_s
         self._lock = threading.Lock()
@@ -51,9 +57,10 @@ class IdleFill:
         self._last = time.monotonic()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rlm-quality-fill", daemon=True)
-        #: What the last fill did (for health): chunks embedded, and the error that ended it.
+        #: What the fills did (for health): chunks embedded, and by store label the error
+        #: that ended its last fill (none once a fill of it ends well).
         self.embedded = 0
-        self.error: str | None = None
+        self.errors: dict[str, str] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -90,26 +97,37 @@ class IdleFill:
             if not self.idle():
                 wait = min(self.idle_s, 5.0)
                 continue
-            # Counted as each batch commits: a fill held off by busy() after a batch keeps its count.
-            before = self.embedded
-
-            def committed(progress: Any, start: int = before) -> None:
-                self.embedded = start + progress.done
-
             try:
-                with contextlib.closing(self._open()) as store:
-                    store.fill_quality(stop=self._check, progress=committed)
+                for label, open_store in list(self._stores()):
+                    self._fill(label, open_store)
             except _Busy:
                 wait = min(self.idle_s, 5.0)
                 continue
-            except Exception as e:  # noqa: BLE001 - the model cannot load or run, the store is busy or damaged:
-                # said (health shows it) and tried later; the thread lives on
-                self.error = str(e) if isinstance(e, RLMError) else f"{type(e).__name__}: {e}"
-                log.warning("the quality tier's fill stopped: %s", e)
-                wait = self.recheck_s
-                continue
-            self.error = None
+            except Exception as e:  # noqa: BLE001 - the list of stores could not be made: tried later
+                log.warning("the quality tier's fill found no stores: %s", e)
             wait = self.recheck_s
+
+    def _fill(self, label: str, open_store: Callable[[], Any]) -> None:
+        """One store's fill, to its end or until work comes (``_Busy``, raised on); any other
+        failure is kept under ``label`` and logged."""
+        self._check()
+        # Counted as each batch commits: a fill held off by busy() after a batch keeps its count.
+        before = self.embedded
+
+        def committed(progress: Any, start: int = before) -> None:
+            self.embedded = start + progress.done
+
+        try:
+            with contextlib.closing(open_store()) as store:
+                store.fill_quality(stop=self._check, progress=committed)
+        except _Busy:
+            raise
+        except Exception as e:  # noqa: BLE001 - the model cannot load or run, the store is busy or damaged:
+            # said (health shows it) and tried later; the thread lives on
+            self.errors[label] = str(e) if isinstance(e, RLMError) else f"{type(e).__name__}: {e}"
+            log.warning("the quality tier's fill of %s stopped: %s", label, e)
+            return
+        self.errors.pop(label, None)
 
 
 def _lowest_priority() -> None:

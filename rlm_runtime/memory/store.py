@@ -1030,8 +1030,9 @@ class MemoryStore:
             raise StoreError("this store was opened without a quality model (MemoryStore(quality=contextual.factory(...)))")
         if self._idle_fill is None:
             path, settings, embedder, quality = self.path, self.settings, self._embedder_factory, self._quality_factory
-            self._idle_fill = IdleFill(lambda: MemoryStore(path, settings=settings, embedder=embedder, quality=quality),
-                                       idle_s=idle_s, recheck_s=recheck_s)
+            self._idle_fill = IdleFill(
+                lambda: [("store", lambda: MemoryStore(path, settings=settings, embedder=embedder, quality=quality))],
+                idle_s=idle_s, recheck_s=recheck_s)
             self._idle_fill.start()
         return self._idle_fill
 

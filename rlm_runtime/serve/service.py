@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import re
 import threading
@@ -68,6 +69,8 @@ _MODES = ("hybrid", "bm25", "vector")
 _TRACE_OWNERS = 10_000
 #: Tags one memory edit adds or removes at most.
 _EDIT_TAGS = 64
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ class Service:
         # The memory store's quality tier is filled while no request runs (``memory.idlefill``).
         self.filler: IdleFill | None = None
         if self.memory_on and contextual.installed(self.paths.models):
-            self.filler = IdleFill(self._filling_store, idle_s=self.limits.fill_idle_s)
+            self.filler = IdleFill(self._filling_stores, idle_s=self.limits.fill_idle_s)
             self.filler.start()
         # Idle sessions are closed on time even when no request comes to trigger it.
         self._stop = threading.Event()
@@ -161,10 +164,29 @@ class Service:
         for store in stores:
             store.close()
 
-    def _filling_store(self) -> Any:
+    def _filling_stores(self) -> list[tuple[str, Callable[[], Any]]]:
+        """The stores the background fill keeps, labelled by path: the default store, then the
+        stores of the named tokens as their file holds them now (one already there and still a
+        file of this user's: ``tokens.usable_store``; none is made here)."""
         from rlm_runtime.memory.store import MemoryStore, default_store_path
+        from rlm_runtime.serve.tokens import load_tokens
 
-        return MemoryStore(default_store_path(self.paths), quality=contextual.factory(self.paths.models))
+        quality = contextual.factory(self.paths.models)
+        places = [default_store_path(self.paths)]
+        try:
+            named = load_tokens(self.paths)
+        except ConfigError as e:  # a damaged tokens file: the server refuses its tokens, the fill skips them
+            log.warning("the quality fill skips the named tokens' stores: %s", e)
+            named = []
+        for token in named:
+            try:
+                place = usable_store(token.caller)
+            except ConfigError as e:
+                log.warning("the quality fill skips a store: %s", e)
+                continue
+            if place is not None and place.exists() and place not in places:
+                places.append(place)
+        return [(str(place), functools.partial(MemoryStore, place, quality=quality)) for place in places]
 
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
@@ -185,25 +207,23 @@ class Service:
     def meaning(self, caller: Caller = OWNER) -> dict[str, Any]:
         """How far ``caller``'s memory store's quality tier is filled (for ``/api/health``):
         never an error (a store that cannot be read says so), never a path of the host's.
-        The background fill covers the default store alone."""
-        from rlm_runtime.memory.store import default_store_path
-
+        The background fill keeps the default store and every named token's own."""
         if not self.memory_on:
             return {"memory": False}
         with self._memory_lock:
             if self._stop.is_set():
                 return {"memory": "closed"}
             try:
-                stats = self._store(caller).stats()
+                store = self._store(caller)
+                stats = store.stats()
             except Exception:  # noqa: BLE001 - a damaged or changed store: health still answers
                 return {"error": "the memory store cannot be read (rlm memory stats says why)"}
-        filled = self.filler is not None and caller.store is None
         out: dict[str, Any] = {"chunks": stats.chunks, "fast_vectors": stats.vectors, "quality_vectors": stats.quality_vectors,
                                "quality_model": stats.quality_model, "quality_eta_s": stats.quality_eta_s,
-                               "quality_installed": filled}
-        if self.filler is not None and filled:
-            error = self.filler.error
-            out["fill_error"] = None if error is None else error.replace(str(default_store_path(self.paths)), "the memory store")
+                               "quality_installed": self.filler is not None}
+        if self.filler is not None:
+            error = self.filler.errors.get(str(store.path))
+            out["fill_error"] = None if error is None else error.replace(str(store.path), "the memory store")
         return out
 
     # ------------------------------------------------------------------ contexts

@@ -57,7 +57,7 @@ def test_it_fills_only_while_no_request_runs_and_stops_for_one() -> None:
         stores.append(FakeStore(log))
         return stores[-1]
 
-    fill = IdleFill(open_store, idle_s=0.2, recheck_s=0.2)
+    fill = IdleFill(lambda: [("store", open_store)], idle_s=0.2, recheck_s=0.2)
     in_request = threading.Event()
     release = threading.Event()
 
@@ -95,11 +95,11 @@ def test_a_fill_that_fails_is_said_and_tried_again_later() -> None:
         tries.append(1)
         return FakeStore([], error=StoreError("the memory store is busy"))
 
-    fill = IdleFill(open_store, idle_s=0.05, recheck_s=0.05)
+    fill = IdleFill(lambda: [("store", open_store)], idle_s=0.05, recheck_s=0.05)
     fill.start()
     try:
         assert wait_for(lambda: len(tries) >= 2)
-        assert fill.error == "the memory store is busy"
+        assert fill.errors == {"store": "the memory store is busy"}
     finally:
         fill.close()
 
@@ -138,11 +138,11 @@ def test_a_fill_that_fails_outside_the_runtime_keeps_the_thread() -> None:
         tries.append(1)
         return FakeStore([], error=RuntimeError("the engine failed"))
 
-    fill = IdleFill(open_store, idle_s=0.05, recheck_s=0.05)
+    fill = IdleFill(lambda: [("store", open_store)], idle_s=0.05, recheck_s=0.05)
     fill.start()
     try:
         assert wait_for(lambda: len(tries) >= 2)
-        assert fill.error == "RuntimeError: the engine failed"
+        assert fill.errors == {"store": "RuntimeError: the engine failed"}
     finally:
         fill.close()
 
@@ -168,5 +168,55 @@ def test_a_server_with_the_quality_model_fills_its_store_while_idle(tmp_path: An
             service.remember("the drill is on tuesday")
         assert wait_for(lambda: service.meaning()["quality_vectors"] == 1)
         assert service.meaning()["quality_model"] == "tiny-quality-64"
+    finally:
+        service.close()
+
+
+def test_a_store_that_fails_does_not_keep_the_next_from_its_fill() -> None:
+    """It fills every store it is given, in order, keeps the error of the one that failed
+    under its label, and clears it once that store's fill ends well."""
+    log: list[str] = []
+    broken = [True]
+
+    def failing() -> FakeStore:
+        return FakeStore([], error=StoreError("the first store is busy") if broken[0] else None, batches=1)
+
+    fill = IdleFill(lambda: [("first", failing), ("second", lambda: FakeStore(log, batches=3))], idle_s=0.05, recheck_s=0.05)
+    fill.start()
+    try:
+        assert wait_for(lambda: len(log) >= 3)
+        assert wait_for(lambda: fill.errors == {"first": "the first store is busy"})
+        broken[0] = False
+        assert wait_for(lambda: fill.errors == {})
+    finally:
+        fill.close()
+
+
+def test_a_server_fills_the_store_of_a_named_token_too(tmp_path: Any, monkeypatch: Any) -> None:
+    """It fills the quality tier of a named token's own store (not only the default store),
+    and the token's health says how far its own store is filled."""
+    from conftest_models import tiny_quality
+
+    from rlm_runtime import contextual
+    from rlm_runtime.config import paths_from_env
+    from rlm_runtime.llm import ScriptedClient
+    from rlm_runtime.serve.limits import ServeLimits
+    from rlm_runtime.serve.service import Service
+    from rlm_runtime.serve.tokens import add_token
+
+    monkeypatch.setattr(contextual, "installed", lambda folder: True)
+    monkeypatch.setattr(contextual, "factory", lambda folder: tiny_quality)
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "stores").mkdir(mode=0o700)
+    _secret, token = add_token(paths_from_env(), "bot", store=tmp_path / "stores" / "bot.db")
+    service = Service(ScriptedClient([]), roots=[root], limits=ServeLimits(fill_idle_s=0.1), session_options={"memory": True})
+    try:
+        with service.request():
+            service.remember("the bot's drill is on friday", caller=token.caller)
+        assert wait_for(lambda: service.meaning(token.caller)["quality_vectors"] == 1)
+        assert service.meaning(token.caller)["quality_installed"] is True
+        assert service.meaning(token.caller)["fill_error"] is None
+        assert service.meaning()["chunks"] == 0
     finally:
         service.close()

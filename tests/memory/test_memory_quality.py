@@ -282,7 +282,7 @@ def test_a_store_fills_its_quality_tier_while_its_owner_is_idle(open_store: Open
         assert not _wait(lambda: bool(quality_rows(store_path)), timeout=0.8)  # busy: nothing filled
     assert _wait(lambda: len(quality_rows(store_path)) == 41)
     # The rows are committed before the fill's count is added up: wait for the count too.
-    assert _wait(lambda: fill.embedded == 41) and fill.error is None
+    assert _wait(lambda: fill.embedded == 41) and not fill.errors
     st.add_text("A note remembered later about refunds.", source="later")
     assert _wait(lambda: len(quality_rows(store_path)) == 42)  # looked at again after recheck_s
     st.close()

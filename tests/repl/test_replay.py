@@ -46,7 +46,8 @@ def test_read_only_commands_are_the_ones_that_only_show() -> None:
     from rlm_runtime.repl.replay import read_only
 
     for line in ("/help", "/context", "/context list", "/budget", "/limits", "/model", "/sub-model", "/profile",
-                 "/profile list", "/vars", "/memory search x", "/memory show 1 --history", "/remember", "/remember off", "/reset", "/exit", "/q", "/nope"):
+                 "/profile list", "/vars", "/memory search x", "/memory show 1 --history",
+                 "/remember", "/remember off", "/reset", "/exit", "/q", "/nope"):
         assert read_only(line), line
     for line in ("/context add x", "/save x", "/load x", "/trace", "/trace x", "/model m", "/sub-model m", "/profile quick",
                  "/limits max_iterations=3", "/remember on", "/context list x", "/memory edit 1 --kind x"):
