@@ -59,7 +59,9 @@ class Prompts:
         order = (("records",) + tuple(n for n in WORKER_FUNCTIONS if n != "records")) if fielded else \
             () if searched else WORKER_FUNCTIONS
         entries = [self.function_entry(name if fielded or name != "records" else "records_no_fields") for name in order]
-        entries += [self.function_entry(name, sub_call_chars=sub_call_chars) for name in builtins]
+        # Over a memory store alone, search's own entry: the text's sends to grep, absent here.
+        entries += [self.function_entry(f"{name}_memory" if searched and name == "search_chunks" else name,
+                                        sub_call_chars=sub_call_chars) for name in builtins]
         entries.append(self.function_entry("FINAL"))
         if tools:
             entries.append(self.notes["tool_list_header"])

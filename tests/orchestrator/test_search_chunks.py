@@ -177,4 +177,5 @@ def test_a_memory_store_alone_gets_the_search_prompt(tmp_path: Path) -> None:
     system, first = client.prompts[0][0]["content"], client.prompts[0][1]["content"]
     assert system.startswith("You answer a question from a memory store")
     assert "- grep(" not in system and "- peek(" not in system and 'search_chunks("distinctive words' in system
+    assert "grep" not in system and "the memory store's notes and files" in system
     assert "Start by searching the memory with code." in first
