@@ -94,6 +94,19 @@ def test_every_endpoint_answers_its_happy_path(root: Path) -> None:
         assert api.get(f"/api/traces/{answer['trajectory']}", params={"format": "html"}).text == page.text
 
 
+def test_a_registered_file_that_grows_is_read_again_by_the_next_question_of_a_session(root: Path) -> None:
+    """It answers the second question of a REST session over a registered file that grew in
+    between from the file as it is now (one grep hit, then two)."""
+    count = "```python\nFINAL(str(len(grep('launch code'))))\n```"
+    with serve([count, count], [root]) as api:
+        api.register(root / "notes.txt", "notes")
+        ask = {"question": "how many launch codes?", "contexts": ["ctx:notes"], "session": "live"}
+        assert api.post("/api/ask", json=ask).json()["answer"] == "1"
+        with (root / "notes.txt").open("a") as fh:
+            fh.write("the spare launch code is 1234\n")
+        assert api.post("/api/ask", json=ask).json()["answer"] == "2"
+
+
 def test_ask_streams_iterations_then_the_result(root: Path) -> None:
     """It answers a streamed ask with, for each root turn, a model event (the prompt's size),
     a cell event per cell as it starts and an iteration event as the turn ends; then the result."""

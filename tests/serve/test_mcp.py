@@ -305,3 +305,27 @@ def test_ask_gives_a_list_answer_as_json_data(root: Path) -> None:
 
     result = _run(_service(root, lambda m: _code("FINAL(['INC-101', 'INC-112'])")), body)
     assert result.structured_content["value"] == ["INC-101", "INC-112"]
+
+
+def test_a_file_that_grows_between_two_questions_of_a_kept_session_is_read_again(root: Path) -> None:
+    """It reads a file named by its path again when a line was appended between two questions
+    of one client's kept session (the MCP client's ``session``): the second answer counts it,
+    and the brief says what changed."""
+    seen: list[str] = []
+
+    def responder(messages: list[dict[str, Any]]) -> str:
+        seen.append(messages[0]["content"])
+        return _code("FINAL(str(len(grep('gate code'))))")
+
+    notes = root / "notes.txt"
+
+    async def body(client: Client) -> Any:
+        first = await client.call_tool("ask", {"question": "how many gate codes?", "contexts": [str(notes)], "session": "s1"})
+        with notes.open("a") as fh:
+            fh.write("the back gate code is 1234\n")
+        second = await client.call_tool("ask", {"question": "and now?", "contexts": [str(notes)], "session": "s1"})
+        return first, second
+
+    first, second = _run(_service(root, responder), body)
+    assert first.structured_content["answer"] == "1" and second.structured_content["answer"] == "2"
+    assert "added at the end" in seen[-1] and "added at the end" not in seen[0]
