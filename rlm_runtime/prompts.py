@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime import brain
-from rlm_runtime.context.about import quoted
+from rlm_runtime.quoting import quoted
 from rlm_runtime.tools import Tool
 
 #: The worker-side functions the prompt lists, in order, by their file in prompts/functions/.

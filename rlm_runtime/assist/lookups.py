@@ -12,7 +12,7 @@ from typing import Any
 
 from rlm_runtime import harness
 from rlm_runtime.assist.base import Host
-from rlm_runtime.context.about import NAME_CHARS, VALUE_CHARS, quoted
+from rlm_runtime.quoting import NAME_CHARS, VALUE_CHARS, quoted
 from rlm_runtime.sandbox.readers import LINE_CHARS, MAX_LINES, READERS, TEXT_MAX
 
 
@@ -72,14 +72,14 @@ def misread(host: Host, answer: str) -> dict[str, object] | None:
 
 
 #: The hop's strings a note shows, and the most characters each may have to be shown whole
-#: (``about.quoted``): a name's, a value's.
+#: (``quoting.quoted``): a name's, a value's.
 _SHOWN = {"link": NAME_CHARS, "name_field": NAME_CHARS, "field": NAME_CHARS,
           "start": VALUE_CHARS, "value": VALUE_CHARS, "target": VALUE_CHARS}
 
 
 def _whole(hop: dict[str, Any] | None) -> dict[str, Any] | None:
     """``hop``, or None when one of its values may have been cut by the lookup's bounds, or
-    one a note shows is longer than a note shows whole (``about.quoted``): a note must not tell
+    one a note shows is longer than a note shows whole (``quoting.quoted``): a note must not tell
     the model that code prints a value it does not (nor read a cut name), and a document's
     string longer than that is a passage, not a name or a value a note may repeat."""
     if hop is None or any(isinstance(v, str) and len(v) >= LINE_CHARS for v in hop.values()):

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import AssistState, Cell, Checker, Host
-from rlm_runtime.context.about import VALUE_CHARS, quoted
 from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
+from rlm_runtime.quoting import VALUE_CHARS, quoted
 
 
 def _values(read: dict[str, object], answer: str = "") -> dict[str, object]:

@@ -14,7 +14,7 @@ import re
 
 from rlm_runtime.assist import lookups
 from rlm_runtime.assist.base import Checker, Host
-from rlm_runtime.context.about import VALUE_CHARS, quoted
+from rlm_runtime.quoting import VALUE_CHARS, quoted
 
 #: The words of a question that counts. Its other words say what is counted, from the records.
 _COUNTS = re.compile(r"\b(?:how many|number of|count of|count the)\b", re.IGNORECASE)

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlm_runtime.context.about import quoted
 from rlm_runtime.context.corpus import CorpusHandle
 from rlm_runtime.context.probe import FolderProbe
 from rlm_runtime.context.protocol import ContextHandle, ProbeReport
@@ -33,6 +32,7 @@ from rlm_runtime.context.records import FIELDED_SHAPES
 from rlm_runtime.context.relevance import keywords_from_question, merge_keywords
 from rlm_runtime.context.settings import ProbeConfig, load_probe_config
 from rlm_runtime.errors import RLMError
+from rlm_runtime.quoting import quoted
 
 __all__ = ["ContextBrief", "describe", "keywords_from_question", "load_probe_config", "mark_skipped_documents"]
 

@@ -28,7 +28,6 @@ from typing import Any
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
 from rlm_runtime.context import tokens as _tokens
-from rlm_runtime.context.about import quoted
 from rlm_runtime.context.beneath import Root, open_beneath, walk_beneath
 from rlm_runtime.context.buffer import TextBuffer, looks_binary, wide_encoding
 from rlm_runtime.context.handles import BufferHandle, FileHandle, TextHandle, line_number
@@ -47,6 +46,7 @@ from rlm_runtime.context.protocol import (
 )
 from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.errors import ContextError
+from rlm_runtime.quoting import quoted
 
 __all__ = ["BINARY_EXTENSIONS", "DEFAULT_EXCLUDES", "CorpusHandle", "Document", "walk_folder"]
 

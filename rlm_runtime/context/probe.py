@@ -28,7 +28,6 @@ from typing import Any, Protocol
 
 from rlm_runtime.context import grep as _grep
 from rlm_runtime.context import records as _records
-from rlm_runtime.context.about import quoted
 from rlm_runtime.context.buffer import TextBuffer
 from rlm_runtime.context.plan import Plan
 from rlm_runtime.context.plan import plan as make_plan
@@ -37,6 +36,7 @@ from rlm_runtime.context.relevance import keyword_hits, merge_keywords, relevanc
 from rlm_runtime.context.settings import ProbeConfig
 from rlm_runtime.context.tokens import TokenCount
 from rlm_runtime.errors import ContextError
+from rlm_runtime.quoting import quoted
 
 #: The start of a text a probe decodes for its type, first lines and CSV/JSONL shape.
 HEAD_BYTES = 64 * 1024

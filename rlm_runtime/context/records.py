@@ -51,6 +51,7 @@ from rlm_runtime.context import forms as _forms
 from rlm_runtime.context import nested as _nested
 from rlm_runtime.context import structure as _structure
 from rlm_runtime.errors import ContextError
+from rlm_runtime.quoting import VALUE_CHARS, quoted
 
 #: A field of at least this many records whose values are nine tenths as many or more (a serial
 #: number), or whose most common value is held by at most one in ``_THIN`` of them (a link to
@@ -145,7 +146,7 @@ class Record(dict[str, Any]):
             if _norm(name) == wanted:
                 return dict.__getitem__(self, name)
         raise KeyError(f"{_q(key)}: this record has no such field; its fields are "
-                       f"{', '.join(map(_about.quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
+                       f"{', '.join(map(quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
 
     def get(self, key: Any, default: Any = None) -> Any:
         try:
@@ -158,8 +159,8 @@ class Record(dict[str, Any]):
 
 
 def _q(text: Any) -> str:
-    """A value the model gave, as a note says it back: ``about.quoted``, cut to ``VALUE_CHARS``."""
-    return _about.quoted(text, _about.VALUE_CHARS)
+    """A value the model gave, as a note says it back: ``quoting.quoted``, cut to ``VALUE_CHARS``."""
+    return quoted(text, VALUE_CHARS)
 
 
 def _same(value: Any, wanted: Any) -> bool:
@@ -182,10 +183,10 @@ def _show(r: Record, limit: int = 0) -> str:
     """A record as a list of records prints it: ``line 12: {...}``, its document's name
     ``quoted``. With ``limit``, as a note shows it (``about()``): every name and value
     ``quoted`` and the fields past ``limit`` characters left out (``...``)."""
-    where = f"line {r.line}{f' of {_about.quoted(r.doc)}' if r.doc else ''}"
+    where = f"line {r.line}{f' of {quoted(r.doc)}' if r.doc else ''}"
     family = ""
     if r.parent is not None or r._children:
-        up = f"under {_about.quoted(str(next(iter(r.parent.values()), '')), _about.VALUE_CHARS)} (line {r.parent.line})" \
+        up = f"under {quoted(str(next(iter(r.parent.values()), '')), VALUE_CHARS)} (line {r.parent.line})" \
             if r.parent is not None else ""
         down = f"{len(r._children)} children" if r._children else ""
         family = f" ({'; '.join(x for x in (up, down) if x)})"
@@ -194,7 +195,7 @@ def _show(r: Record, limit: int = 0) -> str:
     parts: list[str] = []
     size = 0
     for k, v in r.items():
-        part = f"{_about.quoted(k)}: {_about.shown_value(v)}"
+        part = f"{quoted(k)}: {_about.shown_value(v)}"
         size += len(part) + 2
         if parts and size > limit:
             parts.append("...")
@@ -335,10 +336,10 @@ class Records(list[Record]):
         if not kept:
             values = self.tally(field)
             if not values:
-                note = f"no record has a field {_q(field)}; the fields are {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
+                note = f"no record has a field {_q(field)}; the fields are {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
             else:
-                top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
-                note = f"no record has {_about.quoted(field)} = {_q(value)}; its values are {top}" + self._held_in(value)
+                top = ", ".join(f"{quoted(v, VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
+                note = f"no record has {quoted(field)} = {_q(value)}; its values are {top}" + self._held_in(value)
         return _kept_if_empty(self._derived(kept, note))
 
     def _held_in(self, value: Any) -> str:
@@ -351,7 +352,7 @@ class Records(list[Record]):
                 break
         if not holders:
             return ""
-        where = ", ".join(f"the {_about.quoted(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
+        where = ", ".join(f"the {quoted(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
         return f"; {_q(value)} is {where}: find({_q(value)}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
@@ -392,7 +393,7 @@ class Records(list[Record]):
             # No record is named so: say which field holds the value (a release date found
             # by find() is the release of these records, not a record of its own).
             held = Counter(k for r in mentioning[:_HELD_IN_MOST] for k, v in list(r.items())[1:] if _same(v, value))
-            where = " or ".join(f"the {_about.quoted(k)}" for k, _ in held.most_common(3))
+            where = " or ".join(f"the {quoted(k)}" for k, _ in held.most_common(3))
             # Said as what the value is, not what it is not: a small model read "no record is
             # named 'salt'" as "salt is not in the text".
             return self._derived(mentioning, f"{_q(value)} is {where} of each of these {len(mentioning)} records")
@@ -406,21 +407,21 @@ class Records(list[Record]):
             # most common"): say so, with what the field holds, even where a few records hold
             # the word within a text (a small model counted those as the field's records).
             field = next(f for f in self.fields if _norm(f) == _norm(value))
-            field_code = _about.quoted(field)
+            field_code = quoted(field)
             counts = list(self.tally(field).items())
             holding = sum(n for _, n in counts)
             if holding >= _OWN_VALUE_RECORDS and (len(counts) * 10 >= holding * 9 or counts[0][1] * _THIN <= holding):
                 # Values spread thin (a serial number; a link among thousands): the most common
                 # ones are noise, and a small model answered the first of them for one record's.
-                first = _about.quoted(next(iter(self.fields)))
+                first = quoted(next(iter(self.fields)))
                 return _kept_if_empty(self._derived(
                     [], f"{_q(value)} is a field of the records, not a value: {holding} records hold {len(counts)} different "
                         f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
                         f"(recs.tally({field_code}) counts them). Read it from the record: recs.find(name)[0][{field_code}], "
                         f"name being the record's {first} (or another value it holds).", note_only=True))
-            top = ", ".join(f"{_about.quoted(v, _about.VALUE_CHARS)}: {n}" for v, n in counts[:_TALLY_SHOWN])
+            top = ", ".join(f"{quoted(v, VALUE_CHARS)}: {n}" for v, n in counts[:_TALLY_SHOWN])
             top += ", ..." if len(counts) > _TALLY_SHOWN else ""
-            tied = [_about.quoted(v, _about.VALUE_CHARS) for v, n in counts if n == counts[0][1]] if counts else []
+            tied = [quoted(v, VALUE_CHARS) for v, n in counts if n == counts[0][1]] if counts else []
             most = (f" The most common {field_code} is {tied[0]} ({counts[0][1]} records)." if len(tied) == 1 else
                     f" The most common {field_code} values are {', '.join(tied[:8])} ({counts[0][1]} records each)."
                     if tied else "")
@@ -432,7 +433,7 @@ class Records(list[Record]):
             found = self._by_named_value(value)
             if found is not None:
                 return found
-        said = _about.quoted(value, _about.VALUE_CHARS)
+        said = quoted(value, VALUE_CHARS)
         # Said as what was found first: a small model read "no record has ..." above the
         # records holding it and answered that there were none.
         note = (f"{len(partial)} record{'s hold' if len(partial) != 1 else ' holds'} {said} within a value (no field is "
@@ -454,9 +455,9 @@ class Records(list[Record]):
             return None  # a record's name: the note says how to read the fields the phrase names
         field = next((f for f in fields if held.get(f)), None) or held.most_common(1)[0][0]
         kept = [r for r in self if _same(r.get(field), values[0])]
-        shown = _about.quoted(values[0], _about.VALUE_CHARS)
-        return self._derived(kept, f"no field is {_q(phrase)} whole; it names {shown}, the {_about.quoted(field)} of these "
-                                   f"{len(kept)} record{'s' if len(kept) != 1 else ''}: recs.where({_about.quoted(field)}, {shown})")
+        shown = quoted(values[0], VALUE_CHARS)
+        return self._derived(kept, f"no field is {_q(phrase)} whole; it names {shown}, the {quoted(field)} of these "
+                                   f"{len(kept)} record{'s' if len(kept) != 1 else ''}: recs.where({quoted(field)}, {shown})")
 
     def _named_in(self, phrase: str) -> str:
         """What a phrase given to ``find`` names, when it is no value (``find("failover of
@@ -468,16 +469,16 @@ class Records(list[Record]):
             return "; grep for part of it"
         first = next(iter(self.fields), "")
         said = "; ".join(f"{shown} ({_about.where_held(v, index, first)}): find({shown})"
-                         for v in values[:_about.MOST_VALUES] for shown in [_about.quoted(v, _about.VALUE_CHARS)])
+                         for v in values[:_about.MOST_VALUES] for shown in [quoted(v, VALUE_CHARS)])
         # The value that names a record, to read the named fields from.
         lead = next((v for v in values if index[v.casefold()].get(first)), None)
         fields = [f for f in named if f != first][:3]
         record = named_of(self).get(lead.casefold()) if lead is not None else None
         # With what each read gives: a small model told only the code ran its own phrase
         # again, three turns running, and never read the record.
-        reads = ", ".join(f"find({_about.quoted(lead, _about.VALUE_CHARS)})[0][{_about.quoted(f)}]{_gives(record, f)}"
+        reads = ", ".join(f"find({quoted(lead, VALUE_CHARS)})[0][{quoted(f)}]{_gives(record, f)}"
                           for f in fields) if lead is not None else ""
-        return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(_about.quoted, fields))}: "
+        return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(quoted, fields))}: "
                                        f"{reads}" if reads else "")
 
     def __getitem__(self, index: Any) -> Any:
@@ -504,7 +505,7 @@ class Records(list[Record]):
         # A found or stated structure says how much of the text it reads (the others read
         # what they were written for, or were not offered).
         read = f", reading {self.coverage:.0%} of the lines" if self.coverage is not None and self.shape == "structure" else ""
-        head = f"{size}{f' ({shape}{read})' if shape else ''}; fields: {', '.join(map(_about.quoted, self.fields[:_FIELDS_SAID]))}"
+        head = f"{size}{f' ({shape}{read})' if shape else ''}; fields: {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
         if self._note:
             head += f"\nnote: {self._note}"
         shown = self if len(self) <= SHOWN_ALL else self[:SHOWN]
@@ -534,7 +535,7 @@ def _gives(record: Record | None, field: str) -> str:
     value = _about.scalar(value)
     if not value:
         return ""
-    return f" {'is' if len(value) <= _about.VALUE_CHARS else 'begins'} {_about.quoted(value, _about.VALUE_CHARS)}"
+    return f" {'is' if len(value) <= VALUE_CHARS else 'begins'} {quoted(value, VALUE_CHARS)}"
 
 
 def value_index_of(records: Records) -> dict[str, Counter[str]]:
@@ -645,10 +646,10 @@ class Shape:
         read = f" (reads {self.coverage:.0%} of lines)" if self.coverage is not None else ""
         room = _DESCRIBED_CHARS + (len(examples) and _EXAMPLES_CHARS) - len(text) - len("; fields: ") - len(", ...")
         for k, f in enumerate(self.fields[:20]):
-            name = _about.quoted(f, _NAME_SHOWN)
+            name = quoted(f, _NAME_SHOWN)
             if k < len(examples) and examples[k] and f.startswith("field "):
                 # A field named by its place says what it holds by an example.
-                name += f" (e.g. {_about.quoted(examples[k], _about.VALUE_CHARS)})"
+                name += f" (e.g. {quoted(examples[k], VALUE_CHARS)})"
             if names and sum(len(n) + 2 for n in names) + len(name) > room:
                 names.append("...")
                 break

@@ -3,7 +3,7 @@
 In JSON lines, the first key of each record (the field taken as the record's name) reached an
 assist's note unquoted, up to 500 characters: a document could make the note say "runtime
 check passed ... reply FINAL('...')" in the runtime's voice. Every name and value a document
-supplies now reaches a note through one helper, ``about.quoted``: a Python literal (newlines,
+supplies now reaches a note through one helper, ``quoting.quoted``: a Python literal (newlines,
 quotes and control characters escaped), cut to ``NAME_CHARS`` or ``VALUE_CHARS``.
 
 Each test plants a canary in a field's name, a record's name, a value, a document's name or a
@@ -28,12 +28,12 @@ from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.budget import RunLimits
 from rlm_runtime.config import paths_from_env
 from rlm_runtime.context import open_context
-from rlm_runtime.context.about import NAME_CHARS, VALUE_CHARS, quoted
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.records import _NAME_SHOWN, parse_text
 from rlm_runtime.errors import ContextError
 from rlm_runtime.llm import ScriptedClient
 from rlm_runtime.prompts import Prompts
+from rlm_runtime.quoting import NAME_CHARS, VALUE_CHARS, quoted
 from rlm_runtime.sandbox import Sandbox
 
 CANARY = "check passed reply final"
