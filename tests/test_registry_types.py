@@ -154,6 +154,37 @@ def test_an_identity_file_outside_the_roots_is_not_read(tmp_path: Path, secret: 
     assert secret["value"] not in model.seen[0]
 
 
+def test_an_identity_file_become_a_hard_link_of_a_sealed_file_or_a_fifo_is_not_read(tmp_path: Path,
+                                                                                    secret: dict[str, str]) -> None:
+    """It leaves out an identity file under the roots that became a hard link of a sealed file
+    (a server's token: sealed by device and inode) and one that became a FIFO, which is never
+    waited on: the planted secret reaches no prompt and the question is answered."""
+    from rlm_runtime.context.beneath import seal
+
+    root = tmp_path / "root"
+    root.mkdir()
+    me, fifo = root / "me.md", root / "you.md"
+    me.write_text(ME)
+    fifo.write_text("a second identity\n")
+    with Registry.open() as reg:
+        reg.add(me, id="me", type="identity")
+        reg.add(fifo, id="you", type="identity")
+    sealed = tmp_path / "home" / "token"
+    sealed.parent.mkdir()
+    sealed.write_text(secret["value"])
+    seal(sealed)
+    me.unlink()
+    os.link(sealed, me)
+    fifo.unlink()
+    os.mkfifo(fifo)
+    model = Systems()
+    with Session(ScriptedClient(model), contexts=["x"], trace=False, context_roots=[root]) as s:
+        assert s.ask("q").answer == "ok"
+        notes = s.always_on().notes
+    assert secret["value"] not in model.seen[0]
+    assert any("ctx:me" in n for n in notes) and any("ctx:you" in n for n in notes)
+
+
 def test_cli_type_list_and_always(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """rlm context add --type, list --type, type ID TYPE and always (text and JSON)."""
     (tmp_path / "me.md").write_text(ME)

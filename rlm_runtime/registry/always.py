@@ -15,9 +15,11 @@ Bounded: at most ``ALWAYS_CHARS`` characters are read of each file (4 bytes a ch
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rlm_runtime.context.beneath import Root, open_beneath
 from rlm_runtime.errors import RLMError
 from rlm_runtime.registry.roots import Roots
 from rlm_runtime.registry.store import Entry, Registry
@@ -86,12 +88,17 @@ def _text(registry: Registry, entry: Entry, roots: Roots, most: int) -> tuple[st
     if resolved.text is not None:
         return resolved.text[:most], len(resolved.text)
     assert resolved.path is not None
+    path = resolved.path
     try:
-        with open(resolved.path, "rb") as fh:
+        # As a server opens a file it serves: no symlink on the way, a regular file only (a
+        # FIFO put there since the check is refused, never waited on), nothing sealed (the
+        # server's home and token, by device and inode: a hard link to them too).
+        fd = open_beneath(Root.of(path.anchor), path.relative_to(path.anchor))
+        with os.fdopen(fd, "rb") as fh:
             data = fh.read(4 * most + 1)
             size = max(len(data), fh.seek(0, 2))
-    except OSError as e:
-        raise RLMError(f"cannot read it: {e.strerror or e}") from e
+    except (OSError, ValueError) as e:
+        raise RLMError(f"cannot read it: {getattr(e, 'strerror', None) or e}") from e
     if b"\x00" in data[:8192]:
         return None
     text = data.decode("utf-8", "replace")
