@@ -370,11 +370,12 @@ class ChunkSearch:
             self._recorded[run_id] = done + 1
         return done < hostwrites.RUN_RECORDED_SEARCHES
 
-    def read(self, chunk_id: str, around: int = 0) -> str:
-        """A chunk's text, with ``around`` neighbours each side, headed by where it is from."""
+    def read(self, chunk_id: str, around: int = 0, stop: Callable[[], None] | None = None) -> str:
+        """A chunk's text, with ``around`` neighbours each side, headed by where it is from
+        (``stop``: as ``search``'s, while a context's index is built)."""
         if not isinstance(around, int) or isinstance(around, bool) or not 0 <= around <= 5:
             raise HostCallError("around must be an int from 0 to 5")
-        store, number = self._locate(chunk_id)
+        store, number = self._locate(chunk_id, stop)
         if not 0 <= number < 2**63:  # not a SQLite integer: no such chunk (fail closed)
             raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
         try:
@@ -385,16 +386,17 @@ class ChunkSearch:
             self._note_read([number])
         return _render(view)
 
-    def related(self, chunk_id: str, k: int = 10) -> list[dict[str, Any]]:
+    def related(self, chunk_id: str, k: int = 10, stop: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """The chunks linked to one (``m12``, ``c0.31``), strongest link first: each with its id,
         the link's type and strength, which way it points (``to`` the other chunk or ``from``
         it; both for a symmetric type), where it is from and the start of its text. Links to
-        the chunk's neighbours (``follows``) are left out: ``read_chunk(id, around=1)`` reads those."""
+        the chunk's neighbours (``follows``) are left out: ``read_chunk(id, around=1)`` reads those.
+        ``stop``: as ``search``'s, while a context's index is built."""
         from rlm_runtime.memory.links import SYMMETRIC_TYPES
 
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise HostCallError(f"k must be an int from 1 to {MAX_K}")
-        store, number = self._locate(chunk_id)
+        store, number = self._locate(chunk_id, stop)
         if not 0 <= number < 2**63:
             raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")
         prefix = str(chunk_id)[: str(chunk_id).index(".") + 1] if str(chunk_id).startswith("c") else "m"
@@ -417,7 +419,7 @@ class ChunkSearch:
                         "snippet": " ".join(view.text.split())[:SNIPPET_CHARS]})
         return out
 
-    def _locate(self, chunk_id: Any) -> tuple[MemoryStore, int]:
+    def _locate(self, chunk_id: Any, stop: Callable[[], None] | None = None) -> tuple[MemoryStore, int]:
         text = str(chunk_id) if isinstance(chunk_id, (str, int)) and not isinstance(chunk_id, bool) else ""
         try:
             if text.startswith("m") and self.memory is not None:
@@ -425,9 +427,11 @@ class ChunkSearch:
             if text.startswith("c") and "." in text:
                 k, number = text[1:].split(".", 1)
                 if 0 <= int(k) < len(self.handles):
-                    return self._index(int(k)), int(number)
+                    return self._index(int(k), stop), int(number)
         except ValueError:
             pass
+        except (RunFailed, TooLarge):  # cancelled, or out of time while the index was built
+            raise
         except RLMError as e:
             raise HostCallError(f"read_chunk({chunk_id!r}): {self._shown(e)}") from e
         raise HostCallError(f"no chunk {chunk_id!r}: give an id as search_chunks returned it (like 'c0.12' or 'm7')")

@@ -131,7 +131,11 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         if search is None:
             raise HostCallError("read_chunk is not available in this run")
         _in_time(run)
-        return str(search.read(chunk_id, around))
+        try:
+            return str(search.read(chunk_id, around, stop=run.tree.budget.check_time))
+        except BudgetExceeded as e:  # the time ran out while a context was indexed
+            run.budget_error = run.budget_error or e
+            raise HostCallError(f"budget exhausted: {e}") from e
 
     def related(chunk_id: str, k: int = 10) -> list[dict[str, Any]]:
         """The chunks linked to one, strongest link first (``ChunkSearch.related``)."""
@@ -140,7 +144,11 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("related is not available in this run")
         _in_time(run)
         began = time.monotonic()
-        found = search.related(chunk_id, k)
+        try:
+            found = search.related(chunk_id, k, stop=run.tree.budget.check_time)
+        except BudgetExceeded as e:  # the time ran out while a context was indexed
+            run.budget_error = run.budget_error or e
+            raise HostCallError(f"budget exhausted: {e}") from e
         run.emit({"type": "tool_call", "name": "related", "args": _short_repr(chunk_id), "result": f"{len(found)} linked",
                   "error": None, "duration_s": time.monotonic() - began})
         return found

@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from rlm_runtime import Session
 from rlm_runtime.llm import ScriptedClient
 from tests._timing import SLACK_S
@@ -19,8 +21,8 @@ from .support import code, fast
 BIG = "start\n" + "\n" * (48 << 20)
 
 
-def _searching_client() -> ScriptedClient:
-    return ScriptedClient([code("hits = search_chunks('anything at all')\nprint(hits)"), code("FINAL('done')")])
+def _searching_client(call: str = "search_chunks('anything at all')") -> ScriptedClient:
+    return ScriptedClient([code(f"hits = {call}\nprint(hits)"), code("FINAL('done')")])
 
 
 def test_cancel_stops_an_index_build(tmp_path: Path) -> None:
@@ -36,9 +38,11 @@ def test_cancel_stops_an_index_build(tmp_path: Path) -> None:
     assert took < 3.0 + 10.0 + SLACK_S, took
 
 
-def test_max_wall_s_stops_an_index_build(tmp_path: Path) -> None:
-    """It ends a question whose search_chunks is indexing a huge context at max_wall_s."""
-    with Session(_searching_client(), limits=fast(max_wall_s=3.0), contexts=[BIG]) as s:
+@pytest.mark.parametrize("call", ["search_chunks('anything at all')", "read_chunk('c0.1')", "related('c0.1')"])
+def test_max_wall_s_stops_an_index_build(tmp_path: Path, call: str) -> None:
+    """It ends a question whose search_chunks (or read_chunk, or related, of a context's
+    chunk: each builds the context's index first) is indexing a huge context at max_wall_s."""
+    with Session(_searching_client(call), limits=fast(max_wall_s=3.0), contexts=[BIG]) as s:
         began = time.monotonic()
         result = s.ask("what is in it?")
         took = time.monotonic() - began
