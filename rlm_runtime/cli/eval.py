@@ -342,7 +342,10 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not (folder / "results.jsonl").exists():
         raise UsageError(f"no results in {folder} (expected {folder / 'results.jsonl'})")
-    built = build_report(folder)
+    try:
+        built = build_report(folder)
+    except OSError as e:  # a results file that is no regular file (a FIFO, a device), or unreadable
+        raise unreadable(str(folder / "results.jsonl"), e, "results file") from e
     if args.json:
         print_json(outer, built.to_dict())
     else:
@@ -422,7 +425,10 @@ def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
     for d in (args.a, args.b):
         if not (Path(d) / "results.jsonl").exists():
             raise UsageError(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")
-    result = compare_runs(Path(args.a), Path(args.b))
+    try:
+        result = compare_runs(Path(args.a), Path(args.b))
+    except OSError as e:  # a results file that is no regular file (a FIFO, a device), or unreadable
+        raise unreadable(str(e.filename or args.b), e, "results file") from e
     if args.json:
         print_json(outer, result.to_dict())
     else:

@@ -17,9 +17,12 @@ Each check is linear in the line's size (``strictjson``, shared with memory impo
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rlm_runtime import strictjson
 
@@ -31,14 +34,17 @@ MAX_DEPTH = 32
 MAX_INT_DIGITS = 20
 
 
-def read_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str | None, str | None]]:
+def read_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES, *,
+               regular: bool = False) -> Iterator[tuple[int, str | None, str | None]]:
     """(line number, text, None) for each line of ``path``, or (number, None, why) for a line
-    that is too long or not UTF-8.
+    that is too long or not UTF-8. ``regular``: only a regular file is read (a file the
+    runtime wrote, such as a run's results: a FIFO or a device put at its place is refused,
+    never waited on or read without end).
 
     Raises:
-        OSError: the file cannot be opened or read.
+        OSError: the file cannot be opened or read, or (``regular``) is not a regular file.
     """
-    with Path(path).open("rb") as f:
+    with _opened(Path(path), regular) as f:
         number = 0
         while True:
             raw = f.readline(max_bytes + 1)
@@ -63,3 +69,20 @@ def parse_line(text: str) -> Any:
         ValueError: the line is not JSON, or breaks a rule; the message says which.
     """
     return strictjson.loads(text, max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS)
+
+
+def _opened(path: Path, regular: bool) -> BinaryIO:
+    """``path`` open for reading bytes; with ``regular``, opened without waiting and refused
+    unless it is a regular file."""
+    if not regular:
+        return path.open("rb")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+

@@ -222,7 +222,7 @@ def _window(folder: Path, records: list[dict[str, Any]]) -> tuple[int | None, in
     if tokens is None:
         runs = folder / "runs.jsonl"
         if runs.exists():
-            for _, line, _ in read_lines(runs):
+            for _, line, _ in read_lines(runs, regular=True):
                 try:
                     value = parse_line(line or "")
                 except ValueError:

@@ -109,14 +109,14 @@ def load_results(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     last line or a blank one is skipped silently; a missing file is empty.
 
     Raises:
-        OSError: the file exists but cannot be read.
+        OSError: the file exists but cannot be read, or is not a regular file.
     """
     path = Path(path)
     if not path.exists():
         return [], []
     out: list[dict[str, Any]] = []
     bad: list[str] = []
-    lines = list(read_lines(path))
+    lines = list(read_lines(path, regular=True))
     for number, line, why in lines:
         if line is not None and not line.strip():
             continue

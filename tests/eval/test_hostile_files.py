@@ -246,3 +246,22 @@ def test_rag_stops_indexing_a_huge_context_at_the_wall_clock_limit(tmp_path: Pat
     record = read_results(tmp_path / "o" / "results.jsonl")[0]
     assert record["error_type"] == "BudgetExceeded" and "wall-clock limit" in record["error"]
     assert wall < 30  # the whole 48 MB index takes far longer here
+
+
+def test_a_results_file_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """It answers rlm eval report and compare over a results.jsonl that is a FIFO (no writer
+    ever comes) or a link to /dev/zero (no end) with a usage error at once, never a hang and
+    never an internal error."""
+    good, fifo, zero = tmp_path / "good", tmp_path / "fifo", tmp_path / "zero"
+    for folder in (good, fifo, zero):
+        folder.mkdir()
+    write_jsonl(good / "results.jsonl", [_record("t1")])
+    os.mkfifo(fifo / "results.jsonl")
+    (zero / "results.jsonl").symlink_to("/dev/zero")
+    env = {**os.environ, "RLM_HOME": str(tmp_path / "home")}
+    for args in (["report", str(fifo)], ["report", str(zero)], ["compare", str(good), str(fifo)],
+                 ["compare", str(good), str(zero)]):
+        done = subprocess.run([sys.executable, "-m", "rlm_runtime.cli", "eval", *args], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "not a regular file" in done.stderr and "internal error" not in done.stderr
