@@ -186,11 +186,19 @@ def load_all_savings(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     into one prompt would cost (``load_all_tokens``), the reduction in percent (1 - used /
     load-all), and the probes' share of the method's time."""
     out = []
-    have = [r for r in records if isinstance(r.get("load_all_tokens"), int)]
-    for method in sorted({str(r.get("method")) for r in have}):
-        mine = [r for r in have if r.get("method") == method]
-        for family in ["(all)", *sorted({str(r.get("family") or "-") for r in mine})]:
-            rs = mine if family == "(all)" else [r for r in mine if str(r.get("family") or "-") == family]
+    # Grouped in one pass: linear in the records however many methods and families they name.
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in records:
+        whole = r.get("load_all_tokens")
+        if isinstance(whole, int) and not isinstance(whole, bool) and whole >= 0:
+            families = groups.setdefault(str(r.get("method")), {"(all)": []})
+            families["(all)"].append(r)
+            family = str(r.get("family") or "-")
+            families.setdefault(family if family != "(all)" else "'(all)'", []).append(r)
+    for method in sorted(groups):
+        families = groups[method]
+        for family in ["(all)", *sorted(f for f in families if f != "(all)")]:
+            rs = families[family]
             used = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rs)
             whole = sum(int(r["load_all_tokens"]) for r in rs)
             wall = sum(float(r.get("wall_s") or 0) for r in rs)

@@ -62,8 +62,8 @@ class Record(BaseModel):
     error_type: str | None = Field(None, max_length=200)
     window: int | None = Field(None, ge=0, le=MAX_LENGTH)
     extra: dict[str, Any] = Field(default_factory=dict)
-    load_all_tokens: int | None = Field(None, ge=0, le=1 << 50)
-    probe_s: float | None = Field(None, ge=0)
+    load_all_tokens: int | None = Field(None, ge=0, le=1 << 50, strict=True)  # true is no count
+    probe_s: float | None = Field(None, ge=0, allow_inf_nan=False, strict=True)
 
 
 def config_hash(task: Task, method: str, config: dict[str, Any]) -> str:

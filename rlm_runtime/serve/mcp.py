@@ -163,7 +163,7 @@ def build_server(service: Service, *, name: str = "rlm", http: bool = False) -> 
                           remove_tags: Annotated[list[str], Field(description="tags to remove")] = [],  # noqa: B006
                           summary: Annotated[str | None, Field(description="a one-line summary shown with the chunk")] = None,
                           confidence: Annotated[float | None, Field(description="how sure the note is, 0 to 1",
-                                                                    ge=0, le=1, allow_inf_nan=False)] = None,
+                                                                    ge=0, le=1, allow_inf_nan=False, strict=True)] = None,
                           clear: Annotated[list[Literal["summary", "confidence"]],
                                            Field(description="fields to empty")] = []) -> dict[str, Any]:  # noqa: B006
         if summary is not None and "summary" in clear or confidence is not None and "confidence" in clear:

@@ -158,7 +158,7 @@ class EditBody(BaseModel):
     add_tags: list[str] = Field(default_factory=list, description="tags to add")
     remove_tags: list[str] = Field(default_factory=list, description="tags to remove")
     summary: str | None = Field(None, description="a one-line summary shown with the chunk (null or \"\" clears it)")
-    confidence: float | None = Field(None, ge=0, le=1, allow_inf_nan=False,
+    confidence: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, strict=True,  # true is no number
                                      description="how sure the note is, 0 to 1 (null clears it)")
 
     def edit(self) -> Edit:

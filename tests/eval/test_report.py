@@ -234,3 +234,23 @@ def test_history_and_baseline(run_dir: Path, tmp_path: Path, _rlm_home: Path, ca
     (_rlm_home / "eval" / "baseline.json").write_text("[1, 2")
     assert main(["eval", "baseline"]) == 2
     assert "rlm eval baseline DIR sets it again" in capsys.readouterr().err
+
+
+def test_load_all_savings_groups_each_method_and_family_and_refuses_a_flag_as_a_count(tmp_path: Path) -> None:
+    """It sums each method's and family's tokens apart (many methods, a family named like the
+    total), and a record whose load_all_tokens is true (not a count) is a bad line, not 1."""
+    import json
+
+    from rlm_runtime.eval.report import load_all_savings
+    from rlm_runtime.eval.results import load_results
+
+    rows = [{"task_id": f"t{i}", "method": f"m{i % 3}", "config_hash": f"h{i}", "family": ["a", "b", "(all)"][i % 2 * 2],
+             "input_tokens": 10, "load_all_tokens": 100, "score": 1.0} for i in range(12)]
+    rows.append({"task_id": "flag", "method": "m0", "config_hash": "hf", "input_tokens": 1, "load_all_tokens": True})
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records, bad = load_results(tmp_path / "results.jsonl")
+    assert len(records) == 12 and len(bad) == 1 and "load_all_tokens" in bad[0]
+    out = {(x["method"], x["family"]): x for x in load_all_savings(records)}
+    assert set(out) == {(f"m{k}", f) for k in range(3) for f in ("(all)", "a", "'(all)'")}
+    assert all(out[(f"m{k}", "(all)")]["tasks"] == 4 and out[(f"m{k}", "(all)")]["reduction_percent"] == 90.0 for k in range(3))
+    assert sum(out[(m, "a")]["tasks"] + out[(m, "'(all)'")]["tasks"] for m in ("m0", "m1", "m2")) == 12

@@ -186,6 +186,7 @@ def test_a_rest_edit_changes_a_note_in_place(root: Path) -> None:
         assert api.post("/api/memory/edit", json={"id": chunk_id}).status_code == 400
         assert api.post("/api/memory/edit", json={"id": chunk_id, "add_tags": ["a"], "remove_tags": ["a"]}).status_code == 400
         assert api.post("/api/memory/edit", json={"id": chunk_id, "confidence": 2}).status_code == 422
+        assert api.post("/api/memory/edit", json={"id": chunk_id, "confidence": True}).status_code == 422
         assert api.post("/api/memory/edit", json={"id": 0, "text": "x"}).status_code == 422
         assert api.post("/api/memory/edit", json={"id": chunk_id, "colour": "red"}).status_code == 422
     with MemoryStore(default_store_path(), readonly=True) as store:
