@@ -36,6 +36,9 @@ SUMMARY_CHARS = 2000
 #: Edits kept per chunk: past it the oldest version goes (a chunk edited by a script in a loop
 #: must not grow the store without bound).
 MAX_VERSIONS = 100
+#: The highest version number: a chunk edited once a second counts to it in 68 years; an
+#: imported history numbered past it is refused (the next edit could not be numbered).
+MAX_VERSION = 2**31 - 1
 
 
 class _Keep:
@@ -155,6 +158,9 @@ def apply(conn: sqlite3.Connection, chunk_id: int, edit: Edit, *, now: float, li
         return Edited(chunk_id, (), 0)
     last = conn.execute("SELECT max(version) FROM chunk_versions WHERE chunk_id = ?", (chunk_id,)).fetchone()[0]
     version = int(last or 0) + 1
+    if not 1 <= version <= MAX_VERSION:  # a store written elsewhere, numbered past any count
+        raise StoreError(f"chunk {chunk_id}'s earlier versions are numbered past {MAX_VERSION:,}: it cannot be edited "
+                         "(forget it and add its text again)")
     conn.execute("""INSERT INTO chunk_versions (chunk_id, version, text, kind, tags, summary, confidence, since, replaced)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                  (chunk_id, version, text, kind, json.dumps(list(tags), ensure_ascii=False), summary, confidence, since, now))

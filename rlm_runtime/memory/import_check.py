@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from rlm_runtime import strictjson
-from rlm_runtime.memory.edits import MAX_VERSIONS
+from rlm_runtime.memory.edits import MAX_VERSION, MAX_VERSIONS
 from rlm_runtime.memory.errors import StoreError
 from rlm_runtime.memory.value_check import MAX_JSON_DEPTH
 
@@ -70,6 +70,10 @@ def _is_int(v: Any) -> bool:
 
 def _is_id(v: Any) -> bool:
     return _is_int(v) and v >= 1
+
+
+def _is_version(v: Any) -> bool:
+    return _is_int(v) and 1 <= v <= MAX_VERSION
 
 
 def _is_num(v: Any) -> bool:
@@ -138,7 +142,7 @@ def _confidence(v: Any) -> bool:
 def _versions(v: Any) -> bool:
     """An edited chunk's earlier states (``edits.py``): each a text, kind, tags, summary,
     confidence, and the times it began and ended; at most ``MAX_VERSIONS``."""
-    fields = {"version": _is_int, "text": _is_text, "kind": _is_text, "tags": _texts, "summary": _opt(_is_text),
+    fields = {"version": _is_version, "text": _is_text, "kind": _is_text, "tags": _texts, "summary": _opt(_is_text),
               "confidence": _confidence, "since": _is_num, "replaced": _is_num}
     return isinstance(v, list) and len(v) <= MAX_VERSIONS and all(
         isinstance(x, dict) and all(k in x and ok(x[k]) for k, ok in fields.items()) for x in v)
@@ -188,6 +192,11 @@ def _what(name: str) -> str:
         return "a finite number"
     if name in ("id", "source_id", "src", "dst"):
         return "a positive integer"
+    if name == "versions":
+        return (f"a list of at most {MAX_VERSIONS} earlier states (version 1 to {MAX_VERSION:,}, text, kind, tags, "
+                "summary, confidence, since, replaced)")
+    if name == "confidence":
+        return "a number from 0 to 1, or null"
     if name in ("seq", "start_byte", "end_byte", "start_line", "end_line", "tokens", "count", "size", "mtime_ns"):
         return "an integer"
     return "a string (valid text)"

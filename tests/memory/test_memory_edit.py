@@ -164,15 +164,29 @@ def test_an_import_with_a_bad_confidence_or_version_is_refused(open_store: Open,
     buf = io.StringIO()
     st.export_jsonl(buf)
     lines = buf.getvalue().splitlines()
-    for bad in ({"confidence": 7}, {"versions": [{"version": 1}]}, {"versions": "x"}):
+    state = {"text": "t", "kind": "note", "tags": [], "summary": None, "confidence": None, "since": 1.0, "replaced": 2.0}
+    for n, bad in enumerate(({"confidence": 7}, {"versions": [{"version": 1}]}, {"versions": "x"},
+                             {"versions": [{**state, "version": 2**63 - 1}]}, {"versions": [{**state, "version": -3}]})):
         chunk = json.loads(lines[2])
         assert chunk["type"] == "chunk"
         chunk.update(bad)
-        target = open_store(path=tmp_path / f"t{len(str(bad))}.db")
-        with pytest.raises(StoreError, match="line 3"):
+        target = open_store(path=tmp_path / f"t{n}.db")
+        with pytest.raises(StoreError, match="line 3.*(confidence|versions)"):
             target.import_jsonl(io.StringIO("\n".join([*lines[:2], json.dumps(chunk), *lines[3:]]) + "\n"))
         assert target.stats().chunks == 0
     assert a
+
+
+def test_a_store_whose_versions_are_numbered_past_the_bound_refuses_the_edit(store: MemoryStore) -> None:
+    """It refuses, with a sentence and no overflow, the edit of a chunk whose earlier versions
+    a store written elsewhere numbered at SQLite's largest integer; the chunk stays as it was."""
+    [a] = store.add_text("Numbered by hand.")
+    store.edit(a, Edit(text="Once edited."))
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE chunk_versions SET version = ? WHERE chunk_id = ?", (2**63 - 1, a))
+    with pytest.raises(StoreError, match="numbered past"):
+        store.edit(a, Edit(text="Edited again."))
+    assert store.read(a, record=False).text == "Once edited."
 
 
 def test_a_store_file_with_an_out_of_range_confidence_is_refused(store_path: Path) -> None:
