@@ -41,6 +41,7 @@ from rlm_runtime.llm import LLMClient, checked_client, make_client
 from rlm_runtime.loop import Event, Run, Tree, cell_output
 from rlm_runtime.profiles import Profile
 from rlm_runtime.prompts import Prompts
+from rlm_runtime.quoting import VALUE_CHARS, quoted
 from rlm_runtime.registry import leads as _leads
 from rlm_runtime.registry.usage import RunUsage
 from rlm_runtime.result import RunResult
@@ -481,7 +482,8 @@ class Session:
                 new.name = old.name
                 self._sandbox.replace_context(k, new)
             except RLMError as e:
-                old.changed = f"it changed on disk but could not be read again ({e}): this is its text as it was"
+                old.changed = (f"it changed on disk but could not be read again ({quoted(str(e), VALUE_CHARS)}): "
+                               "this is its text as it was")
                 changes.append((old.name, old.changed))
                 continue
             new.changed = f"{what_changed(old, new)}; variables set before hold its old text"

@@ -27,6 +27,7 @@ from rlm_runtime.context.beneath import walk_beneath
 from rlm_runtime.context.corpus import BINARY_EXTENSIONS, DEFAULT_EXCLUDES, CorpusHandle, _root
 from rlm_runtime.context.handles import FileHandle
 from rlm_runtime.errors import RLMError
+from rlm_runtime.quoting import quoted
 
 #: A stamp of a source that cannot be looked at now (removed, unreadable).
 GONE: tuple[str] = ("gone",)
@@ -104,7 +105,8 @@ def what_changed(old: Any, new: Any) -> str:
         added = [n for n in after if n not in before]
         gone = [n for n in before if n not in after]
         edited = [n for n in after if n in before and after[n] != before[n]]
-        parts = [f"{len(names)} {what}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+        # A file's name is the folder's, not the runtime's: quoted, as every note shows one.
+        parts = [f"{len(names)} {what}: {', '.join(map(quoted, names[:5]))}{' ...' if len(names) > 5 else ''}"
                  for what, names in (("new", added), ("removed", gone), ("changed", edited)) if names]
         return "; ".join(parts) or "files changed (same sizes)"
     try:
