@@ -298,9 +298,16 @@ def _lstat(entry: os.DirEntry[str] | os.DirEntry[bytes]) -> os.stat_result | Non
         return None
 
 
+#: Folders deeper than this many levels under a walk's root are not walked: each folder is
+#: opened from the root one component at a time, so a tree thousands of levels deep (made to
+#: stall a walk that runs before every question) would cost the square of its depth.
+MAX_DEPTH = 100
+
+
 def walk_beneath(root: Root, enter: Callable[[str, int], bool] | None = None) -> Iterator[tuple[str, os.stat_result]]:
     """(relative path, lstat) of every entry under ``root`` that is not a folder (regular
-    files, symlinks, FIFOs: the caller picks), folder by folder; never into a symlink.
+    files, symlinks, FIFOs: the caller picks), folder by folder; never into a symlink, nor
+    into a folder more than ``MAX_DEPTH`` levels down.
 
     Args:
         enter: called with a folder's relative path and depth (1 for the root's own
@@ -323,7 +330,7 @@ def walk_beneath(root: Root, enter: Callable[[str, int], bool] | None = None) ->
             for name, st in entries:
                 rel = os.path.join(folder, name) if folder else name
                 if stat.S_ISDIR(st.st_mode):
-                    if enter is None or enter(rel, depth + 1):
+                    if depth + 1 <= MAX_DEPTH and (enter is None or enter(rel, depth + 1)):
                         stack.append((rel, depth + 1))
                 else:
                     yield rel, st

@@ -95,3 +95,19 @@ def test_the_walk_lists_entries_without_entering_symlinks(folder: Path) -> None:
     assert stat.S_ISLNK(found["via"].st_mode)
     assert sorted(rel for rel, _ in walk_beneath(root, lambda rel, depth: depth < 2)) == ["one.txt", "via"]
     assert sorted(name for name, _ in list_beneath(root, "a")) == ["b"]
+
+
+def test_the_walk_stops_at_its_depth_bound(tmp_path: Path) -> None:
+    """It walks a folder MAX_DEPTH levels down and no deeper: a file at the bound is found,
+    one a level below is not (a tree thousands of levels deep costs no more than the bound)."""
+    from rlm_runtime.context.beneath import MAX_DEPTH
+
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    at = folder
+    for _ in range(MAX_DEPTH + 1):
+        at = at / "d"
+        at.mkdir()
+        (at / "f.txt").write_text("x")
+    found = [rel for rel, _ in walk_beneath(Root.of(folder))]
+    assert len(found) == MAX_DEPTH and max(rel.count("/") for rel in found) == MAX_DEPTH
