@@ -107,6 +107,20 @@ def test_a_registered_file_that_grows_is_read_again_by_the_next_question_of_a_se
         assert api.post("/api/ask", json=ask).json()["answer"] == "2"
 
 
+def test_contexts_are_listed_by_type(root: Path) -> None:
+    """It lists the registered contexts of one type (GET /api/context?type=identity), each
+    entry with its type, and refuses a type that is none with 400."""
+    from rlm_runtime.registry import Registry
+
+    with Registry.open() as reg:
+        reg.add("I answer in metres.", kind="text", name="me", type="identity")
+    with serve([ANSWER], [root]) as api:
+        api.register(root / "notes.txt", "notes")
+        assert [e["id"] for e in api.get("/api/context", params={"type": "identity"}).json()] == ["me"]
+        assert {e["id"]: e["type"] for e in api.get("/api/context").json()} == {"me": "identity", "notes": "document"}
+        assert api.get("/api/context", params={"type": "bogus"}).status_code == 400
+
+
 def test_ask_streams_iterations_then_the_result(root: Path) -> None:
     """It answers a streamed ask with, for each root turn, a model event (the prompt's size),
     a cell event per cell as it starts and an iteration event as the turn ends; then the result."""

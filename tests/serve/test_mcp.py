@@ -329,3 +329,23 @@ def test_a_file_that_grows_between_two_questions_of_a_kept_session_is_read_again
     first, second = _run(_service(root, responder), body)
     assert first.structured_content["answer"] == "1" and second.structured_content["answer"] == "2"
     assert "added at the end" in seen[-1] and "added at the end" not in seen[0]
+
+
+def test_contexts_list_filters_by_type(root: Path) -> None:
+    """It lists the registered contexts of one type through the SDK client's contexts_list,
+    and a type that is none is a tool error naming the types."""
+    from rlm_runtime.registry import Registry
+
+    with Registry.open() as reg:
+        reg.add("I answer in metres.", kind="text", name="me", type="identity")
+        reg.add(root / "notes.txt", name="notes")
+
+    async def body(client: Client) -> Any:
+        mine = await client.call_tool("contexts_list", {"type": "identity"})
+        bogus = await client.call_tool("contexts_list", {"type": "bogus"})
+        return mine, bogus
+
+    mine, bogus = _run(_service(root, [_code("FINAL('x')")]), body)
+    assert [e["id"] for e in mine.structured_content["result"]] == ["me"], mine
+    assert bogus.is_error and "identity" in _text(bogus)
+
