@@ -145,17 +145,8 @@ class Record(dict[str, Any]):
         for name in self:
             if _norm(name) == wanted:
                 return dict.__getitem__(self, name)
-        # What the record holds, values and all (a small model guesses a field's name from the
-        # question, and reads the value it wants once it sees it), and the nearest record above
-        # that has the field (a hierarchy keeps a value on the record that holds this one).
-        up, steps = self.parent, "r.parent"
-        for _ in range(_ANCESTORS_SEEN):
-            if up is None or isinstance(key, str) and key in up:
-                break
-            up, steps = up.parent, steps + ".parent"
-        above = f"; {steps}[{_q(key)}] is {_about.shown_value(up[key])}" if up is not None and isinstance(key, str) \
-            and key in up else ""
-        raise KeyError(f"{_q(key)}: this record has no such field; it holds {_show(self, _SHOWN_CHARS)}{above}")
+        raise KeyError(f"{_q(key)}: this record has no such field; its fields are "
+                       f"{', '.join(map(quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
 
     def get(self, key: Any, default: Any = None) -> Any:
         try:
@@ -607,8 +598,6 @@ _DESCRIBED_CHARS = 200
 _EXAMPLES_CHARS = 200
 #: Field names a note or a printed list says, at most.
 _FIELDS_SAID = 30
-#: Characters of a record a missing field's error shows.
-_SHOWN_CHARS = 400
 #: Values of a field a note shows with their counts, most common first (a question's value is
 #: rarely the most common: eight hid the one asked about).
 _TALLY_SHOWN = 20
