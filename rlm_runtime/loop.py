@@ -301,7 +301,7 @@ class Run:
         else:
             if answer is None and turn.answer is not None:  # an assist read the reply as the answer
                 answer = Answer(turn.answer, reply, None, self.partial or "", self._last())
-            feedback = "\n".join([self.tree.setup.prompts.text("reprompt"), *turn.notes])
+            feedback = self.tree.setup.prompts.text("reprompt")
             if answer is None:
                 self.failing += 1 if self.reprompted else 0
                 self.reprompted = True

@@ -72,45 +72,15 @@ class InsistedProse(Assist):
         self.said.add(said)
 
     def _copied(self, said: str, host: Host) -> bool:
+        """``said`` is a sentence of the run's opening (``COPIED_WORDS`` words or more of it, in
+        order, whatever their case and punctuation) that the text does not hold: a short value,
+        or a line of the document the brief quoted, may be the answer."""
+        words = _words(said)
+        if words.count(" ") + 1 < COPIED_WORDS:
+            return False
         if self.opening is None:
             self.opening = f" {_words(host.opening)} "
-        return copies_opening(said, self.opening, host)
-
-
-class OpeningCopy(Assist):
-    """A reply without code that copies a sentence of the runtime's own opening (a small model,
-    reprompted for code, said "The text has fields, so begin with records(), as in the
-    example." seven turns running after its first cell printed the records' fields): a note
-    says the sentence is the runtime's and shows again what the last code printed, asking for
-    the next step on it. Nothing is taken as the answer."""
-
-    name = "opening_copy"
-    #: The most characters of the last output the note shows again.
-    SHOWN = 1500
-
-    def __init__(self) -> None:
-        self.opening: str | None = None
-
-    def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
-        if turn.blocks or turn.forced or turn.answer is not None or not turn.printed.strip():
-            return
-        if self.opening is None:
-            self.opening = f" {_words(host.opening)} "
-        if copies_opening(turn.reply.strip(), self.opening, host):
-            printed = turn.printed.strip()
-            shown = printed if len(printed) <= self.SHOWN else printed[: self.SHOWN] + " ..."
-            turn.notes.append(host.prompts.text("notes/opening_copy", printed=shown))
-
-
-def copies_opening(said: str, opening: str, host: Host) -> bool:
-    """``said`` is a sentence of the run's opening (``opening``: its words, as ``_words`` gives
-    them, spaced at both ends): ``COPIED_WORDS`` words or more of it, in order, whatever their
-    case and punctuation, that the text does not hold (a short value, or a line of the
-    document the brief quoted, may be the answer)."""
-    words = _words(said)
-    if not said or len(said) > INSISTED_CHARS or words.count(" ") + 1 < COPIED_WORDS:
-        return False
-    return f" {words} " in opening and lookups.count(host, re.escape(said), ignore_case=True) == 0
+        return f" {words} " in self.opening and lookups.count(host, re.escape(said), ignore_case=True) == 0
 
 
 def _words(text: str) -> str:

@@ -588,23 +588,6 @@ def test_with_the_assists_off_final_of_the_question_is_the_answer() -> None:
     assert result.answer == "K-5" and len(client.prompts) == 6
 
 
-def test_prose_copied_from_the_opening_is_answered_with_the_last_output_again() -> None:
-    """It answers a reply without code that copies the runtime's opening, after a cell printed
-    something, with a note that shows that output again (opening_copy); without the assist the
-    request for code comes alone, and a reply of the model's own words gets no note."""
-    context = "The launch code is K-4.\n" * 50
-    copied = "START BY EXPLORING THE CONTEXT, WITH CODE!"
-    first = code("print('tally of gates:', 17)")
-    result, client = run([first, copied, code("FINAL('17')")], context, assists="opening_copy")
-    assert result.answer == "17"
-    after = client.prompts[2][-1]["content"]
-    assert "not a step of yours" in after and "tally of gates: 17" in after
-    _, plain = run([first, copied, code("FINAL('17')")], context, assists="none")
-    assert "not a step of yours" not in plain.prompts[2][-1]["content"]
-    _, own = run([first, "I think the gates number seventeen in all.", code("FINAL('17')")], context, assists="opening_copy")
-    assert "not a step of yours" not in own.prompts[2][-1]["content"]
-
-
 def test_prose_copied_from_the_first_prompt_is_no_answer_however_often_said() -> None:
     """It never takes a sentence of the runtime's own opening, said again and again in another
     case and punctuation, as the answer: the run goes on to the model's real one."""
