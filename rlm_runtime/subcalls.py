@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rlm_runtime import hostwrites, redact
 from rlm_runtime.context import CorpusHandle, TextHandle, open_context
@@ -100,11 +100,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("search_chunks is not available in this run")
         _in_time(run)
         began = time.monotonic()
-        try:
-            hits = search.search(query, k, kind, tags, source, run_id=run.run_id, stop=run.tree.budget.check_time, mode=mode)
-        except BudgetExceeded as e:  # the time ran out while a context was indexed
-            run.budget_error = run.budget_error or e
-            raise HostCallError(f"budget exhausted: {e}") from e
+        hits = _timed(run, lambda stop: search.search(query, k, kind, tags, source, run_id=run.run_id, stop=stop, mode=mode))
         run.emit({"type": "tool_call", "name": "search_chunks", "args": _short_repr(query), "result": f"{len(hits)} hits",
                        "error": None, "duration_s": time.monotonic() - began})
         return hits
@@ -116,11 +112,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("semantic_grep is not available in this run")
         _in_time(run)
         began = time.monotonic()
-        try:
-            hits = search.semantic_grep(query, k, context, stop=run.tree.budget.check_time)
-        except BudgetExceeded as e:  # the time ran out while a context was indexed
-            run.budget_error = run.budget_error or e
-            raise HostCallError(f"budget exhausted: {e}") from e
+        hits = _timed(run, lambda stop: search.semantic_grep(query, k, context, stop=stop))
         run.emit({"type": "tool_call", "name": "semantic_grep", "args": _short_repr(query), "result": f"{len(hits)} hits",
                   "error": None, "duration_s": time.monotonic() - began})
         return hits
@@ -131,11 +123,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
         if search is None:
             raise HostCallError("read_chunk is not available in this run")
         _in_time(run)
-        try:
-            return str(search.read(chunk_id, around, stop=run.tree.budget.check_time))
-        except BudgetExceeded as e:  # the time ran out while a context was indexed
-            run.budget_error = run.budget_error or e
-            raise HostCallError(f"budget exhausted: {e}") from e
+        return str(_timed(run, lambda stop: search.read(chunk_id, around, stop=stop)))
 
     def related(chunk_id: str, k: int = 10) -> list[dict[str, Any]]:
         """The chunks linked to one, strongest link first (``ChunkSearch.related``)."""
@@ -144,11 +132,7 @@ def builtin_tools(run: Run) -> dict[str, Callable[..., Any]]:
             raise HostCallError("related is not available in this run")
         _in_time(run)
         began = time.monotonic()
-        try:
-            found = search.related(chunk_id, k, stop=run.tree.budget.check_time)
-        except BudgetExceeded as e:  # the time ran out while a context was indexed
-            run.budget_error = run.budget_error or e
-            raise HostCallError(f"budget exhausted: {e}") from e
+        found = _timed(run, lambda stop: search.related(chunk_id, k, stop=stop))
         run.emit({"type": "tool_call", "name": "related", "args": _short_repr(chunk_id), "result": f"{len(found)} linked",
                   "error": None, "duration_s": time.monotonic() - began})
         return found
@@ -278,11 +262,21 @@ def _child_context(context: Any, stop: Callable[[], None]) -> Any:
     raise HostCallError(f"context must be a str or a list of str, not {type(context).__name__}")
 
 
+T = TypeVar("T")
+
+
 def _in_time(run: Any) -> None:
     """Refuse a search once the run's time is up. A cell's own clock stops while the host
     serves its calls, so a loop of quick searches would otherwise outlive ``max_wall_s``."""
+    _timed(run, lambda stop: stop())
+
+
+def _timed(run: Any, call: Callable[[Callable[[], None]], T]) -> T:
+    """``call(stop)``, ``stop`` being the run's clock (a context's index built for the call
+    checks it between files and windows): the time running out, before or during the call,
+    ends it as the run's budget error, said to the cell as a failed call."""
     try:
-        run.tree.budget.check_time()
+        return call(run.tree.budget.check_time)
     except BudgetExceeded as e:
         run.budget_error = run.budget_error or e
         raise HostCallError(f"budget exhausted: {e}") from e

@@ -344,7 +344,7 @@ def _report(args: argparse.Namespace, outer: argparse.Namespace) -> int:
         raise UsageError(f"no results in {folder} (expected {folder / 'results.jsonl'})")
     try:
         built = build_report(folder)
-    except OSError as e:  # a results file that is no regular file (a FIFO, a device), or unreadable
+    except OSError as e:  # an unreadable results file (one that is no regular file: SourceRefused)
         raise unreadable(str(folder / "results.jsonl"), e, "results file") from e
     if args.json:
         print_json(outer, built.to_dict())
@@ -427,7 +427,7 @@ def _compare(args: argparse.Namespace, outer: argparse.Namespace) -> int:
             raise UsageError(f"no results in {d} (expected {Path(d) / 'results.jsonl'})")
     try:
         result = compare_runs(Path(args.a), Path(args.b))
-    except OSError as e:  # a results file that is no regular file (a FIFO, a device), or unreadable
+    except OSError as e:  # an unreadable results file (one that is no regular file: SourceRefused)
         raise unreadable(str(e.filename or args.b), e, "results file") from e
     if args.json:
         print_json(outer, result.to_dict())

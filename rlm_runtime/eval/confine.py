@@ -123,10 +123,15 @@ def refuse_memory(store: str, rules: SourceRules) -> None:
         raise SourceRefused(f"memory:{_shown(store, 80)} reads {which}; refused unless {MEMORY_FLAG}")
 
 
-def open_regular(path: Path) -> int:
+def open_regular(path: Path, *, follow: bool = False) -> int:
     """A read-only descriptor of ``path`` that is a regular file reached without following a
-    symlink at its last component (a folder's entry may be swapped after it was listed)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    symlink at its last component (a folder's entry may be swapped after it was listed;
+    ``follow``: a symlink is followed, and what it leads to must be a regular file). A FIFO is
+    never waited on, nor a device read.
+
+    Raises:
+        SourceRefused: it is no regular file. OSError: it cannot be opened."""
+    fd = os.open(path, os.O_RDONLY | (0 if follow else getattr(os, "O_NOFOLLOW", 0)) | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_CLOEXEC", 0))
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

@@ -17,9 +17,7 @@ Each check is linear in the line's size (``strictjson``, shared with memory impo
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -42,9 +40,16 @@ def read_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES, *,
     never waited on or read without end).
 
     Raises:
-        OSError: the file cannot be opened or read, or (``regular``) is not a regular file.
+        OSError: the file cannot be opened or read.
+        SourceRefused: (``regular``) it is no regular file.
     """
-    with _opened(Path(path), regular) as f:
+    if regular:
+        from rlm_runtime.eval.confine import open_regular
+
+        opened: BinaryIO = os.fdopen(open_regular(Path(path), follow=True), "rb")
+    else:
+        opened = Path(path).open("rb")
+    with opened as f:
         number = 0
         while True:
             raw = f.readline(max_bytes + 1)
@@ -69,20 +74,3 @@ def parse_line(text: str) -> Any:
         ValueError: the line is not JSON, or breaks a rule; the message says which.
     """
     return strictjson.loads(text, max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS)
-
-
-def _opened(path: Path, regular: bool) -> BinaryIO:
-    """``path`` open for reading bytes; with ``regular``, opened without waiting and refused
-    unless it is a regular file."""
-    if not regular:
-        return path.open("rb")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
-

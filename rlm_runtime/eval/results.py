@@ -109,7 +109,8 @@ def load_results(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     last line or a blank one is skipped silently; a missing file is empty.
 
     Raises:
-        OSError: the file exists but cannot be read, or is not a regular file.
+        OSError: the file exists but cannot be read.
+        SourceRefused: it is no regular file (a FIFO, a device).
     """
     path = Path(path)
     if not path.exists():
