@@ -284,7 +284,7 @@ def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
         return None
     lines = head.split("\n")
     shape = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
-    if shape.kind == "structure" and buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() will offer: measured on the whole
+    if shape.kind in ("structure", "blocks") and buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() offers: seen whole
         shape = _records.whole(buf.decode(0, buf.nbytes).split("\n"), shape)
     return shape
 

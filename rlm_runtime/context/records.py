@@ -15,14 +15,14 @@ text has no fields, and says why: a structure that is wrong is worse than none.
 * ``jsonl``: one JSON object a line (values keep their JSON types);
 * ``fields``: several ``key=value`` or ``key: value`` pairs on each line, separated by
   ``|``, ``;``, tabs or commas;
-* ``table``: delimited rows (tab, comma, semicolon or bar) with a header row;
 * ``blocks``: ``key: value`` lines (bullets allowed) grouped into records by blank lines,
   by markdown headings, or by the record's first field coming round again; indented lines
   continue the field above; other lines go to the field ``text``;
 * ``structure``: a structure found in the text itself (``structure.py``: records one a
   line, nested by indentation or in blocks under a title, their fields from
-  line templates mined from the sample, ``templates.py``), each record knowing its parent
-  and children; or a form the model states (``forms.py``, ``records(template=...)``);
+  line templates mined from the sample, ``templates.py``: a table's cells named by its
+  header row), each record knowing its parent and children; or a form the model states
+  (``forms.py``, ``records(template=...)``);
 * ``paragraphs``: no fields it could read: one record per blank-line-separated paragraph
   (or line), with the single field ``text`` (code must search it).
 
@@ -35,7 +35,6 @@ Every record knows the line it starts on (``r.line``) and, in a corpus, its docu
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
 import functools
 import html
@@ -82,16 +81,14 @@ _URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://")
 # XML, one element a line: a leaf <status>up</status> is a field; <host name="x"> (or <host>)
 # opens a record, with its attributes as fields, and </host> closes it; <host a="1"/> is one.
 _XML_LEAF = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})(?:\s[^<>]*)?>([^<]*)</\1>\s*$")
-_XML_OPEN = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})((?:\s[^<>/]*)?)(/?)>\s*$")
+_XML_OPEN = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})((?:\s[^<>]*?)?)(/?)>\s*$")
 _XML_ATTR = re.compile(r"([A-Za-z_][\w.:-]{0,47})\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
-_XML_CLOSE = re.compile(r"^\s*</[A-Za-z_][\w.-]{0,47}\s*>\s*$")
+_XML_CLOSE = re.compile(r"^\s*</([A-Za-z_][\w.-]{0,47})\s*>\s*$")
 _SEPARATORS = (" | ", "|", "; ", ";", "\t", ", ")
-_DELIMITERS = ("\t", ",", ";", "|")
 
 SHAPE_TEXT = {
     "jsonl": "JSON lines (one object a line)",
     "fields": "one record a line, as key=value or key: value pairs",
-    "table": "a table with a header row",
     "blocks": "records of key: value lines",
     "structure": "records found in the text's own layout",
     "json": "a JSON document: a record an object that holds values, its key first; the objects it holds are its children "
@@ -100,7 +97,11 @@ SHAPE_TEXT = {
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "table", "blocks", "structure", "json"})
+FIELDED_SHAPES = frozenset({"jsonl", "fields", "blocks", "structure", "json"})
+#: What a shape whose records are written inside others adds.
+_NESTED_TEXT = "; a record written inside another is its child (recs.children_of(name), recs.parent_of(name))"
+#: How a found structure whose fields a header row names is said.
+_TABLE_TEXT = "a table with a header row"
 #: How each layout of a found structure is said.
 _LAYOUT_TEXT = {
     "lines": "one record a line",
@@ -613,14 +614,12 @@ _SCALARS = (str, int, float, bool, type(None))
 @dataclass(frozen=True)
 class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
-    the sample, the delimiter of a table's cells or of a line's fields (" ": logfmt; "||":
-    a table drawn with outer bars; "fixed": fixed-width ``columns``; for paragraphs, "\n":
-    a record a line)."""
+    the sample, the separator of a line's fields (" ": logfmt; for paragraphs, "\n": a
+    record a line)."""
 
     kind: str
     fields: tuple[str, ...] = ()
     delimiter: str = ""
-    columns: tuple[int, ...] = ()
     #: The share of the sample's lines this shape reads into fields (None: JSON lines, which
     #: check themselves by parsing).
     coverage: float | None = None
@@ -630,6 +629,8 @@ class Shape:
     reason: str = ""
     #: A structure's items already read from the whole text (``parse`` reads them once).
     items: list[_structure.Item] | None = field(default=None, compare=False, repr=False)
+    #: Records of the sample are written inside others (nested XML elements): they know them.
+    nested: bool = False
 
     def describe(self) -> str:
         """The shape and its first 20 fields for a prompt; a field name is the text's own words
@@ -638,9 +639,11 @@ class Shape:
         structure's fields each show an example value; the share of lines read ends it."""
         text = SHAPE_TEXT[self.kind]
         if self.structure is not None:
-            text = _LAYOUT_TEXT.get(self.structure.layout, text)
+            text = _TABLE_TEXT if self.structure.header else _LAYOUT_TEXT.get(self.structure.layout, text)
         if self.kind == "paragraphs":
             return f"{text}; {self.reason}" if self.reason else text
+        if self.nested:
+            text += _NESTED_TEXT
         examples = self.structure.examples if self.structure is not None else ()
         names: list[str] = []
         read = f" (reads {self.coverage:.0%} of lines)" if self.coverage is not None else ""
@@ -784,68 +787,6 @@ def _inline_fields(line: str, sep: str = "") -> tuple[list[tuple[str, str]] | No
     return None, ""
 
 
-def _table_delimiter(lines: list[str]) -> str | None:
-    """The delimiter splitting every sampled line into the same number (2+) of cells, under
-    a header of names (each cell short: at most 40 characters and 4 words), not a sentence."""
-    for delim in _DELIMITERS:
-        if delim not in lines[0]:
-            continue
-        try:
-            rows = list(csv.reader(lines, delimiter=delim))
-        except csv.Error:  # a cell over csv's size limit: no table of ours
-            continue
-        header = rows[0]
-        if len(header) < 2 or any(not h.strip() or len(h) > 40 or len(h.split()) > 4 for h in header):
-            continue
-        if sum(len(row) == len(header) for row in rows) >= 0.9 * len(rows) and not _named_cells(rows):
-            return delim
-    return None
-
-
-def _named_cells(rows: list[list[str]]) -> bool:
-    """Cells that name themselves ("rack r3, owner data team" on every row): the first row is
-    data like the rest, not a header."""
-    named = 0
-    for col, head in enumerate(rows[0]):
-        first = head.split()[:1]
-        below = [row[col].split() for row in rows[1:] if col < len(row)]
-        if first and len(head.split()) > 1 and below and sum(cell[:1] == first for cell in below) >= 0.8 * len(below):
-            named += 1
-    return named >= max(1, len(rows[0]) // 2)
-
-
-_RULE = re.compile(r"^[\s|:+=-]*$")  # a table's rule line: |---|:--:|, +----+----+, ====
-
-
-def _bordered(lines: list[str]) -> list[str] | None:
-    """The rows of a table drawn with outer bars (markdown, psql), without their bars and
-    rule lines; None when most lines are not such rows."""
-    rows = [line.strip() for line in lines if not _RULE.match(line)]
-    if len(rows) < 2 or sum(r.startswith("|") and r.endswith("|") and len(r) > 1 for r in rows) < 0.9 * len(rows):
-        return None
-    return [r[1:-1] for r in rows]
-
-
-def _columns(lines: list[str]) -> tuple[int, ...] | None:
-    """Where the columns of a fixed-width table start (from its header of names two or more
-    spaces apart), when at least 90% of the rows have a space before each column."""
-    header = lines[0].rstrip()
-    starts = [m.start() for m in re.finditer(r"(?:^|(?<=\s\s))\S", header)]
-    if len(starts) < 2:  # one name, or none (a header opening with one space starts no column)
-        return None
-    names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], len(header)], strict=True)]
-    if any(len(n) > 40 or len(n.split()) > 4 for n in names) or len(lines) < 3:
-        return None
-    rows = lines[1:]
-    # A row may stop early (empty last cells), but must reach its second column.
-    fits = sum(all(c >= len(row) or row[c - 1] == " " for c in starts[1:]) and len(row) > starts[1] for row in rows)
-    return tuple(starts) if fits >= 0.9 * len(rows) else None
-
-
-def _cut(line: str, starts: tuple[int, ...]) -> list[str]:
-    return [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)], strict=False)]
-
-
 def sniff(lines: Iterable[str]) -> Shape:
     """The shape of a text from its first lines (any iterable of lines; reads at most
     ``SNIFF_LINES`` non-blank ones)."""
@@ -892,8 +833,6 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
         sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
         yield Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep,
                     coverage=min(1.0, len(inline) / n))
-    if len(sample) >= 2:
-        yield from _tables(sample, n)
     singles, headings = [], 0
     pairs: list[tuple[str, str] | None] = []
     label: int | None = None
@@ -911,7 +850,8 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
         elif line.lstrip()[:1] == "<" and (opened := _XML_OPEN.match(line[:_LINE_HEAD])):
             singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
     if singles:
-        yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n))
+        nested = any(r.parent is not None for r in _parse_blocks(sample, Shape("blocks")))
+        yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n), nested=nested)
     found = _structure.discover(raw)
     if found.ok:
         yield Shape("structure", found.fields, coverage=found.coverage, structure=found)
@@ -945,39 +885,6 @@ def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: 
         after = (labelled and (bool(pair and pair[1]) or said[pair[0] if pair else ""] >= 2)) or markup or (
             after and indented and not this)
     return min(1.0, read / n)
-
-
-def _tables(sample: list[str], n: int) -> Iterator[Shape]:
-    """The table readings of the sample (``n`` lines not comments): drawn with bars,
-    delimited, or fixed-width."""
-    bordered = _bordered(sample)
-    if bordered is not None and _table_delimiter(bordered) == "|":
-        header = bordered[0].split("|")
-        rules = len(sample) - len(bordered)
-        yield Shape("table", tuple(_norm(h) for h in header), "||",
-                    coverage=min(1.0, (rules + sum(len(r.split("|")) == len(header) for r in bordered)) / n))
-        return
-    delim = _table_delimiter(sample)
-    if delim is not None:
-        header = next(csv.reader(sample[:1], delimiter=delim))
-        # A row indented otherwise than the header is no row of its table: the indentation
-        # says which lines hold which (a hierarchy the structure reads, not a table).
-        margin = _indent(sample[0])
-        rows = sum(len(row) == len(header) and _indent(line) == margin
-                   for line, row in zip(sample, _rows(sample, delim), strict=False))
-        yield Shape("table", tuple(_norm(h) for h in header), delim, coverage=min(1.0, rows / n))
-        return
-    starts = _columns(sample)
-    if starts is not None:
-        fits = sum(all(c >= len(row) or row[c - 1] == " " for c in starts[1:]) and len(row) > starts[1] for row in sample)
-        yield Shape("table", tuple(_norm(h) for h in _cut(sample[0], starts)), "fixed", columns=starts, coverage=min(1.0, fits / n))
-
-
-def _rows(sample: list[str], delim: str) -> list[list[str]]:
-    try:
-        return list(csv.reader(sample, delimiter=delim))
-    except csv.Error:
-        return []
 
 
 def _fields_of(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
@@ -1023,7 +930,7 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     shape = shape or sniff(lines)
     if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
         shape = whole(lines, shape)
-    parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "table": _parse_table, "blocks": _parse_blocks,
+    parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "blocks": _parse_blocks,
               "paragraphs": _parse_paragraphs,
               "structure": _parse_structure, "json": _parse_items}[shape.kind]
     out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
@@ -1055,31 +962,6 @@ def _parse_fields(lines: list[str], shape: Shape) -> Iterator[Record]:
             yield record
 
 
-def _parse_table(lines: list[str], shape: Shape) -> Iterator[Record]:
-    header = list(shape.fields)
-    if shape.delimiter in ("||", "fixed"):
-        rows = ((k, line) for k, line in enumerate(lines) if line.strip() and not _RULE.match(line))
-        next(rows, None)  # the header row
-        for k, line in rows:
-            cells = line.strip()[1:-1].split("|") if shape.delimiter == "||" else _cut(line, shape.columns)
-            yield Record(((h, cell.strip()) for h, cell in zip(header, cells, strict=False)), 1 + k)
-        return
-    reader = csv.reader(lines, delimiter=shape.delimiter)
-    try:
-        next(reader)  # the header row
-    except StopIteration:
-        return
-    try:
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue
-            # line_num counts lines read so far: a quoted cell may span several
-            yield Record(((h, cell.strip()) for h, cell in zip(header, row, strict=False)), reader.line_num)
-    except csv.Error as e:
-        raise ContextError(f"records(): line {reader.line_num} of the table cannot be read ({e}); "
-                           "read the lines around it with context.lines(...) or grep") from None
-
-
 def _add(record: Record, key: str, value: Any) -> None:
     """Set a field; a field seen again in the same record keeps every value, as a list."""
     if not dict.__contains__(record, key):
@@ -1106,8 +988,73 @@ def _continues(line: str, label: int | None) -> bool:
     return label is not None and line[:1] in (" ", "\t") and _indent(line) > label and not _BULLET.match(line)
 
 
+#: Elements open at once that ``_parse_blocks`` keeps track of (deeper ones hold no records),
+#: and how many of the innermost it looks through for the record around a new one or for the
+#: element a closing tag closes: a bound, so reading stays linear whatever the nesting.
+_ELEMENTS_KEPT = 256
+_ELEMENTS_LOOKED = 16
+
+
+def _inside(record: Record, elements: list[list[Any]]) -> None:
+    """Mark ``record`` as inside the record of the nearest open element that has fields (it
+    joins that record's children when it is read: ``_parse_blocks``)."""
+    record.parent = next((e[1] for e in reversed(elements[-_ELEMENTS_LOOKED:]) if e[1]), None)
+
+
+def _closed(tag: str, elements: list[list[Any]]) -> Record | None:
+    """Close the open element ``tag`` (and any left open inside it). An element with no fields
+    of its own takes the record of its first child element that has fields of its own (a
+    ``<layer>`` whose ``<props>`` name it) until a second child of that tag opens (a list:
+    ``_opened``); an element of no attributes holding values alone
+    (``<tags><tag>a</tag><tag>b</tag></tags>``) inside an element with a record gives that
+    record its values: the record it gave them to is returned."""
+    k = next((i for i in range(len(elements) - 1, max(-1, len(elements) - 1 - _ELEMENTS_LOOKED), -1)
+              if elements[i][0] == tag), None)
+    if k is None:
+        return None
+    _, record, own, bare, _ = elements[k]
+    del elements[k:]
+    if not (own and record) or not elements:
+        return None
+    outer = elements[-1]
+    if not outer[1]:
+        if outer[2]:
+            outer[1:3], outer[4] = [record, False], tag
+        return None
+    if not bare or record._children:
+        return None
+    for key, value in record.items():
+        _add(outer[1], key, value)
+    return record
+
+
+def _opened(tag: str, record: Record, elements: list[list[Any]]) -> None:
+    """Open the element ``tag`` whose attributes are ``record``, inside the open ones. A second
+    child of the tag whose first child's record the element around took makes it a list of
+    them: it gives that record back, and the new one is inside no record of it."""
+    if elements and elements[-1][4] == tag:
+        elements[-1][1], elements[-1][4] = None, None
+    _inside(record, elements)
+    if len(elements) < _ELEMENTS_KEPT:
+        elements.append([tag, record, True, not record, None])
+
+
 def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
+    """The records of ``_blocks``, each joining the children of the record it is inside."""
+    for record in _blocks(lines, shape):
+        up = record.parent
+        if up is not None:
+            if up._children is None:
+                up._children = []
+            up._children.append(record)
+        yield record
+
+
+def _blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
     headed = any(_HEADING.match(line) for line in lines[:SNIFF_LINES * 4])
+    # Open XML elements: [tag, its record (fields may come later), whether the fields are its
+    # own, whether it has no attributes, the tag of the child whose record it took].
+    elements: list[list[Any]] = []
     record: Record | None = None
     first_key = last_key = None
     label: int | None = None  # where the label of the last field with a value starts
@@ -1139,15 +1086,20 @@ def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
                 continue  # an XML declaration, doctype or comment
             opened, closed = _XML_OPEN.match(raw[:_LINE_HEAD]), _XML_CLOSE.match(raw[:_LINE_HEAD])
             if opened or closed:
+                if closed and _closed(closed.group(1), elements) is record:
+                    record = None  # its values went to the record around it
                 if record:
                     yield record
                 record, first_key, last_key = None, None, None
                 if opened:
                     attrs = Record(((_norm(name), html.unescape(v1 or v2)) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))),
                                    line=line_no)
-                    if opened.group(3) and attrs:  # <host a="1"/>: a whole record
-                        yield attrs
-                    elif not opened.group(3):
+                    if opened.group(3):  # <host a="1"/>: a whole record
+                        _inside(attrs, elements)
+                        if attrs:
+                            yield attrs
+                    else:
+                        _opened(opened.group(1), attrs, elements)
                         record, first_key = attrs, next(iter(attrs), None)
                 continue
         pair = _field(raw)
@@ -1213,7 +1165,11 @@ def whole(lines: list[str], shape: Shape) -> Shape:
     """The shape found in the head, measured on the whole text: its coverage there. When the
     whole text falls under the gate (the head was not like the rest), the structure is found
     again from runs of lines spread over the whole text and measured the same way; under the
-    gate again, no fields. Only a found structure is measured; another shape is returned as it is."""
+    gate again, no fields. Blocks are looked at for records inside others in runs of lines
+    spread over the whole text (a file's head may nest nothing). Another shape is returned as
+    it is."""
+    if shape.kind == "blocks" and not shape.nested:
+        return dataclasses.replace(shape, nested=any(r.parent is not None for r in _parse_blocks(_spread(lines), shape)))
     if shape.kind != "structure" or shape.structure is None or shape.structure.layout == "stated":
         return shape
     items, coverage = _structure.read(lines, shape.structure)

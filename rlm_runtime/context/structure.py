@@ -25,6 +25,8 @@ another: linear in the text.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,10 +96,20 @@ def comment_marker(lines: Sequence[str]) -> str:
     return marker if (n >= 2 or marker in spaced) and n < 0.5 * nonblank else ""
 
 
+#: A line drawn of these alone (a table's border or rule: ``|---|:--:|``, ``+----+``, ``====``).
+_RULE = re.compile(r"^\s*[|:+=-]{3,}[\s|:+=-]*$")
+
+
 def content(lines: Sequence[str], comment: str) -> list[tuple[int, str]]:
-    """(index, line) of the non-blank, non-comment lines."""
+    """(index, line) of the lines that may be records: not blank, not a comment, not a rule."""
     return [(k, line) for k, line in enumerate(lines)
-            if line.strip() and not (comment and line.lstrip().startswith(comment))]
+            if line.strip() and not (comment and line.lstrip().startswith(comment)) and not _RULE.match(line)]
+
+
+def _text(line: str) -> str:
+    """A line as its template reads it: without its indentation (the layout's), nor spaces at
+    its end; a tab there is kept, the delimiter of an empty last cell."""
+    return line.lstrip().rstrip(" \r\n\v\f")
 
 
 def _indent(line: str) -> int:
@@ -143,7 +155,7 @@ def parents(levels: list[int]) -> list[int]:
 
 def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comment: str) -> Structure | None:
     """Templates a level over ``body`` (``lines`` when every level is 0)."""
-    cuts = [(line.strip(), cut(line.strip())) for _, line in body]
+    cuts = [(t, cut(t)) for _, line in body for t in [_text(line)]]
     depth = max(levels) + 1
     if layout != "lines":
         if depth < 2 or sum(lv > 0 for lv in levels) < 0.1 * len(levels) or sum(lv == 0 for lv in levels) < 2:
@@ -168,10 +180,10 @@ def _levelled(layout: str, body: list[tuple[int, str]], levels: list[int], comme
         if sum(templates[1].read(ln, c) is not None for ln, c in heads) >= GATE * len(heads):
             return None  # rows of one form with blank lines between groups: the first row heads nothing
     header: tuple[str, ...] = ()
-    if layout == "lines" and len(cuts) > 2 and isinstance(one, Template):
+    if layout == "lines" and len(cuts) >= 2 and isinstance(one, Template):
         header = header_of(one, cuts[0], cuts[1:]) or ()
         if header:
-            templates[0] = Template(one.seps, tuple(Slot(name=h) for h in header), one.rest, one.delimiter)
+            templates[0] = dataclasses.replace(one, slots=tuple(Slot(name=h) for h in header))
     fields: dict[str, str] = {}
     for (line, c), lv in list(zip(cuts, levels, strict=True))[1 if header else 0:]:
         got = templates[lv].read(line, c)
@@ -188,6 +200,10 @@ def discover(lines: Sequence[str]) -> Structure:
     comment = comment_marker(lines)
     body = content(lines, comment)
     if len(body) < MIN_LINES:
+        # A few rows under a header row: the header names what the rows hold.
+        table = _levelled("lines", body, [0] * len(body), comment) if len(body) >= 2 else None
+        if table is not None and table.header and table.coverage >= GATE:
+            return table
         return Structure("", 0.0, reason=f"too few lines ({len(body)}) to tell constant parts from fields")
     found: list[Structure] = []
     flat = _levelled("lines", body, [0] * len(body), comment)
@@ -227,12 +243,13 @@ def read(lines: Sequence[str], s: Structure) -> tuple[list[Item], float]:
     n_read = 0
     start = 0
     head = s.levels[0] if s.header and s.levels else None
-    first = head.cells(body[0][1].strip()) if isinstance(head, Template) else None
-    if first is not None and tuple(field_name(x.strip()) for x in first) == s.header:
+    first = head.cells(_text(body[0][1])) if isinstance(head, Template) else None
+    if first is not None and len(first) == len(s.header) and all(
+            not x.strip() or field_name(x.strip()) == h for x, h in zip(first, s.header, strict=True)):
         start, n_read = 1, 1  # the header row: read, as the fields' names
     for i in range(start, len(body)):
         k, line = body[i]
-        text = line.strip()
+        text = _text(line)
         if s.stated is not None:
             got = s.stated.read(line)  # type: ignore[attr-defined]
         else:

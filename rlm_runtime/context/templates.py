@@ -18,6 +18,8 @@ cuts at most ``LINE_CAP`` characters of a line: reading a text is linear in its 
 
 from __future__ import annotations
 
+import bisect
+import csv
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -103,12 +105,15 @@ class Template:
     slots: tuple[Slot, ...]
     rest: bool
     delimiter: str = ""
+    #: Where each slot starts, when the slots are columns (cells two spaces or more apart, each
+    #: starting at the same place on the rows): a row with empty cells is read by place.
+    columns: tuple[int, ...] = ()
 
     def cells(self, line: str, c: Cut | None = None) -> list[str] | None:
         """The text of each slot of ``line`` (a delimited line's cells, a cut line's slots
         when its separators are the template's), or None."""
         if self.delimiter:
-            cells = line.split(self.delimiter)
+            cells = split(line, self.delimiter)
             return cells if len(cells) == len(self.slots) else None
         c = c or cut(line)
         return [line[a:b] for a, b in c.spans] if c.seps == self.seps and not c.more else None
@@ -123,7 +128,7 @@ class Template:
             if len(c.spans) < n or c.seps[:n] != self.seps:
                 return None
         elif c.more or c.seps != self.seps:
-            return None
+            return self._read_columns(line, c) if self.columns and not c.more else None
         out: list[tuple[str, str]] = []
         for i, slot in enumerate(self.slots):
             a, b = c.spans[i]
@@ -152,6 +157,22 @@ class Template:
                 continue
             out.append((slot.name, value))
         return out
+
+    def _read_columns(self, line: str, c: Cut) -> list[tuple[str, str]] | None:
+        """A row of a column-aligned table that the separators do not read (an empty cell, a
+        cell with punctuation): each column's text from its start to its last slot, each
+        column's first slot starting where the column does, two spaces or more after the
+        column before; None when a slot starts elsewhere."""
+        cells: dict[int, list[int]] = {}
+        for k, (a, b) in enumerate(c.spans):
+            i = bisect.bisect_right(self.columns, a) - 1
+            if i in cells:
+                cells[i][1] = b
+            elif i < 0 or a != self.columns[i] or (k and c.seps[k] != "  "):
+                return None
+            else:
+                cells[i] = [a, b]
+        return [(self.slots[i].name, line[a:b]) for i, (a, b) in sorted(cells.items())]
 
     def _read_cells(self, line: str) -> list[tuple[str, str]] | None:
         cells = self.cells(line)
@@ -260,7 +281,22 @@ def _build(seps: tuple[str, ...], rest: bool, rows: list[tuple[str, Cut]], first
         position += 1
         slots.append(Slot(name=label or f"field {position}"))
         label = ""
-    return Template(seps[:n] if rest else seps, tuple(_unique(slots)), rest)
+    kept = tuple(_unique(slots))
+    return Template(seps[:n] if rest else seps, kept, rest, columns=() if rest else _columns(seps, kept, rows))
+
+
+def _columns(seps: tuple[str, ...], slots: tuple[Slot, ...], rows: list[tuple[str, Cut]]) -> tuple[int, ...]:
+    """Where each slot starts, when the slots are plain fields two spaces or more apart, each
+    starting at one place on nine rows in ten; else ()."""
+    if len(slots) < 2 or seps[0] or any(s != "  " for s in seps[1:-1]) or any(not s.name for s in slots):
+        return ()
+    starts: list[int] = []
+    for i in range(len(slots)):
+        place, n = Counter(c.spans[i][0] for _, c in rows).most_common(1)[0]
+        if n < 0.9 * len(rows):
+            return ()
+        starts.append(place)
+    return tuple(starts)
 
 
 def _unique(slots: list[Slot]) -> Iterable[Slot]:
@@ -282,28 +318,45 @@ def _unique(slots: list[Slot]) -> Iterable[Slot]:
 
 def header(template: Template, first: tuple[str, Cut], rows: list[tuple[str, Cut]]) -> tuple[str, ...] | None:
     """Field names from a first line of the same separators over a table of plain fields: each
-    cell a label-like text, none of them found in its column below, and the row unlike the
-    rows below (a number or date column under a word, or another letter case)."""
+    cell a label-like text found nowhere in its column below, and in at least half the columns
+    of another ``form`` than most of the column's values (a word over numbers, over codes, over
+    names in another letter case) or over a column of a few values said again and again. An empty cell over a column with values is named by its
+    place; over an empty column (a bordered table's outer bars) it names nothing."""
     line, c = first
     cells = template.cells(line, c)
     if template.rest or cells is None or any(s.name == "" for s in template.slots):
         return None
     cells = [x.strip() for x in cells]
+    named = [x for x in cells if x]
     table = [x for ln, d in rows if (x := template.cells(ln, d)) is not None]
-    if len(table) < 2 or len(set(cells)) != len(cells) or not all(_labelled(x) for x in cells):
+    if not table or len(named) < 2 or len(set(named)) != len(named) or not all(_labelled(x) for x in named):
         return None
+    names: list[str] = []
     unlike = 0
     for i, cell in enumerate(cells):
-        column = [x[i].strip() for x in table]
+        column = [v for x in table if (v := x[i].strip())]
+        if not cell:
+            names.append(f"field {i + 1}" if column else "")
+            continue
         if cell in column:
             return None
-        lead = sum(not v[:1].isalpha() for v in column)
-        unlike += lead >= 0.8 * len(column) or sum(_case(v) != _case(cell) for v in column) >= 0.8 * len(column)
-    return tuple(field_name(x) for x in cells) if 2 * unlike >= len(cells) else None
+        # Another form than the values below, or a word apart from a column of few values said
+        # again and again (``state`` over ``open``, ``closed``).
+        unlike += (sum(form(v) != form(cell) for v in column) >= 0.8 * len(column)
+                   or (len(column) >= MIN_CONSTANT and 2 * len(set(column)) <= len(column)))
+        names.append(field_name(cell))
+    return tuple(names) if 2 * unlike >= len(named) else None
 
 
-def _case(text: str) -> str:
-    return "upper" if text.isupper() else "title" if text[:1].isupper() else "lower"
+def form(text: str) -> str:
+    """A value's form: each run of capitals, of small letters or of digits one mark (``A``,
+    ``a``, ``0``), other characters kept: "T-12" is "A-0", "Open" is "Aa", "3.5" is "0.0"."""
+    out: list[str] = []
+    for ch in text[:LINE_CAP]:
+        mark = "0" if ch.isdigit() else "A" if ch.isupper() else "a" if ch.isalpha() else ch
+        if not out or out[-1] != mark or mark not in "0Aa":
+            out.append(mark)
+    return "".join(out)
 
 
 def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float, first: int = 0) -> tuple[Template, int] | None:
@@ -328,7 +381,7 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float, first: int 
             by_length[len(seps)] = (seps, n)
     candidates = [(seps, False, n) for seps, n in exact.most_common(3)]
     candidates += [(seps, True, n) for seps, n in by_length.values()]
-    best: tuple[bool, float, int, Template] | None = None
+    best: tuple[bool, bool, float, int, Template] | None = None
     for t in [*(_template(rows, seps, rest, first) for seps, rest, _ in candidates), _delimited(rows, first)]:
         if t is None:
             continue
@@ -349,10 +402,11 @@ def mine(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float, first: int 
             continue  # a long line alone is prose, not a name
         if _prose(t, rows):
             continue
-        score = (read >= bar * len(rows), read * fields / len(rows), read)
-        if best is None or score > best[:3]:
+        # Cells quoted around their delimiter are a CSV's: a form that cuts inside them is wrong.
+        score = (read >= bar * len(rows), bool(t.delimiter) and _quoted(rows, t.delimiter), read * fields / len(rows), read)
+        if best is None or score > best[:4]:
             best = (*score, t)
-    return (best[3], best[2]) if best else None
+    return (best[4], best[3]) if best else None
 
 
 def _template(rows: list[tuple[str, Cut]], seps: tuple[str, ...], rest: bool, first: int) -> Template | None:
@@ -361,6 +415,22 @@ def _template(rows: list[tuple[str, Cut]], seps: tuple[str, ...], rest: bool, fi
     mine_rows = [(ln, c) for ln, c in rows if (len(c.spans) >= n and c.seps[:n] == seps) if rest
                  ] if rest else [(ln, c) for ln, c in rows if not c.more and c.seps == seps]
     return _build(seps, rest, mine_rows, first) if mine_rows and n else None
+
+
+def split(line: str, delimiter: str) -> list[str]:
+    """A delimited line's cells; a cell in double quotes may hold the delimiter, as CSV
+    quotes it (a line csv cannot read is split plainly)."""
+    if '"' not in line:
+        return line.split(delimiter)
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [""])
+    except csv.Error:
+        return line.split(delimiter)
+
+
+def _quoted(rows: list[tuple[str, Cut]], delimiter: str) -> bool:
+    """Whether a fifth of the rows or more quote a cell holding the delimiter (``"Oslo, Norway"``)."""
+    return sum(any(delimiter in cell for cell in split(ln, delimiter)) for ln, _ in rows if '"' in ln) * 5 >= len(rows)
 
 
 #: Characters that may delimit a line's cells one for one, empty cells allowed ("0041;A;;Lu").
@@ -374,7 +444,7 @@ def _delimited(rows: list[tuple[str, Cut]], first: int) -> Template | None:
     does not have): a column the same on every row of the sample may differ further on."""
     best: tuple[int, str, int] | None = None
     for d in DELIMITERS:
-        counts = Counter(ln.count(d) for ln, _ in rows)
+        counts = Counter(len(split(ln, d)) - 1 if d in ln else 0 for ln, _ in rows)
         k, n = counts.most_common(1)[0]
         if k >= (2 if d == "," else 1) and 2 * n >= len(rows) and (best is None or n > best[0]):
             best = (n, d, k)
