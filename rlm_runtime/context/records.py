@@ -1007,7 +1007,7 @@ def _closed(tag: str, elements: list[list[Any]]) -> Record | None:
     ``<layer>`` whose ``<props>`` name it) until a second child of that tag opens (a list:
     ``_opened``); an element of no attributes holding values alone
     (``<tags><tag>a</tag><tag>b</tag></tags>``) inside an element with a record gives that
-    record its values: the record it gave them to is returned."""
+    record its values, and is returned (it is no record of its own)."""
     k = next((i for i in range(len(elements) - 1, max(-1, len(elements) - 1 - _ELEMENTS_LOOKED), -1)
               if elements[i][0] == tag), None)
     if k is None:

@@ -461,3 +461,15 @@ def test_nested_xml_elements_know_the_record_written_around_them() -> None:
     assert "a record written inside another is its child" in said and "children_of" in said
     assert "children_of" not in sniff(SHAPES["xml"].split("\n")).describe()
     assert all(r.parent is None for r in parse_text(SHAPES["xml"]))  # <tickets> around them is a list, no record
+
+
+def test_the_brief_says_records_nest_when_the_head_nests_nothing(tmp_path: Path) -> None:
+    """It looks for nesting over the whole text (runs spread over it), not the head alone: a
+    file of flat elements first and nested ones further on is said to nest, in the probe's brief."""
+    flat = "".join(f'<card code="c{k}">\n  <owner>ann</owner>\n</card>\n' for k in range(120))
+    path = tmp_path / "cards.xml"
+    path.write_text("<cards>\n" + flat + _library_xml().split("\n", 1)[1] + "</cards>\n", encoding="utf-8")
+    assert "children_of" not in sniff(path.read_text(encoding="utf-8").split("\n")).describe()
+    said = open_context(path).probe().structure["shape"]
+    assert "a record written inside another is its child" in said
+    assert open_context(path).records().parent_of("Kim")[0]["label"] == "west"
