@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Seconds vary from run to run: "(0.0s)", "..., 0.5s)" are compared as "(Ns)".
-_SECONDS = re.compile(r"\d+\.\ds\)")
+#: Durations vary from run to run: "(0.0s)", "0.01s (model 0.00s)" are compared as "Ns".
+_SECONDS = re.compile(r"\d+\.\d+s\b")
 
 
 def _blocks_after(doc: Path, marker: str, count: int = 1) -> list[list[str]]:
@@ -30,7 +30,7 @@ def _blocks_after(doc: Path, marker: str, count: int = 1) -> list[list[str]]:
 
 
 def _normal(lines: list[str]) -> list[str]:
-    return [_SECONDS.sub("Ns)", line.rstrip()) for line in lines if line.strip()]
+    return [_SECONDS.sub("Ns", line.rstrip()) for line in lines if line.strip()]
 
 
 def _run(args: list[str], stdin: str = "") -> list[str]:
