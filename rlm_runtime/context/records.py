@@ -318,10 +318,6 @@ class Records(list[Record]):
                 # count("status", "owner"): a field's name as the value, which no record holds.
                 raise ContextError(f"records().count({_q(args[0])}, {_q(value)}): {_q(value)} is a field's name, not a value; "
                                    f"{kept._note}")
-            if not kept and not any(args[0] in r for r in self):
-                # A field named from the question's words, which the records do not have: a 0
-                # here read as "none" (a small model answered it).
-                raise ContextError(f"records().count({_q(args[0])}, {_q(value)}): {kept._note}")
             return len(kept)
         if not args:
             return len(self)
@@ -339,9 +335,9 @@ class Records(list[Record]):
         kept = [r for r in self if _same(r.get(field), value)]
         note = ""
         if not kept:
-            values = self._tally(field)
+            values = self.tally(field)
             if not values:
-                note = self._no_field(field) + self._held_in(value)
+                note = f"no record has a field {_q(field)}; the fields are {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
             else:
                 top = ", ".join(f"{quoted(v, VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
                 note = f"no record has {quoted(field)} = {_q(value)}; its values are {top}" + self._held_in(value)
@@ -349,7 +345,7 @@ class Records(list[Record]):
 
     def _held_in(self, value: Any) -> str:
         """Where ``value`` is a whole field value after all (the question's word for the field
-        was not the text's): "; 'x' is the host of 1 record: find('x') gives it; recs.count('host', 'x') is 1"."""
+        was not the text's): "; 'x' is the host of 1 record: find('x')"."""
         holders: Counter[str] = Counter()
         for r in self:
             holders.update(k for k, v in r.items() if _same(v, value))
@@ -358,24 +354,11 @@ class Records(list[Record]):
         if not holders:
             return ""
         where = ", ".join(f"the {quoted(k)} of {n} record{'s' if n != 1 else ''}" for k, n in holders.most_common(3))
-        (top, n), said = holders.most_common(1)[0], _q(value)
-        counted = f"recs.count({quoted(top)}, {said})" + (" counts them" if sum(holders.values()) >= _HELD_IN_MOST else f" is {n}")
-        return f"; {said} is {where}: find({said}) gives {'it' if sum(holders.values()) == 1 else 'them'}; {counted}"
-
-    def _no_field(self, field: str) -> str:
-        return f"no record has a field {_q(field)}; the fields are {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
+        return f"; {_q(value)} is {where}: find({_q(value)}) gives {'it' if sum(holders.values()) == 1 else 'them'}"
 
     def tally(self, field: str) -> dict[str, int]:
         """How many records have each value of ``field``, most common first; values that
-        differ only in case count as one (spelled as first seen), as ``where`` matches them.
-        A field no record has raises ContextError naming the fields (an empty tally read as
-        "no value is common")."""
-        counts = self._tally(field)
-        if not counts and self and not any(field in r for r in self):
-            raise ContextError(f"records().tally({_q(field)}): {self._no_field(field)}")
-        return counts
-
-    def _tally(self, field: str) -> dict[str, int]:
+        differ only in case count as one (spelled as first seen), as ``where`` matches them."""
         counts: Counter[str] = Counter()
         spelling: dict[str, str] = {}
         for r in self:
@@ -498,15 +481,6 @@ class Records(list[Record]):
                           for f in fields) if lead is not None else ""
         return f". It names {said}" + (f"; and the field{'s' if len(fields) > 1 else ''} {', '.join(map(quoted, fields))}: "
                                        f"{reads}" if reads else "")
-
-    def __getattr__(self, name: str) -> Any:
-        # recs.get(...), recs.filter(...): a small model's guess at a method the list lacks,
-        # answered with the ones it has (a bare AttributeError left it guessing again).
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise AttributeError(f"records have no .{name}: a list of records has .find(value), .where(field, value), "
-                             ".count(field, value), .tally(field), .fields, .children_of(name), .parent_of(name); "
-                             "found[0] is the first record and found[0]['field'] reads its field")
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):

@@ -227,16 +227,6 @@ def test_the_sandbox_binds_records(sandbox: Sandbox) -> None:
     assert _run(sandbox, "print(records().find('tickets of mara lind'))").startswith("2 records")
 
 
-def test_a_guessed_field_or_method_fails_with_the_way_forward_in_the_sandbox(sandbox: Sandbox) -> None:
-    """It reports a count by a field the records lack and a method the list lacks as the cell's
-    error, with what to call instead, and the next cell runs."""
-    counted = sandbox.execute("print(records().count('assignee', 'mara lind'))")
-    assert not counted.ok and counted.stdout == "" and "recs.count('owner', 'mara lind') is 2" in str(counted.error)
-    guessed = sandbox.execute("records().get('owner')")
-    assert not guessed.ok and "records have no .get" in str(guessed.error)
-    assert _run(sandbox, "records().count('owner', 'mara lind')") == "2\n"
-
-
 def test_records_cannot_reach_the_handle(sandbox: Sandbox) -> None:
     """It keeps the parsed records' cache and the handle out of reach of code."""
     for code in ("records()._note", "records().__class__.__init__", "records()[0].__missing__", "records()._values",
@@ -293,22 +283,6 @@ def test_an_empty_filter_names_the_field_that_holds_the_value() -> None:
     assert "'mara lind' is the 'owner' of 2 records: find('mara lind') gives them" in repr(missed)
     assert "is the 'owner' of 2 records" in repr(recs.find("blocks=mara lind")[:3])
     assert "is the" not in repr(recs.where("state", "pending"))  # held nowhere: no pointer
-
-
-def test_a_field_no_record_has_is_an_error_saying_where_the_value_is() -> None:
-    """It refuses to count or tally by a field no record has (a 0 or {} read as "none"), naming
-    the fields and the count of the field holding the value, and names the list's methods for one it lacks."""
-    recs = parse_text(SHAPES["fields"])
-    with pytest.raises(ContextError, match=r"no record has a field 'assignee'.*'mara lind' is the 'owner' of 2 records.*"
-                                           r"recs\.count\('owner', 'mara lind'\) is 2"):
-        recs.count("assignee", "mara lind")
-    with pytest.raises(ContextError, match="no record has a field 'assignee'; the fields are 'ticket', 'state'"):
-        recs.tally("assignee")
-    assert recs.count("owner", "nobody") == 0 and recs.tally("owner")["mara lind"] == 2  # a field some record has
-    assert Records().tally("owner") == {}
-    with pytest.raises(AttributeError, match=r"records have no \.get: .*\.where\(field, value\).*found\[0\]\['field'\]"):
-        recs.get("owner")
-    assert not hasattr(recs, "__missing_thing__") and recs.fresh() == recs
 
 
 def test_lines_without_blank_lines_are_a_record_each() -> None:
