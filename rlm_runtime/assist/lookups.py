@@ -8,32 +8,12 @@ an assist then says nothing.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rlm_runtime import harness
 from rlm_runtime.assist.base import Host
 from rlm_runtime.quoting import NAME_CHARS, VALUE_CHARS, quoted
 from rlm_runtime.sandbox.readers import LINE_CHARS, MAX_LINES, READERS, TEXT_MAX
-
-#: The words of a question that counts. Its other words say what is counted, from the records.
-_COUNTS = re.compile(r"\b(?:how many|number of|count of|count the)\b", re.IGNORECASE)
-#: A cell's call of ``records()``, and of anything that looks something up in the text or its
-#: records (a subscript reads a field), named as the model's functions are.
-_RECORDS = re.compile(r"\brecords\s*\(")
-_LOOKS = re.compile(r"\.(?:find|where|count|tally|children_of|parent_of)\s*\(|\[|\b(?:grep|search_chunks|read_chunk|peek|"
-                    r"chunk|llm_query|llm_query_batched|rlm_query|FINAL|FINAL_VAR)\s*\(")
-
-
-def counts(question: str) -> bool:
-    """Whether ``question`` asks how many ("how many", "number of")."""
-    return bool(_COUNTS.search(question[:2000]))
-
-
-def described_only(code: str) -> bool:
-    """Whether a cell made the records and looked nothing up (printed their number and fields,
-    as a first turn does): the cell after it should look up what the question names."""
-    return bool(_RECORDS.search(code)) and not _LOOKS.search(code)
 
 
 def _lookup(host: Host, reader: str, **args: Any) -> dict[str, Any]:

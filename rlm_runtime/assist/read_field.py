@@ -16,8 +16,6 @@ knowing any wording:
   with the record's name): that it is the field of the record the question names (a small
   model printed it and then wrote that the text does not hold it). Said as a fact, not as
   the answer: a question counting the records that share the value reads as this read too;
-* after a cell that made the records and looked nothing up (a first turn's half), the code
-  that reads the field, unless the question counts;
 * after code run again (the same as an earlier cell's): the code that reads the field, or,
   when an output of the run already showed the value, that value (a small model ran the
   same lookup three turns running with the record printed above). One of these a run;
@@ -69,10 +67,7 @@ class ReadField(Checker):
             self.started = True
             return host.prompts.text("notes/read_field_shown", **_values(read))
         if not cell.repeated:
-            if cell.error or not lookups.described_only(cell.code) or lookups.counts(host.query):
-                return ""
-            self.started = True
-            return host.prompts.text("notes/read_field_next", **_values(read))
+            return ""
         self.started = True
         return host.prompts.text("notes/read_field_shown" if _shown(read, state.seen) else "notes/read_field_start",
                                  **_values(read))

@@ -90,24 +90,3 @@ def test_no_count_is_checked_where_none_is_asked_or_the_assist_is_off(tmp_path: 
     answer, client, events = ask_once(tmp_path, [code("FINAL('3')")], "How many boats have the harbour 'Skerry'?",
                                       register(tmp_path), "none")
     assert answer == "3" and len(client.prompts) == 1 and of_type(events, "answer_check") == []
-
-
-def test_a_cell_that_only_made_the_records_is_followed_by_the_code_that_counts(tmp_path: Path) -> None:
-    """After a cell that made the records and printed their fields (no lookup), the next message
-    says the code that counts what the question asks, once a run; a cell that looked something
-    up is followed by no such note, nor is any cell with the assist off."""
-    first = code(READ + 'print(len(recs), "records; fields:", recs.fields)')
-    answer, client, events = ask_once(tmp_path, [first, first, code("FINAL('15')")], "How many boats have the harbour 'Skerry'?",
-                                      register(tmp_path), "records_count")
-    assert answer == "15"
-    assert client.prompts[1][-1]["content"].rstrip().endswith(
-        "Next, run print(records().count('harbour', 'Skerry')) : it counts the records the question asks about.")
-    assert "Next, run" not in client.prompts[2][-1]["content"]  # once a run
-    assert [e["trigger"] for e in of_type(events, "assist") if e["name"] == "records_count"] == ["cell"]
-    looked = code(READ + "print(recs.find('Skerry')[:2])")
-    _, client, _ = ask_once(tmp_path, [looked, code("FINAL('15')")], "How many boats have the harbour 'Skerry'?",
-                            register(tmp_path), "records_count")
-    assert "Next, run" not in client.prompts[1][-1]["content"]
-    _, client, _ = ask_once(tmp_path, [first, code("FINAL('15')")], "How many boats have the harbour 'Skerry'?",
-                            register(tmp_path), "none")
-    assert "Next, run" not in client.prompts[1][-1]["content"]
