@@ -42,11 +42,10 @@ def _first_line(lines: list[str], start: int, stop: int) -> str:
     rule, an image or an HTML tag."""
     for line in lines[start:stop]:
         text = line.strip()
-        if not text or _HEADING.match(text) or _FENCE.match(text) or text.startswith(("<", "![", "[![", "|", "---", "===")):
-            if _FENCE.match(text):
-                return ""  # code first: no line of text to ask for
-            continue
-        return text
+        if _FENCE.match(text):
+            return ""  # code first: no line of text to ask for
+        if text and not _HEADING.match(text) and not text.startswith(("<", "![", "[![", "|", "---", "===")):
+            return text
     return ""
 
 
