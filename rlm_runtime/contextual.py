@@ -7,8 +7,8 @@ vector is the mean of its windows' vectors weighted by their pieces, normalised.
 the first window lost about 12 points of recall: most chunks that answer a question are longer
 than one window (bench/SEARCH_MEANING.md).
 
-It costs what a transformer costs: about 0.020 MB of text a second a thread on this machine
-(0.03 on two threads; bench/SEARCH_MEANING.md), where an ingest with the static tier
+It costs what a transformer costs: about 0.027 MB of text a second a thread on this machine
+(0.047 on two; bench/SEARCH_MEANING.md), where an ingest with the static tier
 (``embeddings.py``) runs at 1.8 MB/s. So it never stands in the way of an ingest: its vectors
 are made after, by ``rlm memory reindex --quality`` or a server while idle (batched, resumable,
 at idle priority).
@@ -41,6 +41,7 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,9 +66,6 @@ WINDOW = 256
 #: one text costs the model at most eight windows' time.
 MAX_CHARS = 16_000
 MAX_WINDOWS = 8
-#: Windows run through the model at once: 4 was the fastest of 1, 4, 8 and 32 here (0.0121 MB
-#: of text a second a thread, against 0.0082 at 32: padding and cache).
-BATCH = 4
 #: What the ``quality`` extra installs: onnxruntime, onnx (its quantiser reads and writes graphs
 #: with it) and the tokenizers the static tier uses.
 INSTALL_HINT = "pip install 'rlm_runtime[quality]' && rlm model install minilm-l6"
@@ -248,7 +246,8 @@ def load(models_dir: Path, threads: int | None = None) -> ContextualEmbedder:
     the rebuilt graph (made first when it is missing or its record does not match).
 
     Args:
-        threads: onnxruntime's threads (default: the machine's cores less one, at least one).
+        threads: the model's runs at once, each on one thread (default: the machine's cores
+            less one, at least one).
 
     Raises:
         ContextualError: not installed, a file fails its check, or onnxruntime (or, to
@@ -272,14 +271,17 @@ def load(models_dir: Path, threads: int | None = None) -> ContextualEmbedder:
 class ContextualEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime, reading a text by windows (see the module docstring).
     An ``Embedder`` (``embeddings.Embedder``): ``embed`` of any list of str, an empty text the
-    zero vector; one instance serves every thread of a process (runs are serialised)."""
+    zero vector; one instance serves every thread of a process, at most ``threads`` runs at
+once across them."""
 
     def __init__(self, graph: Path, tokenizer: Path, *, threads: int | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, threads if threads is not None else (os.cpu_count() or 2) - 1)
+        # A run on one thread, ``threads`` runs at once: two one-thread runs side by side made
+        # 1.8x the text a second of one run on two threads here (bench/SEARCH_MEANING.md).
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
@@ -291,7 +293,9 @@ class ContextualEmbedder:
         if cls is None or sep is None:
             raise ContextualError("the tokenizer has no [CLS] or [SEP] mark")
         self._cls, self._sep = int(cls), int(sep)
-        self._lock = threading.Lock()
+        #: Runs at once, across every caller of the process (a fill and a search share them).
+        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 2) - 1)
+        self._slots = threading.BoundedSemaphore(self.threads)
 
     @property
     def name(self) -> str:
@@ -308,32 +312,37 @@ class ContextualEmbedder:
         return [[self._cls, *ids[i:i + step], self._sep] for i in range(0, min(len(ids), MAX_WINDOWS * step), step)]
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """The texts' vectors. Each window is a run of the model of its own, so none is padded
+        (a text's last window is mostly shorter than the others); the runs go side by side on
+        up to ``threads`` threads started here (they take the caller's priority), longest first.
+        Padded batches of 4 windows made 0.030 MB of text a second on two threads here, a
+        window a run 0.053 (bench/SEARCH_MEANING.md)."""
         import numpy as np
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
-        pieces: list[tuple[int, list[int]]] = [(row, w) for row, t in enumerate(texts) for w in self.windows(t)]
-        pieces.sort(key=lambda p: len(p[1]))  # windows of one length batched together pad least
-        for start in range(0, len(pieces), BATCH):
-            batch = pieces[start:start + BATCH]
-            width = max(len(w) for _, w in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for k, (_, w) in enumerate(batch):
-                ids[k, :len(w)] = w
-                mask[k, :len(w)] = 1
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = np.zeros_like(ids)
-            with self._lock:
-                hidden = self._session.run(None, feed)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            # Each window's mean, weighted by its pieces into its text's sum.
-            sums = (hidden * weights).sum(axis=1)
-            for k, (row, _) in enumerate(batch):
-                out[row] += sums[k]
+        runs = sorted(((row, w) for row, t in enumerate(texts) for w in self.windows(t)), key=lambda p: -len(p[1]))
+        if len(runs) > 1 and self.threads > 1:
+            with ThreadPoolExecutor(min(self.threads, len(runs))) as pool:
+                sums = list(pool.map(self._run, [w for _, w in runs]))
+        else:
+            sums = [self._run(w) for _, w in runs]
+        for (row, _), summed in zip(runs, sums, strict=True):
+            out[row] += summed  # each window's mean, weighted by its pieces, into its text's sum
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _run(self, window: list[int]) -> NDArray[np.float32]:
+        """The sum of one window's last hidden states."""
+        import numpy as np
+
+        ids = np.array([window], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        with self._slots:
+            hidden = self._session.run(None, feed)[0]
+        return np.asarray(hidden[0].sum(axis=0), dtype=np.float32)
 
 
 @functools.lru_cache(maxsize=4)

@@ -59,6 +59,52 @@ def test_a_text_longer_than_the_window_is_read_whole() -> None:
     assert float(ending @ question) > float(plain @ question) + 0.02
 
 
+
+class _Counted:
+    """A session that counts the runs going at once (the most seen) and their inputs' shapes."""
+
+    def __init__(self, session: object) -> None:
+        import threading
+
+        self._session, self._lock = session, threading.Lock()
+        self.now = self.most = 0
+        self.shapes: list[tuple[int, ...]] = []
+
+    def run(self, names: object, feed: dict[str, object]) -> object:
+        import time
+
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.shapes.append(feed["input_ids"].shape)  # type: ignore[attr-defined]
+        try:
+            time.sleep(0.02)  # runs overlap when they can
+            return self._session.run(names, feed)  # type: ignore[attr-defined]
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+def test_windows_run_unpadded_side_by_side_and_never_more_than_threads_at_once() -> None:
+    """Each window is a run of its own, as long as the window (nothing padded); two texts of
+    several windows run on two threads at once and never three; and a text's vector is the
+    same whichever texts it is embedded beside and on how many threads."""
+    import numpy as np
+
+    filler = "The committee reviewed routine matters of budget and adjourned early. " * 40
+    texts = [filler, "A short note about refunds.", filler + " The refund is paid back within thirty days."]
+    one = contextual.load(_real(), threads=1)
+    two = contextual.load(_real(), threads=2)
+    counted = _Counted(two._session)
+    two._session = counted  # type: ignore[assignment]
+    together = two.embed(texts)
+    windows = [w for t in texts for w in two.windows(t)]
+    assert sorted(s[1] for s in counted.shapes) == sorted(len(w) for w in windows)
+    assert all(s[0] == 1 for s in counted.shapes) and counted.most == 2
+    alone = np.vstack([one.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
 def _wheel(folder: Path, name: str, member: str, data: bytes) -> Path:
     path = folder / f"{name}-1.0-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:

@@ -649,10 +649,12 @@ class MemoryStore:
             used = "vector"
         else:
             words = search.ranked(conn, the_plan, depth, filters)
-            # Each list weighs what it is trusted for: words the share of the query's word weight
-            # that their best hit holds (1: it has every informative word), meaning the rest.
+            # Each list weighs what it is trusted for: words by the share of the query's word
+            # weight that their best hit holds (1: it has every informative word), raised to
+            # ``trust_power``; meaning the rest.
             top = search.coverage(conn, the_plan, words[0][0], self._df(budget), _chunk_count(conn)) if words else 0.0
-            w_words, w_meaning = cfg.w_bm25 * top, cfg.w_vector * (1 - top)
+            trust = top ** cfg.trust_power
+            w_words, w_meaning = cfg.w_bm25 * trust, cfg.w_vector * (1 - trust)
             if cfg.fusion == "rrf":
                 fused = fusion.rrf([([i for i, _ in words], w_words), ([i for i, _ in nearest], w_meaning)], cfg.rrf_k)
             else:
@@ -661,6 +663,8 @@ class MemoryStore:
                     meaning.update(similarity(conn, query[: hostwrites.SEARCH_QUERY_CHARS], [i for i, _ in words if i not in meaning]))
                     cosines = {**cosines, **meaning}
                 fused = fusion.blend(words, meaning, w_words, w_meaning)
+            if cfg.word_places:
+                fused = fusion.keep_places(fused, [i for i, _ in words[:round(k * trust)]])
             scored = fused[:k]
             used = "hybrid"
         snips = search.snippets(conn, the_plan.any_match, [i for i, _ in scored[:snipped]], cfg.snippet_tokens) if the_plan.terms else {}
@@ -1043,15 +1047,17 @@ class MemoryStore:
 
     @staticmethod
     def _embed_stoppable(model: Vectors, texts: list[str], stop: _ingest.Stop | None) -> Any:
-        """``texts``' vectors, a text at a time with ``stop`` called between them: a request or
-        a close waits for one text's embedding (eight windows at most), not a batch's."""
+        """``texts``' vectors, as many texts a call as the model runs at once (its ``threads``,
+        side by side), with ``stop`` called between calls: a request or a close waits for one
+        call (each text eight windows at most), not a batch's."""
         import numpy as np
 
-        rows = []
-        for text in texts:
+        at_once = max(1, int(getattr(model.embedder, "threads", 1)))
+        rows: list[Any] = []
+        for start in range(0, len(texts), at_once):
             if stop is not None:
                 stop()
-            rows.append(model.embedder.embed([text])[0])
+            rows.extend(model.embedder.embed(texts[start:start + at_once]))
         return np.stack(rows).astype(np.float32, copy=False)
 
     def export_jsonl(self, target: transfer.Target) -> int:

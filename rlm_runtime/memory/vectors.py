@@ -397,6 +397,22 @@ def blend(words: Sequence[tuple[int, float]], meaning: dict[int, float], w_words
     return sorted(scored, key=lambda kv: -kv[1])
 
 
+def keep_places(fused: Sequence[tuple[int, float]], head: Sequence[int]) -> list[tuple[int, float]]:
+    """``fused`` with the ids of ``head`` first, in that order (``SearchConfig.word_places``),
+    the others after in their order; a score is raised to the one after it where it is lower,
+    so scores still fall down the list (``head`` ids not in ``fused`` are left out)."""
+    score = dict(fused)
+    first = [i for i in dict.fromkeys(head) if i in score]
+    placed = set(first)
+    order = first + [i for i, _ in fused if i not in placed]
+    out: list[tuple[int, float]] = []
+    floor = float("-inf")
+    for cid in reversed(order):
+        floor = max(floor, score[cid])
+        out.append((cid, floor))
+    return out[::-1]
+
+
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], rrf_k: float) -> list[tuple[int, float]]:
     """Reciprocal-rank fusion of ranked id lists, each with its weight: ``sum(w / (rrf_k +
     rank))`` over the lists an id is in (rank from 1), best first; ties keep first-seen order."""

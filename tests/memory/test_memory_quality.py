@@ -224,6 +224,30 @@ def test_a_fill_can_be_stopped_between_any_two_chunks(open_store: Open, tiny: Ti
     assert calls["n"] >= 11  # one a chunk (and one a batch)
 
 
+
+def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_store: Open, tiny: TinyEmbedder) -> None:
+    """A model that says it runs ``threads`` at once is given that many texts a call, with
+    ``stop`` called before each call: the texts run side by side, and a stop still waits for
+    one call only."""
+    seen: list[int] = []
+
+    class Side(TinyEmbedder):
+        threads = 3
+
+        def embed(self, texts: Any) -> Any:
+            seen.append(len(texts))
+            return super().embed(texts)
+
+    st = stocked(open_store, Side("tiny-64"), n=10)
+    calls = {"n": 0}
+
+    def stop() -> None:
+        calls["n"] += 1
+
+    assert st.fill_quality(batch=32, stop=stop).embedded == 11
+    assert seen == [3, 3, 3, 2] and calls["n"] == 4 + 2  # one a call, one a batch (the last finds none)
+
+
 def test_a_fill_killed_by_sigkill_keeps_its_batches(tmp_path: Path) -> None:
     """It keeps the batches a fill wrote before the process was killed with SIGKILL in the
     middle of the next one, and the next fill embeds only the chunks left."""

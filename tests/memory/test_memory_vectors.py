@@ -13,7 +13,7 @@ from conftest import TinyEmbedder
 from rlm_runtime.memory import MemorySettings, MemoryStore, NotAMemoryStore, SearchConfig, StoreError
 from rlm_runtime.memory.db import Database
 from rlm_runtime.memory.migrations import MIGRATIONS, migrate
-from rlm_runtime.memory.vectors import VectorIndex, blend, pack, rrf, unpack
+from rlm_runtime.memory.vectors import VectorIndex, blend, keep_places, pack, rrf, unpack
 
 Open = Callable[..., MemoryStore]
 FACTS = ["Refunds are accepted within thirty days of purchase.", "The tabby sleeps on the porch all afternoon.",
@@ -52,6 +52,17 @@ def test_rrf_sums_reciprocal_ranks() -> None:
     """It ranks an id found high by both lists above one found first by one list only."""
     fused = rrf([([1, 2, 3], 1.0), ([2, 9], 1.0)], 60.0)
     assert [i for i, _ in fused][:2] == [2, 1] and dict(fused)[9] == pytest.approx(1 / 62)
+
+
+
+def test_keep_places_puts_the_heads_ids_first_and_keeps_scores_falling() -> None:
+    """The ids kept come first in their order, the others after in theirs; a kept id scored
+    below one after it is raised to that score; an id the fused list lacks is left out."""
+    fused = [(5, 0.9), (1, 0.8), (7, 0.5), (2, 0.2)]
+    kept = keep_places(fused, [2, 7, 99])
+    assert [i for i, _ in kept] == [2, 7, 5, 1]
+    assert [s for _, s in kept] == [0.9, 0.9, 0.9, 0.8]
+    assert keep_places(fused, []) == fused
 
 
 def test_blend_adds_scaled_scores_so_a_strong_word_match_keeps_its_place() -> None:
@@ -160,6 +171,28 @@ def test_hybrid_is_the_default_and_fuses_both_rankings(facts: MemoryStore) -> No
     assert hits.mode == "hybrid" and hits.fallback is None
     top = {h.snippet.replace("«", "").replace("»", "").split()[1] for h in hits[:2]}
     assert top == {"tabby", "behind"}
+
+
+
+def test_words_scattered_by_chance_count_little_and_words_all_in_one_chunk_rank_as_bm25(facts: MemoryStore) -> None:
+    """A query whose best word hit holds a third of its word weight ranks the chunk near it in
+    meaning first (its words' trust squared: 0.1); with the trust as the share itself and no
+    places kept (``trust_power=1``, ``word_places=False``) the word hit stood first. A word
+    hit trusted enough keeps its place at the head; a query whose informative words all stand
+    in one chunk ranks as BM25 does, place by place."""
+    for i in range(30):
+        facts.add_text(f"Entry {i}: the warehouse counted crates of batch {i} for staff.", source=f"log{i}")
+    assert [h.source for h in facts.search("parking repayment money", k=2, record=False)] == ["s0", "s2"]
+    facts.settings = MemorySettings(search=SearchConfig(trust_power=1.0, word_places=False))
+    assert [h.source for h in facts.search("parking repayment money", k=2, record=False)][0] == "s2"
+    # Two of five words in one chunk: its trust earns that chunk its place, first of four.
+    facts.settings = MemorySettings(search=SearchConfig(word_places=False))
+    assert [h.source for h in facts.search("parking reserved refund money back", k=4, record=False)][:2] == ["s0", "s2"]
+    facts.settings = MemorySettings()
+    assert [h.source for h in facts.search("parking reserved refund money back", k=4, record=False)][:2] == ["s2", "s0"]
+    by_words = [h.chunk_id for h in facts.search("warehouse crates staff", k=8, mode="bm25", record=False)]
+    hybrid = facts.search("warehouse crates staff", k=8, record=False)
+    assert hybrid.mode == "hybrid" and [h.chunk_id for h in hybrid] == by_words
 
 
 def test_a_query_of_common_words_only_is_ranked_by_meaning(open_store: Open, tiny: TinyEmbedder) -> None:
