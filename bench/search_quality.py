@@ -40,7 +40,7 @@ RANKINGS = ("bm25", "vector", "hybrid-blend", "hybrid-rrf")
 VARIANTS = {"hybrid-blend": {"fusion": "blend"}, "hybrid-rrf": {"fusion": "rrf"},
             "hybrid-blend-v2": {"fusion": "blend", "w_vector": 2.0}, "hybrid-rrf-v2": {"fusion": "rrf", "w_vector": 2.0},
             "hybrid-blend-v4": {"fusion": "blend", "w_vector": 4.0},
-            "hybrid-blend-before": {"fusion": "blend", "trust_power": 1.0, "word_places": False}}
+            "hybrid-blend-before": {"fusion": "blend", "trust_power": 1.0, "trust_hits": 1, "word_places": False}}
 
 
 def ranked(store: MemoryStore, query: str, ranking: str) -> tuple[list[str], float]:

@@ -189,12 +189,20 @@ def coverage(conn: sqlite3.Connection, the_plan: Plan, chunk_id: int, df: dict[s
     """The share of the query's word weight (each term's idf, ``log(1 + total / df)``) that the
     chunk ``chunk_id`` holds: 1 when it has every term searched, near 0 when it has only the
     common ones."""
-    if not the_plan.terms:
-        return 0.0
+    return coverages(conn, the_plan, [chunk_id], df, total).get(chunk_id, 0.0)
+
+
+def coverages(conn: sqlite3.Connection, the_plan: Plan, ids: Sequence[int], df: dict[str, int], total: int) -> dict[int, float]:
+    """``coverage`` of each chunk of ``ids``, one query a term."""
+    if not the_plan.terms or not ids:
+        return {}
     weights = {t: math.log(1 + max(total, 1) / max(df.get(t.lower(), 1), 1)) for t in the_plan.terms}
-    held = sum(w for t, w in weights.items()
-               if conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid = ?", (quote(t), chunk_id)).fetchone())
-    return held / sum(weights.values())
+    held = dict.fromkeys(ids, 0.0)
+    for term, weight in weights.items():
+        for cid in holding(conn, quote(term), list(held)):
+            held[cid] += weight
+    whole = sum(weights.values())
+    return {cid: w / whole for cid, w in held.items()}
 
 
 def existing(conn: sqlite3.Connection, ids: Sequence[int], filters: Filters) -> list[int]:

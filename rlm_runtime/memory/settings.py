@@ -90,12 +90,14 @@ class SearchConfig(BaseModel):
         rrf_k: reciprocal-rank fusion's constant.
         w_bm25 / w_vector: the weights of the two lists, each multiplied by what the query
             makes it worth: BM25's by the words' trust ``t = c ** trust_power``, where ``c`` is
-            the share of the query's word weight (idf) that its best hit holds, the vectors'
-            by ``1 - t`` (a query whose informative words all stand in one chunk is ranked by
-            words; one whose words are scattered, by meaning).
+            the most of the query's word weight (idf) that one of its first ``trust_hits``
+            hits holds, the vectors' by ``1 - t`` (a query whose informative words all stand
+            in one chunk is ranked by words; one whose words are scattered, by meaning).
         trust_power: how fast the words' trust falls with ``c``. A question worded otherwise
-            than its answer still finds a quarter of its word weight in some chunk by chance
-            (the median ``c`` of such questions); squared, that counts for 0.06, not 0.25.
+            than its answer still finds a third of its word weight in some chunk by chance;
+            cubed, that counts for 0.04.
+        trust_hits: the words' first hits ``c`` is the best of (BM25's first hit is often a
+            chunk repeating one rare word of the query, the one holding them all second).
         word_places: the words' first ``round(k * t)`` hits keep their places at the head
             of a hybrid ranking (all k when a chunk holds every informative word, so such a
             query ranks as BM25 does). Measured in bench/SEARCH_MEANING.md.
@@ -134,7 +136,8 @@ class SearchConfig(BaseModel):
     rrf_k: float = Field(60.0, gt=0)
     w_bm25: float = Field(1.0, ge=0)
     w_vector: float = Field(1.0, ge=0)
-    trust_power: float = Field(2.0, ge=1.0, le=8.0)
+    trust_power: float = Field(3.0, ge=1.0, le=8.0)
+    trust_hits: int = Field(10, ge=1, le=1000)
     word_places: bool = True
     fuse_depth: int = Field(50, ge=1, le=1000)
     hybrid_rank_budget: int = Field(2_000, ge=1)

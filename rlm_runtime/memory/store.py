@@ -649,11 +649,11 @@ class MemoryStore:
             used = "vector"
         else:
             words = search.ranked(conn, the_plan, depth, filters)
-            # Each list weighs what it is trusted for: words by the share of the query's word
-            # weight that their best hit holds (1: it has every informative word), raised to
-            # ``trust_power``; meaning the rest.
-            top = search.coverage(conn, the_plan, words[0][0], self._df(budget), _chunk_count(conn)) if words else 0.0
-            trust = top ** cfg.trust_power
+            # Each list weighs what it is trusted for: words by the most of the query's word
+            # weight that one of their first hits holds (1: it has every informative word),
+            # raised to ``trust_power``; meaning the rest.
+            held = search.coverages(conn, the_plan, [i for i, _ in words[:cfg.trust_hits]], self._df(budget), _chunk_count(conn))
+            trust = max(held.values(), default=0.0) ** cfg.trust_power
             w_words, w_meaning = cfg.w_bm25 * trust, cfg.w_vector * (1 - trust)
             if cfg.fusion == "rrf":
                 fused = fusion.rrf([([i for i, _ in words], w_words), ([i for i, _ in nearest], w_meaning)], cfg.rrf_k)

@@ -175,24 +175,28 @@ def test_hybrid_is_the_default_and_fuses_both_rankings(facts: MemoryStore) -> No
 
 
 def test_words_scattered_by_chance_count_little_and_words_all_in_one_chunk_rank_as_bm25(facts: MemoryStore) -> None:
-    """A query whose best word hit holds a third of its word weight ranks the chunk near it in
-    meaning first (its words' trust squared: 0.1); with the trust as the share itself and no
-    places kept (``trust_power=1``, ``word_places=False``) the word hit stood first. A word
-    hit trusted enough keeps its place at the head; a query whose informative words all stand
-    in one chunk ranks as BM25 does, place by place."""
+    """The words' trust: a query whose best word hit holds a third of its word weight ranks
+    the chunk near it in meaning first (the share cubed counts little), where the share itself
+    put the word hit first; a word hit trusted enough keeps its place at the head; the trust is
+    the best share among the words' first hits (the first is often a chunk repeating one rare
+    word), and a query whose informative words all stand in one of them ranks as BM25 does."""
     for i in range(30):
         facts.add_text(f"Entry {i}: the warehouse counted crates of batch {i} for staff.", source=f"log{i}")
-    assert [h.source for h in facts.search("parking repayment money", k=2, record=False)] == ["s0", "s2"]
-    facts.settings = MemorySettings(search=SearchConfig(trust_power=1.0, word_places=False))
-    assert [h.source for h in facts.search("parking repayment money", k=2, record=False)][0] == "s2"
-    # Two of five words in one chunk: its trust earns that chunk its place, first of four.
-    facts.settings = MemorySettings(search=SearchConfig(word_places=False))
-    assert [h.source for h in facts.search("parking reserved refund money back", k=4, record=False)][:2] == ["s0", "s2"]
-    facts.settings = MemorySettings()
-    assert [h.source for h in facts.search("parking reserved refund money back", k=4, record=False)][:2] == ["s2", "s0"]
-    by_words = [h.chunk_id for h in facts.search("warehouse crates staff", k=8, mode="bm25", record=False)]
-    hybrid = facts.search("warehouse crates staff", k=8, record=False)
-    assert hybrid.mode == "hybrid" and [h.chunk_id for h in hybrid] == by_words
+    facts.add_text("Quokka. Quokka quokka quokka, quokka!", source="q1")
+    facts.add_text("The quokka was seen near the warehouse gate by the night guard, who wrote it down.", source="q2")
+
+    def sources(query: str, k: int = 4, **search: object) -> list[str]:
+        facts.settings = MemorySettings(search=SearchConfig(**search))  # type: ignore[arg-type]
+        return [h.source for h in facts.search(query, k=k, record=False)]
+
+    assert sources("parking repayment money")[0] == "s0"  # the refund, by meaning
+    assert sources("parking repayment money", trust_power=1.0, word_places=False)[0] == "s2"
+    assert sources("parking reserved refund money back", trust_power=1.0, word_places=False)[:2] == ["s0", "s2"]
+    assert sources("parking reserved refund money back", trust_power=1.0)[:2] == ["s2", "s0"]  # its place kept
+    facts.settings = MemorySettings(search=SearchConfig(mode="bm25"))
+    by_words = [h.source for h in facts.search("quokka warehouse gate", k=4, record=False)]
+    assert by_words[:2] == ["q1", "q2"] and sources("quokka warehouse gate") == by_words
+    assert sources("quokka warehouse gate", trust_hits=1) != by_words  # q1, BM25's first, lacks two of the words
 
 
 def test_a_query_of_common_words_only_is_ranked_by_meaning(open_store: Open, tiny: TinyEmbedder) -> None:
