@@ -272,7 +272,7 @@ class ContextualEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime, reading a text by windows (see the module docstring).
     An ``Embedder`` (``embeddings.Embedder``): ``embed`` of any list of str, an empty text the
     zero vector; one instance serves every thread of a process, at most ``threads`` runs at
-once across them."""
+    once across them."""
 
     def __init__(self, graph: Path, tokenizer: Path, *, threads: int | None = None) -> None:
         import onnxruntime as ort

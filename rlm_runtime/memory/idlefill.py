@@ -10,10 +10,11 @@ connection to the store; each batch embedded with no lock held), and stops betwe
 chunks' embeddings as soon as work comes or the owner closes (a chunk is eight of the model's
 windows at most); it tries again after the next quiet spell. On Linux the fill's thread runs
 at the lowest CPU priority (niceness 19), as do the threads the model's runs go on (the
-fill's thread starts them, and they inherit it). A store with nothing left to fill is looked at again every
-``recheck_s`` (a note remembered since, a folder added). Any failure (the model cannot load
-or run, the store is busy or damaged) is kept in ``errors`` (by the store's label) and logged,
-and tried again later; a store that fails does not keep the next from its fill.
+fill's thread starts them, and they inherit it). A store with nothing left to fill is looked
+at again every ``recheck_s`` (a note remembered since, a folder added). Any failure (the
+model cannot load or run, the store is busy or damaged) is kept in ``errors`` (by the store's
+label) and logged, and tried again later; a store that fails does not keep the next from its
+fill.
 """
 
 from __future__ import annotations
