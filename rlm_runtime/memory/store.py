@@ -1048,11 +1048,12 @@ class MemoryStore:
     @staticmethod
     def _embed_stoppable(model: Vectors, texts: list[str], stop: _ingest.Stop | None) -> Any:
         """``texts``' vectors, as many texts a call as the model runs at once (its ``threads``,
-        side by side), with ``stop`` called between calls: a request or a close waits for one
-        call (each text eight windows at most), not a batch's."""
+        side by side; no more than the machine's cores), with ``stop`` called between calls: a
+        request or a close waits for one call, about one text's time (eight windows at most),
+        not a batch's."""
         import numpy as np
 
-        at_once = max(1, int(getattr(model.embedder, "threads", 1)))
+        at_once = max(1, min(int(getattr(model.embedder, "threads", 1)), os.cpu_count() or 1))
         rows: list[Any] = []
         for start in range(0, len(texts), at_once):
             if stop is not None:

@@ -5,6 +5,7 @@ exist. A test model stands for the contextual one: ``plain`` (the fast tier) kno
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -225,10 +226,11 @@ def test_a_fill_can_be_stopped_between_any_two_chunks(open_store: Open, tiny: Ti
 
 
 
-def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_store: Open, tiny: TinyEmbedder) -> None:
-    """A model that says it runs ``threads`` at once is given that many texts a call, with
-    ``stop`` called before each call: the texts run side by side, and a stop still waits for
-    one call only."""
+def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_store: Open, tiny: TinyEmbedder,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that says it runs ``threads`` at once is given that many texts a call (no more
+    than the machine's cores), with ``stop`` called before each call: the texts run side by
+    side, and a stop still waits for one call only."""
     seen: list[int] = []
 
     class Side(TinyEmbedder):
@@ -238,6 +240,7 @@ def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_s
             seen.append(len(texts))
             return super().embed(texts)
 
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
     st = stocked(open_store, Side("tiny-64"), n=10)
     calls = {"n": 0}
 
@@ -246,6 +249,10 @@ def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_s
 
     assert st.fill_quality(batch=32, stop=stop).embedded == 11
     assert seen == [3, 3, 3, 2] and calls["n"] == 4 + 2  # one a call, one a batch (the last finds none)
+    seen.clear()
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert st.fill_quality(batch=32, rebuild=True).embedded == 11
+    assert seen == [2, 2, 2, 2, 2, 1]
 
 
 def test_a_fill_killed_by_sigkill_keeps_its_batches(tmp_path: Path) -> None:
