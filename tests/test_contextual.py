@@ -59,7 +59,6 @@ def test_a_text_longer_than_the_window_is_read_whole() -> None:
     assert float(ending @ question) > float(plain @ question) + 0.02
 
 
-
 class _Counted:
     """A session that counts the runs going at once (the most seen) and their inputs' shapes."""
 

@@ -225,7 +225,6 @@ def test_a_fill_can_be_stopped_between_any_two_chunks(open_store: Open, tiny: Ti
     assert calls["n"] >= 11  # one a chunk (and one a batch)
 
 
-
 def test_a_fill_gives_a_model_that_runs_texts_side_by_side_as_many_a_call(open_store: Open, tiny: TinyEmbedder,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A model that says it runs ``threads`` at once is given that many texts a call (no more

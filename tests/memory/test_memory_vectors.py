@@ -54,7 +54,6 @@ def test_rrf_sums_reciprocal_ranks() -> None:
     assert [i for i, _ in fused][:2] == [2, 1] and dict(fused)[9] == pytest.approx(1 / 62)
 
 
-
 def test_keep_places_puts_the_heads_ids_first_and_keeps_scores_falling() -> None:
     """The ids kept come first in their order, the others after in theirs; a kept id scored
     below one after it is raised to that score; an id the fused list lacks is left out."""
@@ -171,7 +170,6 @@ def test_hybrid_is_the_default_and_fuses_both_rankings(facts: MemoryStore) -> No
     assert hits.mode == "hybrid" and hits.fallback is None
     top = {h.snippet.replace("«", "").replace("»", "").split()[1] for h in hits[:2]}
     assert top == {"tabby", "behind"}
-
 
 
 def test_words_scattered_by_chance_count_little_and_words_all_in_one_chunk_rank_as_bm25(facts: MemoryStore) -> None:
