@@ -13,7 +13,6 @@ from rlm_runtime.assist.base import Assist
 from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.assist.records_count import RecordsCount
 from rlm_runtime.assist.replies import InsistedProse, RepeatCut
-from rlm_runtime.assist.unseen import UnseenAnswer
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
@@ -42,16 +41,12 @@ from rlm_runtime.assist.unseen import UnseenAnswer
 #: A new assist is added here, by name, where its hooks should run.
 REGISTRY: dict[str, type[Assist]] = {
     "repeat_cut": RepeatCut, "insisted_prose": InsistedProse, "read_field": ReadField, "records_count": RecordsCount,
-    "unseen_answer": UnseenAnswer,
 }
 #: Assists registered (callable by name) but not in the small-model set until a held-out
-#: measure shows a gain. ``records_count`` (a count the records contradict, questioned)
-#: turned one answer of 35 from wrong to right on the held-out formats (2026-12-06) and none
-#: back. ``unseen_answer`` (a typed answer no output showed, questioned once) was removed on
-#: 2026-11-27 having flipped nothing on the generator's held-out seed; it is back, by name
-#: only, to be measured on the held-out formats, where the answer a small model types after
-#: printing the value is a failure of its own (bench/formats/README.md).
-_NOT_MEASURED: frozenset[str] = frozenset({"unseen_answer"})
+#: measure shows a gain. None now: ``records_count`` (a count the records contradict,
+#: questioned) turned one answer of 35 from wrong to right on the held-out formats
+#: (2026-12-06) and none back.
+_NOT_MEASURED: frozenset[str] = frozenset()
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"

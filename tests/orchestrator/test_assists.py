@@ -249,7 +249,7 @@ def test_a_list_of_names_is_kept_known_and_in_hook_order(registered: None) -> No
 
 def test_a_removed_assist_is_an_unknown_name() -> None:
     """It refuses the names of the assists removed after the held-out measurement, naming those registered."""
-    for name in ("leads", "count_check", "search_hint", "chain_answer", "question_fields", "follow_link"):
+    for name in ("leads", "count_check", "search_hint", "chain_answer", "question_fields", "unseen_answer", "follow_link"):
         with pytest.raises(ValidationError, match=f"no assist named .{name}.*(read_field|none is registered)"):
             RunLimits(assists=name)
     assert RunLimits(assists="none").assists == "none" and RunLimits(assists="small").assists == "small"
