@@ -74,6 +74,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     run.add_argument("--profile", help="a profile name or TOML path (rlm profile list)")
     run.add_argument("--policy", default="default", help="sandbox policy name or TOML path")
     run.add_argument("--concurrency", type=int, help="tasks at once (default: from the governor; 1 for local: models)")
+    run.add_argument("--cold", action="store_true", help="start a local: model's engine afresh for each task, one task at a "
+                     "time: a task's run then does not depend on the tasks before it (slower: each first prompt is read cold)")
     run.add_argument("--out", help="the run's folder (default: eval-runs/<task file or suite>)")
     run.add_argument("--resume", action="store_true", help="skip tasks done with the same configuration")
     run.add_argument("--budget-usd", type=float, help="stop starting tasks once this run has cost this much")
@@ -286,7 +288,7 @@ def _run(args: argparse.Namespace, outer: argparse.Namespace) -> int:
                                 "assists": args.assists},
                         policy=args.policy, concurrency=args.concurrency, out=out, resume=args.resume, budget_usd=args.budget_usd,
                         window=args.window, judge_model=args.judge_model, rag_k=args.rag_k, executor=args.executor,
-                        address=args.address)
+                        address=args.address, cold=args.cold)
     progress = Quiet() if args.quiet else Display()
     runner = Runner(config, loaded, progress=progress)
     previous = _sigterm_as_interrupt()

@@ -65,6 +65,10 @@ class EvalConfig:
         rag_k: chunks the rag method searches for.
         executor: ``local`` (threads here) or ``ray`` (``ray_executor.py``).
         address: with ``ray``: an existing cluster's address (None: start a local one).
+        cold: before each job, stop this process's local model engines, so that each task
+            starts from a cold engine and its run does not depend on the tasks before it (a
+            ``local:`` model at temperature 0 then gives one trajectory a task, whatever ran
+            before; each task reads its first prompt cold). Jobs run one at a time, here.
     """
 
     model: str
@@ -82,6 +86,7 @@ class EvalConfig:
     rag_k: int = 8
     executor: str = "local"
     address: str | None = None
+    cold: bool = False
 
 
 class Progress(Protocol):
@@ -187,6 +192,11 @@ class Runner:
             raise ConfigError("--budget-usd must be 0 or more")
         if config.concurrency is not None and config.concurrency < 1:
             raise ConfigError("--concurrency must be at least 1")
+        if config.cold:
+            if not any(m is not None and m.startswith("local:") for m in (config.model, config.sub_model)):
+                raise ConfigError("--cold restarts a local: model's engine; this run has none")
+            if config.executor != "local" or (config.concurrency or 1) > 1:
+                raise ConfigError("--cold runs one job at a time on the local executor")
         self.config = config
         self.task_file = task_file
         self.progress = progress
@@ -201,7 +211,7 @@ class Runner:
                                        trace_dir=self.out / "trajectories", paths=self.paths)
         self.ray_options = ray_options
         # With ray, the slots of the whole cluster, known once it is reached (``run``).
-        self.concurrency = config.concurrency or default_concurrency(config.model, config.policy)
+        self.concurrency = 1 if config.cold else config.concurrency or default_concurrency(config.model, config.policy)
         self._lock = threading.Lock()
         self._spent = 0.0
         self._budget_hit = False
@@ -253,7 +263,7 @@ class Runner:
         c = self.config
         info = {"model": c.model, "sub_model": c.sub_model, "methods": list(c.methods), "profile": c.profile,
                 "policy": c.policy, "limits": self.limits.model_dump(), "window": self.window or None,
-                "tasks": str(self.task_file.path), "concurrency": self.concurrency, "budget_usd": c.budget_usd,
+                "tasks": str(self.task_file.path), "concurrency": self.concurrency, "cold": c.cold, "budget_usd": c.budget_usd,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
         from rlm_runtime._version import __version__
 
@@ -374,6 +384,10 @@ class Runner:
         try:
             # job_spec checks the task's contexts again: a refused one fails this task alone.
             job = Job(**self.job_spec(task, method, h), cancel=cancel)
+            if self.config.cold:
+                from rlm_runtime.llm.local import stop_all
+
+                stop_all()  # the next request starts the engine afresh: no prompt of an earlier task cached
             outcome = run_method(method, job, self.settings)
         except Exception as e:  # a bug or an OS error: the task fails, the batch goes on
             outcome = Outcome(None, error=f"{type(e).__name__}: {e}", error_type=type(e).__name__)
