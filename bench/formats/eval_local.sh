@@ -7,7 +7,11 @@
 # installed (bench/formats/README.md). A held-out split is measured once a lever is final;
 # once its trajectories are read it is development.
 #
-#   [ASSISTS="auto none"] [DIRECT=1] [LENGTHS=100000] sh bench/formats/eval_local.sh SPLIT [OUT] [MODEL]
+# Each task runs on a cold engine (`--cold`), so a task's trajectory does not depend on the
+# task before it: a rerun of one tree gives the same answers, and a lever can be replayed on
+# just the tasks it changes. COLD= (empty) runs warm: faster, one task in 35 may differ.
+#
+#   [ASSISTS="auto none"] [DIRECT=1] [LENGTHS=100000] [COLD=--cold] sh bench/formats/eval_local.sh SPLIT [OUT] [MODEL]
 # (ASSISTS="" runs no rlm setting: DIRECT=1 ASSISTS="" measures direct alone)
 set -eu
 SPLIT=${1:?dev or heldout}
@@ -17,13 +21,14 @@ RLM=${RLM:-.venv/bin/rlm}
 PYTHON=${PYTHON:-.venv/bin/python}
 ASSISTS=${ASSISTS-auto none}
 LENGTHS=${LENGTHS:-100000}
+COLD=${COLD---cold}
 mkdir -p "$OUT"
 [ -f "$OUT/tasks.jsonl" ] || $PYTHON bench/formats/build.py --split "$SPLIT" --lengths "$LENGTHS" -o "$OUT"
 for assists in $ASSISTS; do
-    $RLM eval "$OUT/tasks.jsonl" --model "$MODEL" --method rlm --assists "$assists" --out "$OUT/$assists" --resume --no-report
+    $RLM eval "$OUT/tasks.jsonl" --model "$MODEL" --method rlm --assists "$assists" $COLD --out "$OUT/$assists" --resume --no-report
     $RLM eval report "$OUT/$assists"
 done
 if [ -n "${DIRECT:-}" ]; then
-    $RLM eval "$OUT/tasks.jsonl" --model "$MODEL" --method direct --window 4096 --out "$OUT/direct" --resume --no-report
+    $RLM eval "$OUT/tasks.jsonl" --model "$MODEL" --method direct --window 4096 $COLD --out "$OUT/direct" --resume --no-report
     $RLM eval report "$OUT/direct"
 fi
