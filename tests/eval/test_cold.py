@@ -34,6 +34,9 @@ def test_cold_is_refused_where_it_means_nothing_or_cannot_hold(needle_tasks: Pat
     with pytest.raises(ConfigError, match="one job at a time"):
         Runner(EvalConfig(model=local, out=tmp_path / "b", cold=True, concurrency=2), tasks)
     assert Runner(EvalConfig(model=local, out=tmp_path / "c", cold=True), tasks).concurrency == 1
+    pytest.importorskip("ray")
+    with pytest.raises(ConfigError, match="local executor"):
+        Runner(EvalConfig(model=local, out=tmp_path / "d", cold=True, executor="ray"), tasks)
 
 
 def test_cold_stops_the_engines_before_every_job(needle_tasks: Path, script: Path, tmp_path: Path,
