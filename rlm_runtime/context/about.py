@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rlm_runtime.quoting import VALUE_CHARS, quoted
+from rlm_runtime.quoting import quoted
 
 #: The longest question read, and the most words a value may have to be matched.
 QUESTION_CHARS = 2_000
@@ -124,23 +124,6 @@ def _value_spans(words: list[str], taken: set[int], index: Mapping[str, Counter[
         else:
             i += 1
     return out
-
-
-def shown_value(value: object) -> str:
-    """A field's value as a note shows it: text ``quoted`` (``VALUE_CHARS``), a JSON number,
-    flag or null as itself, a list item by item while they fit in ``VALUE_CHARS``, an object
-    as its ``quoted`` text."""
-    if value is None or isinstance(value, (bool, int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        items: list[str] = []
-        for v in value[:MOST_VALUES]:
-            item = shown_value(v) if v is None or isinstance(v, (str, bool, int, float)) else quoted(v, VALUE_CHARS)
-            if items and sum(len(i) + 2 for i in items) + len(item) > VALUE_CHARS:
-                break
-            items.append(item)
-        return "[" + ", ".join(items) + (", ...]" if len(items) < len(value) else "]")
-    return quoted(value, VALUE_CHARS)
 
 
 def within(text: str, fields: Sequence[str], index: Mapping[str, Counter[str]]) -> tuple[list[str], list[str]]:

@@ -1,5 +1,8 @@
 """Nested documents read as records: a JSON document's objects, each knowing its parent.
 
+A JSON-lines text (one document a line) is read as the list of its lines' documents; a line
+that does not parse is left out of the coverage.
+
 A document that parses verifies its own structure, so it needs no coverage gate: every
 object that holds a value of its own (a string, a number, a list of them) is a record of
 those values, its key first (``key``: the name it sits under in its parent, when it sits
@@ -30,14 +33,14 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def read_json(text: str, *, most: int) -> Read | None:
-    """The records of ``text`` when it is one JSON document (an object or an array), or a
-    window of one, holding at least one object with a value of its own, with the share of
-    lines read; None otherwise (not JSON, JSON lines, a scalar, nesting deeper than the parser
-    takes). ``most``: the most records made (more raise ValueError, as the caller's own limit)."""
+    """The records of ``text`` when it is one JSON document (an object or an array), a window
+    of one, or JSON lines, holding at least one object with a value of its own, with the share
+    of lines read; None otherwise (not JSON, a scalar, nesting deeper than the parser takes).
+    ``most``: the most records made (more raise ValueError, as the caller's own limit)."""
     parsed = _document(text)
     if parsed is None:
         return None
-    document, kept = parsed
+    document, read = parsed
     items: list[Item] = []
     cursor, line, searching = 0, 0, True
     # (value, the key it sits under or None, the index of the record around it or -1)
@@ -66,7 +69,7 @@ def read_json(text: str, *, most: int) -> Read | None:
         stack.extend((v, k, here) for k, v in reversed(list(value.items())) if isinstance(v, (dict, list)))
     if not items:
         return None
-    return items, _lines(text, kept) / max(1, _lines(text, len(text)))
+    return items, read / max(1, _lines(text, len(text)))
 
 
 def _lines(text: str, end: int) -> int:
@@ -75,24 +78,44 @@ def _lines(text: str, end: int) -> int:
 
 
 def _document(text: str) -> tuple[Any, int] | None:
-    """``text`` parsed as one JSON document, or as the window of one it may be (a chunk, a
-    file cut short): its first key's object opened, its last complete value's brackets
-    closed; with how much of the text it reads. None when neither parses."""
+    """``text`` parsed as one JSON document, as JSON lines, or as the window of a document it
+    may be (a chunk, a file cut short): its first key's object opened, its last complete
+    value's brackets closed; with the non-blank lines it reads. None when none parses."""
     head = text.lstrip()[:1]
     if head not in ("{", "[", '"'):
         return None
     try:
-        return json.loads(text), len(text)
+        return json.loads(text), _lines(text, len(text))
     except (ValueError, RecursionError):
         pass
+    if head == "{" and (lines := _json_lines(text)) is not None:
+        return lines
     opened = "{" if head == '"' else ""
     mended = _mended(opened + text)
     if mended is None:
         return None
     try:
-        return json.loads(mended[0]), mended[1] - len(opened)
+        return json.loads(mended[0]), _lines(text, mended[1] - len(opened))
     except (ValueError, RecursionError):
         return None
+
+
+def _json_lines(text: str) -> tuple[list[Any], int] | None:
+    """The objects of a text of one JSON object a line (as a list), with the number of lines
+    read; None when under half the non-blank lines are objects or fewer than two are
+    (a pretty-printed document's lines do not parse one by one)."""
+    values: list[Any] = []
+    lines = 0
+    for line in text.split("\n"):
+        if line.strip():
+            lines += 1
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                values.append(value)
+    return (values, len(values)) if len(values) >= 2 and 2 * len(values) >= lines else None
 
 
 #: The deepest nesting ``_mended`` follows (deeper, it gives up: no window is mended).
@@ -160,9 +183,22 @@ def _member_next(text: str, i: int) -> bool:
     return j < len(text) and text[j] == ":"
 
 
+#: Lists inside a list value, at most (a value nested deeper is dropped: code that matches,
+#: copies or prints a record recurses into its values).
+_LIST_DEPTH = 20
+
+
 def _plain(value: Any) -> bool:
-    """A value of the object's own: a scalar, or a list of scalars (not a list of objects)."""
-    return isinstance(value, _SCALARS) or (isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value))
+    """A value of the object's own: a scalar, or a list holding no object (lists of lists of
+    scalars, ``_LIST_DEPTH`` deep at most), walked without recursion."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict) or depth > _LIST_DEPTH:
+            return False
+        if isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+    return True
 
 
 def _where(text: str, key: str, cursor: int) -> int:

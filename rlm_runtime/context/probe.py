@@ -210,7 +210,7 @@ _ROW_CHARS = 200
 def _short(key: str, value: Any) -> str:
     """One value of a probe's structure for its summary: a list (the text's keys, columns,
     headings) as its items ``quoted``, up to ``_ROW_CHARS``; the text's delimiter ``quoted``;
-    the probe's own words and numbers as they are."""
+    the shape as ``describe`` bounds it; the probe's own words and numbers as they are."""
     if isinstance(value, list):
         items: list[str] = []
         for item in value:
@@ -222,6 +222,8 @@ def _short(key: str, value: Any) -> str:
         return "[" + ", ".join(items) + "]"
     if key == "delimiter":
         return quoted(value)
+    if key == "shape":  # bounded by ``Shape.describe``, which cuts only between quoted names
+        return str(value)
     text = json.dumps(value, default=str) if not isinstance(value, str) else value
     return text if len(text) <= _ROW_CHARS else text[:_ROW_CHARS - 3] + "..."
 

@@ -6,15 +6,14 @@ list of records (dicts of field -> value) whatever its shape, and the probe brie
 which shape it found, so "how many X have Y" is ``len(recs.where("y", "..."))`` and a
 chain of facts is two ``find`` calls.
 
-Shapes, read from the first ``SNIFF_LINES`` non-blank lines. JSON lines check themselves
-by parsing and come first; every other reader says its *coverage*, the share of
-the sample's non-blank, non-comment lines it reads into fields (not into ``text``), and the
-best at or over ``GATE`` is offered (on a tie, the earlier in this list). Under the gate the
-text has no fields, and says why: a structure that is wrong is worse than none.
+Shapes. JSON (a document, a window of one, or JSON lines) checks itself by parsing and comes
+first (``nested.py``: values keep their JSON types). Every other reader, run on the first
+``SNIFF_LINES`` non-blank lines, says its *coverage*, the share of the sample's non-blank,
+non-comment lines it reads into fields (not into ``text``), and the best at or over ``GATE``
+is offered (on a tie, the earlier in this list). Under the gate the text has no fields, and
+says why: a structure that is wrong is worse than none.
 
-* ``jsonl``: one JSON object a line (values keep their JSON types);
-* ``fields``: several ``key=value`` or ``key: value`` pairs on each line, separated by
-  ``|``, ``;``, tabs or commas;
+* ``json``: the objects of JSON, each holding values a record, knowing its parent;
 * ``blocks``: ``key: value`` lines (bullets allowed) grouped into records by blank lines,
   by markdown headings, or by the record's first field coming round again; indented lines
   continue the field above; other lines go to the field ``text``;
@@ -38,7 +37,6 @@ import copy
 import dataclasses
 import functools
 import html
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -52,11 +50,6 @@ from rlm_runtime.context import structure as _structure
 from rlm_runtime.errors import ContextError
 from rlm_runtime.quoting import VALUE_CHARS, quoted
 
-#: A field of at least this many records whose values are nine tenths as many or more (a serial
-#: number), or whose most common value is held by at most one in ``_THIN`` of them (a link to
-#: another record, among thousands), is read from a record: its most common values say nothing.
-_OWN_VALUE_RECORDS = 20
-_THIN = 100
 #: Non-blank lines read to decide a text's shape.
 SNIFF_LINES = 200
 #: The most text ``records()`` parses at once (bytes of UTF-8); past it, narrow with grep first.
@@ -71,7 +64,6 @@ SHOWN = 5
 SHOWN_ALL = 20
 
 _HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(\S(?:.*\S)?)|\[([^\[\]]{1,200})\])\s*$")  # markdown or INI; linear
-_PAIR = re.compile(r'([A-Za-z_][\w.-]{0,47})=("(?:[^"\\\n]|\\.)*"|\S*)')  # logfmt: key=value, key="a value"
 _BULLET_STARTS = frozenset("-*+\u2022")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 # A field: a short name starting with a letter, then ":" or "=", then the value. The name's
@@ -84,11 +76,8 @@ _XML_LEAF = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})(?:\s[^<>]*)?>([^<]*)</\1>\
 _XML_OPEN = re.compile(r"^\s*<([A-Za-z_][\w.-]{0,47})((?:\s[^<>]*?)?)(/?)>\s*$")
 _XML_ATTR = re.compile(r"([A-Za-z_][\w.:-]{0,47})\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _XML_CLOSE = re.compile(r"^\s*</([A-Za-z_][\w.-]{0,47})\s*>\s*$")
-_SEPARATORS = (" | ", "|", "; ", ";", "\t", ", ")
 
 SHAPE_TEXT = {
-    "jsonl": "JSON lines (one object a line)",
-    "fields": "one record a line, as key=value or key: value pairs",
     "blocks": "records of key: value lines",
     "structure": "records found in the text's own layout",
     "json": "a JSON document: a record an object that holds values, its key first; the objects it holds are its children "
@@ -97,7 +86,7 @@ SHAPE_TEXT = {
     "mixed": "documents of several shapes",
 }
 #: The shapes whose records have fields of their own to filter and look up.
-FIELDED_SHAPES = frozenset({"jsonl", "fields", "blocks", "structure", "json"})
+FIELDED_SHAPES = frozenset({"blocks", "structure", "json"})
 #: What a shape whose records are written inside others adds.
 _NESTED_TEXT = "; a record written inside another is its child (recs.children_of(name), recs.parent_of(name))"
 #: How a found structure whose fields a header row names is said.
@@ -180,10 +169,9 @@ def _folded(text: str) -> str:
     return text.strip().casefold()
 
 
-def _show(r: Record, limit: int = 0) -> str:
+def _show(r: Record) -> str:
     """A record as a list of records prints it: ``line 12: {...}``, its document's name
-    ``quoted``. With ``limit``, as a note shows it (``about()``): every name and value
-    ``quoted`` and the fields past ``limit`` characters left out (``...``)."""
+    ``quoted``, and where it sits among the others."""
     where = f"line {r.line}{f' of {quoted(r.doc)}' if r.doc else ''}"
     family = ""
     if r.parent is not None or r._children:
@@ -191,18 +179,7 @@ def _show(r: Record, limit: int = 0) -> str:
             if r.parent is not None else ""
         down = f"{len(r._children)} children" if r._children else ""
         family = f" ({'; '.join(x for x in (up, down) if x)})"
-    if not limit:
-        return f"{where}: {dict.__repr__(r)}{family}"
-    parts: list[str] = []
-    size = 0
-    for k, v in r.items():
-        part = f"{quoted(k)}: {_about.shown_value(v)}"
-        size += len(part) + 2
-        if parts and size > limit:
-            parts.append("...")
-            break
-        parts.append(part)
-    return f"{where}: {{{', '.join(parts)}}}{family}"
+    return f"{where}: {dict.__repr__(r)}{family}"
 
 
 #: Parents looked through to tell whether a record is under another (a bound, not a depth limit).
@@ -308,26 +285,13 @@ class Records(list[Record]):
         """``count(field, value)``: how many records have ``field`` equal to ``value`` (as
         ``len(where(field, value))``); ``count(value)``: how many hold ``value`` (as
         ``len(find(value))``, so ``count("field: value")`` works too); ``count()``: how many
-        records there are. A ``Record`` argument counts its equals, as ``list.count`` does.
-        ``count(name)`` of a field's name that no record holds as a value raises
-        ContextError, saying what the field holds (a 0 there would read as "none")."""
+        records there are. A ``Record`` argument counts its equals, as ``list.count`` does."""
         if len(args) == 2:
-            kept = self.where(*args)
-            value = args[1]
-            if not kept and isinstance(value, str) and _norm(value) in {_norm(f) for f in self.fields}:
-                # count("status", "owner"): a field's name as the value, which no record holds.
-                raise ContextError(f"records().count({_q(args[0])}, {_q(value)}): {_q(value)} is a field's name, not a value; "
-                                   f"{kept._note}")
-            return len(kept)
+            return len(self.where(*args))
         if not args:
             return len(self)
         if len(args) == 1 and not isinstance(args[0], dict):
-            found = self.find(args[0])
-            if found._note_only:
-                # count("department"): a field's name, not a value. A silent 0 reads as "none";
-                # say what the field holds instead.
-                raise ContextError(f"records().count({_q(args[0])}) counts records holding a value, and {found._note}")
-            return len(found)
+            return len(self.find(args[0]))
         return list.count(self, *args)
 
     def where(self, field: str, value: Any) -> Records:
@@ -410,16 +374,6 @@ class Records(list[Record]):
             field = next(f for f in self.fields if _norm(f) == _norm(value))
             field_code = quoted(field)
             counts = list(self.tally(field).items())
-            holding = sum(n for _, n in counts)
-            if holding >= _OWN_VALUE_RECORDS and (len(counts) * 10 >= holding * 9 or counts[0][1] * _THIN <= holding):
-                # Values spread thin (a serial number; a link among thousands): the most common
-                # ones are noise, and a small model answered the first of them for one record's.
-                first = quoted(next(iter(self.fields)))
-                return _kept_if_empty(self._derived(
-                    [], f"{_q(value)} is a field of the records, not a value: {holding} records hold {len(counts)} different "
-                        f"values of it, the most common in only {counts[0][1]} record{'s' if counts[0][1] != 1 else ''} "
-                        f"(recs.tally({field_code}) counts them). Read it from the record: recs.find(name)[0][{field_code}], "
-                        f"name being the record's {first} (or another value it holds).", note_only=True))
             top = ", ".join(f"{quoted(v, VALUE_CHARS)}: {n}" for v, n in counts[:_TALLY_SHOWN])
             top += ", ..." if len(counts) > _TALLY_SHOWN else ""
             tied = [quoted(v, VALUE_CHARS) for v, n in counts if n == counts[0][1]] if counts else []
@@ -593,10 +547,9 @@ def _kept_if_empty(found: Records) -> Records:
 
 
 #: Characters of a field name the shape's description shows, and of the whole description
-#: (more when fields named by place show examples).
+#: (more only when its first field's name alone passes it).
 _NAME_SHOWN = 40
-_DESCRIBED_CHARS = 200
-_EXAMPLES_CHARS = 200
+_DESCRIBED_CHARS = 240
 #: Field names a note or a printed list says, at most.
 _FIELDS_SAID = 30
 #: Values of a field a note shows with their counts, most common first (a question's value is
@@ -614,14 +567,12 @@ _SCALARS = (str, int, float, bool, type(None))
 @dataclass(frozen=True)
 class Shape:
     """How a text is laid out: ``kind`` (a key of ``SHAPE_TEXT``), the field names seen in
-    the sample, the separator of a line's fields (" ": logfmt; for paragraphs, "\n": a
-    record a line)."""
+    the sample, and for paragraphs whether each line is one (``by_line``)."""
 
     kind: str
     fields: tuple[str, ...] = ()
-    delimiter: str = ""
-    #: The share of the sample's lines this shape reads into fields (None: JSON lines, which
-    #: check themselves by parsing).
+    by_line: bool = False
+    #: The share of the text's lines this shape reads into fields (None: not measured).
     coverage: float | None = None
     #: A structure found in the text (``structure.py``) or stated (``forms.py``).
     structure: _structure.Structure | None = field(default=None, compare=False)
@@ -635,8 +586,9 @@ class Shape:
     def describe(self) -> str:
         """The shape and its first 20 fields for a prompt; a field name is the text's own words
         (a sentence form, a header), so each is ``quoted`` and cut to ``_NAME_SHOWN``
-        characters, and the names stop before the line passes ``_DESCRIBED_CHARS``. A found
-        structure's fields each show an example value; the share of lines read ends it."""
+        characters, and whole names stop before the line passes ``_DESCRIBED_CHARS`` (the first
+        is always said). A found structure's fields each show an example value; the share of
+        lines read ends it."""
         text = SHAPE_TEXT[self.kind]
         if self.structure is not None:
             text = _TABLE_TEXT if self.structure.header else _LAYOUT_TEXT.get(self.structure.layout, text)
@@ -647,7 +599,7 @@ class Shape:
         examples = self.structure.examples if self.structure is not None else ()
         names: list[str] = []
         read = f" (reads {self.coverage:.0%} of lines)" if self.coverage is not None else ""
-        room = _DESCRIBED_CHARS + (len(examples) and _EXAMPLES_CHARS) - len(text) - len("; fields: ") - len(", ...")
+        room = _DESCRIBED_CHARS - len(text) - len("; fields: ") - len(", ...") - len(read)
         for k, f in enumerate(self.fields[:20]):
             name = quoted(f, _NAME_SHOWN)
             if k < len(examples) and examples[k] and f.startswith("field "):
@@ -658,43 +610,6 @@ class Shape:
                 break
             names.append(name)
         return f"{text}; fields: {', '.join(names)}{read}" if names else f"{text}{read}"
-
-
-def _json_object(line: str) -> dict[str, Any] | None:
-    if not line.lstrip().startswith("{"):
-        return None
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(obj, dict):
-        return None
-    return {k: v if _depth(v) <= MAX_VALUE_DEPTH else _as_json(v) for k, v in obj.items()}
-
-
-#: A JSON value nested deeper than this is kept as its JSON text: matching, copying and
-#: printing a record recurse into its values (a line nested 900 deep broke them).
-MAX_VALUE_DEPTH = 20
-
-
-def _depth(value: Any) -> int:
-    """How deep lists and objects nest in ``value``, counted without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (list, dict)):
-            deepest = max(deepest, d + 1)
-            if deepest > MAX_VALUE_DEPTH:
-                return deepest
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
-
-
-def _as_json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (RecursionError, ValueError):
-        return "(a value nested too deep to keep)"
 
 
 def _heading_text(heading: re.Match[str]) -> str:
@@ -725,68 +640,6 @@ def _field(line: str) -> tuple[str, str] | None:
     return _norm(name), value
 
 
-def _logfmt(line: str) -> list[tuple[str, str]] | None:
-    """The pairs of a line of space-separated ``key=value`` tokens, two at least: a value is
-    quoted, or runs to the next `` key=`` (``name=Ada Park city=Oslo``); text before the first
-    pair is kept as ``text``; None when text follows a quoted value."""
-    head = line[:_LINE_HEAD]
-    pairs: list[tuple[str, str]] = []
-    quoted = False
-    end = 0
-    lead = ""
-    for m in _PAIR.finditer(head):
-        between = head[end:m.start()]
-        if between.strip():
-            if not pairs:
-                lead = between.strip()
-            elif quoted:
-                return None
-            else:  # the unquoted value goes on, spaces and all, up to this key
-                key, value = pairs[-1]
-                pairs[-1] = (key, (value + between).rstrip())
-        elif pairs and not between:
-            return None  # two pairs with no space between: not logfmt
-        value = m.group(2)
-        quoted = len(value) >= 2 and value[0] == value[-1] == '"'
-        pairs.append((_norm(m.group(1)), value[1:-1] if quoted else value))
-        end = m.end()
-    rest = head[end:].rstrip()
-    if len(pairs) < 2 or (rest.strip() and quoted):
-        return None
-    if rest.strip():
-        key, value = pairs[-1]
-        pairs[-1] = (key, value + rest)
-    return ([("text", lead)] if lead else []) + pairs
-
-
-def _split_pairs(line: str, sep: str) -> list[tuple[str, str]] | None:
-    """The pairs of ``line`` split at ``sep``, when there are two or more and every part is one."""
-    if sep not in line:
-        return None
-    pairs = []
-    for part in line.split(sep):
-        if part.strip():
-            pair = _field(part)
-            if pair is None:
-                return None
-            pairs.append(pair)
-    return pairs if len(pairs) >= 2 else None
-
-
-def _inline_fields(line: str, sep: str = "") -> tuple[list[tuple[str, str]] | None, str]:
-    """The pairs of a line holding two or more ``key=value`` / ``key: value`` pairs (trying
-    ``sep`` first), and the separator that split them (" " for logfmt); (None, "") if none."""
-    for candidate in ((sep,) if sep else ()) + _SEPARATORS:
-        if candidate == " ":
-            continue
-        pairs = _split_pairs(line, candidate)
-        if pairs:
-            return pairs, candidate
-    if "=" in line and (pairs := _logfmt(line)):
-        return pairs, " "
-    return None, ""
-
-
 def sniff(lines: Iterable[str]) -> Shape:
     """The shape of a text from its first lines (any iterable of lines; reads at most
     ``SNIFF_LINES`` non-blank ones)."""
@@ -799,10 +652,6 @@ def sniff(lines: Iterable[str]) -> Shape:
                 break
     if not sample:
         return Shape("paragraphs")
-    enough = max(1, int(0.8 * len(sample)))
-    objects = [o for o in map(_json_object, sample) if o is not None]
-    if len(objects) >= enough:
-        return Shape("jsonl", _fields_of(o.keys() for o in objects))
     # Every reader says the share of the sample's lines it reads into fields; at or over the
     # gate, one naming its fields by the text's own labels beats one naming them by place, then
     # the most read is offered (on a tie, the earlier: the specific readers before the
@@ -810,13 +659,13 @@ def sniff(lines: Iterable[str]) -> Shape:
     candidates = [c for c in _candidates(sample, raw) if c.coverage is not None]
     passing = [c for c in candidates if c.coverage is not None and c.coverage >= GATE]
     if passing:
-        return max(passing, key=lambda c: (any(not f.startswith("field ") for f in c.fields), round(c.coverage or 0.0, 3)))
+        return max(passing, key=lambda c: (any(not f.startswith("field ") for f in c.fields), round(c.coverage or 0.0, 3), len(c.fields)))
     best = max(candidates, key=lambda c: c.coverage or 0.0, default=None)
     found = _structure.discover(raw)  # said even when another reader came closer
     reason = (f"the best reading ({SHAPE_TEXT[best.kind].split(',')[0]}) reads {best.coverage:.0%} of lines, under the "
               f"{GATE:.0%} needed" if best is not None and best.coverage else found.reason)
     # Text with no blank lines between its lines: each line is a record (not all one).
-    return Shape("paragraphs", delimiter="\n" if len(raw) - len(sample) < 2 and len(sample) > 1 else "", reason=reason)
+    return Shape("paragraphs", by_line=len(raw) - len(sample) < 2 and len(sample) > 1, reason=reason)
 
 
 #: The share of lines a shape must read into fields to be offered (``structure.GATE``).
@@ -828,11 +677,6 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
     non-blank, non-comment lines it reads into labelled fields (not into ``text``)."""
     marker = _structure.comment_marker(sample)
     n = max(1, len(sample) - (sum(line.lstrip().startswith(marker) for line in sample) if marker else 0))
-    inline = [found for found in map(_inline_fields, sample) if found[0]]
-    if inline:
-        sep = Counter(sep for _, sep in inline).most_common(1)[0][0]
-        yield Shape("fields", _fields_of((k for k, _ in pairs or ()) for pairs, _ in inline), sep,
-                    coverage=min(1.0, len(inline) / n))
     singles, headings = [], 0
     pairs: list[tuple[str, str] | None] = []
     label: int | None = None
@@ -850,7 +694,7 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
         elif line.lstrip()[:1] == "<" and (opened := _XML_OPEN.match(line[:_LINE_HEAD])):
             singles += [(_norm(name), v1 or v2) for name, v1, v2 in _XML_ATTR.findall(opened.group(2))]
     if singles:
-        nested = any(r.parent is not None for r in _parse_blocks(sample, Shape("blocks")))
+        nested = any(r.parent is not None for r in _blocks(sample, Shape("blocks")))
         yield Shape("blocks", _fields_of([k] for k, _ in singles), coverage=_blocks_coverage(sample, pairs, n), nested=nested)
     found = _structure.discover(raw)
     if found.ok:
@@ -861,6 +705,11 @@ def _candidates(sample: list[str], raw: list[str]) -> Iterator[Shape]:
 _ONE_RECORD_FIELDS = 12
 
 
+#: Another ``label: value`` pair after a separator: a line of several fields, which a block's
+#: field line is not (the template miner reads those lines).
+_MORE_PAIRS = re.compile(r"(?:\s[|;]\s*|\t|,\s+)[A-Za-z][\w.-]{0,47}\s*[:=]")
+
+
 def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: int) -> float:
     """The share of the sample's lines the blocks reader reads into fields: a heading, an
     element opened or closed, a declaration, a ``label: value`` line whose label comes round
@@ -869,7 +718,7 @@ def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: 
     field, "name:" over "  key: value") and has no parenthesis left open ("ash (part of:
     elm)"), or a line indented under a field with a value or a recurring label (its value
     goes on). A line ending in a colon over indented lines that are no fields (a block of
-    code, "if x:") is no title."""
+    code, "if x:") is no title; a line of several pairs (``a=1 | b=2``) is not read."""
     said = Counter(pair[0] for pair in pairs if pair is not None)
     read = 0
     after = False
@@ -878,7 +727,7 @@ def _blocks_coverage(sample: list[str], pairs: list[tuple[str, str] | None], n: 
         markup = line.lstrip()[:2] in ("<?", "<!") or bool(_XML_CLOSE.match(head) or _XML_OPEN.match(head))
         titles = pair is not None and not pair[1] and k + 1 < len(pairs) and pairs[k + 1] is not None
         labelled = (pair is not None and (said[pair[0]] >= 2 or titles or len(said) <= _ONE_RECORD_FIELDS)
-                    and pair[0].count("(") == pair[0].count(")"))
+                    and pair[0].count("(") == pair[0].count(")") and not _MORE_PAIRS.search(pair[1][:_LINE_HEAD]))
         this = labelled or markup or (pair is None and _HEADING.match(line) is not None)
         indented = line[:1] in (" ", "\t")
         read += this or (after and indented)
@@ -902,8 +751,7 @@ def parse_text(text: str, *, doc: str | None = None) -> Records:
     if len(text) > MAX_PARSE_BYTES:
         raise ContextError(f"records(): the text has {len(text)} characters, over the {MAX_PARSE_BYTES} "
                            "records() reads at once; narrow it first: records(grep(...)) or records(chunk(i))")
-    lines = text.split("\n")
-    return parse(lines, json_shape(text), doc=doc)
+    return parse(text.split("\n"), doc=doc)
 
 
 def json_shape(text: str) -> Shape | None:
@@ -917,7 +765,7 @@ def json_shape(text: str) -> Shape | None:
         return None
     items, coverage = read
     if coverage < GATE:  # a window whose last value runs on: what parses is too little of it
-        return Shape("paragraphs", delimiter="\n", coverage=coverage, reason=(
+        return Shape("paragraphs", by_line=True, coverage=coverage, reason=(
             f"the JSON values that close in it read {coverage:.0%} of its lines, under the {GATE:.0%} needed"))
     return Shape("json", _fields_of([k for k, _ in pairs] for _, pairs, _ in items[:SNIFF_LINES]), coverage=coverage, items=items)
 
@@ -925,41 +773,26 @@ def json_shape(text: str) -> Shape | None:
 def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int] | None = None, doc: str | None = None,
           limit: int = MAX_RECORDS) -> Records:
     """The records of ``lines`` (lines without their line ends, numbered 1, 2, ... or by
-    ``numbers``), in ``shape`` (sniffed from them when None)."""
+    ``numbers``), in ``shape`` (when None: JSON's, else sniffed from them)."""
     lines = [line.rstrip("\r\n") for line in lines]
-    shape = shape or sniff(lines)
+    shape = shape or json_shape("\n".join(lines)) or sniff(lines)
     if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
         shape = whole(lines, shape)
-    parser = {"jsonl": _parse_jsonl, "fields": _parse_fields, "blocks": _parse_blocks,
-              "paragraphs": _parse_paragraphs,
-              "structure": _parse_structure, "json": _parse_items}[shape.kind]
+    parser = {"blocks": _blocks, "paragraphs": _parse_paragraphs, "structure": _parse_structure,
+              "json": _parse_items}[shape.kind]
     out = Records(shape=shape.kind, note=_form_note(shape) or (shape.reason if shape.kind == "paragraphs" else ""))
     out.coverage = shape.coverage
     for record in parser(lines, shape):
         record.line = numbers[record.line - 1] if numbers and record.line <= len(numbers) else record.line
         record.doc = doc
+        if record.parent is not None:  # a record joins the children of the one holding it
+            if record.parent._children is None:
+                record.parent._children = []
+            record.parent._children.append(record)
         out.append(record)
         if len(out) >= limit:
             raise ContextError(f"records(): more than {limit} records; narrow the text first (records(grep(...)))")
     return out
-
-
-def _parse_jsonl(lines: list[str], shape: Shape) -> Iterator[Record]:
-    for k, line in enumerate(lines):
-        obj = _json_object(line)
-        if obj is not None:
-            yield Record(((_norm(key), value) for key, value in obj.items()), 1 + k)
-
-
-def _parse_fields(lines: list[str], shape: Shape) -> Iterator[Record]:
-    sep = shape.delimiter
-    for k, line in enumerate(lines):
-        pairs = (_split_pairs(line, sep) if sep != " " else None) or _inline_fields(line, sep)[0]
-        if pairs:
-            record = Record(line=1 + k)
-            for key, value in pairs:
-                _add(record, key, value)
-            yield record
 
 
 def _add(record: Record, key: str, value: Any) -> None:
@@ -1021,7 +854,7 @@ def _closed(tag: str, elements: list[list[Any]]) -> Record | None:
         if outer[2]:
             outer[1:3], outer[4] = [record, False], tag
         return None
-    if not bare or record._children:
+    if not bare or record._children:  # children join it as ``parse`` takes each record yielded
         return None
     for key, value in record.items():
         _add(outer[1], key, value)
@@ -1037,17 +870,6 @@ def _opened(tag: str, record: Record, elements: list[list[Any]]) -> None:
     _inside(record, elements)
     if len(elements) < _ELEMENTS_KEPT:
         elements.append([tag, record, True, not record, None])
-
-
-def _parse_blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
-    """The records of ``_blocks``, each joining the children of the record it is inside."""
-    for record in _blocks(lines, shape):
-        up = record.parent
-        if up is not None:
-            if up._children is None:
-                up._children = []
-            up._children.append(record)
-        yield record
 
 
 def _blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
@@ -1142,7 +964,7 @@ def _blocks(lines: list[str], shape: Shape) -> Iterator[Record]:
 
 
 def _parse_paragraphs(lines: list[str], shape: Shape) -> Iterator[Record]:
-    if shape.delimiter == "\n":
+    if shape.by_line:
         for k, line in enumerate(lines):
             if line.strip():
                 yield Record([("text", line.strip())], 1 + k)
@@ -1169,7 +991,7 @@ def whole(lines: list[str], shape: Shape) -> Shape:
     spread over the whole text (a file's head may nest nothing). Another shape is returned as
     it is."""
     if shape.kind == "blocks" and not shape.nested:
-        return dataclasses.replace(shape, nested=any(r.parent is not None for r in _parse_blocks(_spread(lines), shape)))
+        return dataclasses.replace(shape, nested=any(r.parent is not None for r in _blocks(_spread(lines), shape)))
     if shape.kind != "structure" or shape.structure is None or shape.structure.layout == "stated":
         return shape
     items, coverage = _structure.read(lines, shape.structure)
@@ -1180,7 +1002,7 @@ def whole(lines: list[str], shape: Shape) -> Shape:
         items, found = _structure.read(lines, again.structure)
         if found >= GATE:
             return dataclasses.replace(again, coverage=found, items=items)
-    return Shape("paragraphs", delimiter="\n", reason=f"the form found in the first lines reads only {coverage:.0%} "
+    return Shape("paragraphs", by_line=True, reason=f"the form found in the first lines reads only {coverage:.0%} "
                                                       f"of the whole text, under the {GATE:.0%} needed")
 
 
@@ -1197,7 +1019,7 @@ def _spread(lines: list[str]) -> list[str]:
 
 
 def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
-    """The records of a found or stated structure, each linked to its parent and children."""
+    """The records of a found or stated structure, each knowing its parent."""
     assert shape.structure is not None  # sniff makes a structure shape with its structure
     if shape.items is None:
         shape = dataclasses.replace(shape, items=_structure.read(lines, shape.structure)[0])
@@ -1205,20 +1027,14 @@ def _parse_structure(lines: list[str], shape: Shape) -> Iterator[Record]:
 
 
 def _parse_items(lines: list[str], shape: Shape) -> Iterator[Record]:
-    """The records of items already read (a structure's, a document's), each linked to its
-    parent and children."""
+    """The records of items already read (a structure's, a document's), each knowing its parent."""
     items = shape.items or []
     made: list[Record] = []
     for start, pairs, parent in items:
         record = Record(line=1 + start)
         for key, value in pairs:
             _add(record, key, value)
-        if parent >= 0:
-            record.parent = made[parent]
-            kids = made[parent]._children
-            if kids is None:
-                made[parent]._children = kids = []
-            kids.append(record)
+        record.parent = made[parent] if parent >= 0 else None
         made.append(record)
         yield record
 

@@ -40,7 +40,7 @@ NAME_WORDS = 8
 # A slot: words joined by single spaces or by punctuation inside a word ("db-07", "3.5",
 # "don't", "a/b", "12:01", "1,200"). Each joiner is one non-word character between word
 # runs, so matching is linear.
-_SLOT = re.compile(r"\w+(?:(?: |[-.'/@+#]|(?<=\d)[:,](?=\d))\w+)*")
+_SLOT = re.compile(r"\w+(?:(?: (?!\w+=)|[-.'/@+#]|(?<=\d)[:,](?=\d))\w+)*")
 _SPACES = re.compile(r"\s+")
 #: Grammar words: never a field's name on their own ("the owner of" names "owner").
 _GRAMMAR = frozenset("""a an the of is are was were be been being has have had its it it's their his her this that
@@ -487,52 +487,34 @@ def mine_forms(rows: list[tuple[str, Cut]], *, whole_ok: bool, bar: float) -> tu
 _POSITIONAL = re.compile(r"field \d+")
 
 
-def _anchors(t: Template) -> list[str]:
+def _anchors(t: Template) -> list[tuple[str, int] | None]:
     """What stands before each slot of ``t``, to match slots across forms: a delimited cell's
-    place, else the separator's punctuation ("^" at the line's start, "" for spaces alone)."""
+    place, else the separator's punctuation ("^" at the line's start) and how many times it
+    stood before an earlier slot; None for spaces alone, which match nothing."""
     if t.delimiter:
-        return [f"{t.delimiter}{i}" for i in range(len(t.slots))]
-    return ["^" if i == 0 else t.seps[i].strip() for i in range(len(t.slots))]
-
-
-def _matched(a: list[str], b: list[str]) -> dict[int, int]:
-    """Slots of ``b`` matched to slots of ``a`` (index to index) along the longest common run
-    of anchors, blank anchors never matching (a few slots each: quadratic in at most ``MAX_SLOTS``)."""
-    n, m = len(a), len(b)
-    best = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            same = a[i] == b[j] and a[i] != ""
-            best[i][j] = best[i + 1][j + 1] + 1 if same else max(best[i + 1][j], best[i][j + 1])
-    out: dict[int, int] = {}
-    i = j = 0
-    while i < n and j < m:
-        if a[i] == b[j] and a[i] != "":
-            out[j] = i
-            i, j = i + 1, j + 1
-        elif best[i + 1][j] >= best[i][j + 1]:
-            i += 1
-        else:
-            j += 1
+        return [(t.delimiter, i) for i in range(len(t.slots))]
+    said: Counter[str] = Counter()
+    out: list[tuple[str, int] | None] = []
+    for i in range(len(t.slots)):
+        mark = "^" if i == 0 else t.seps[i].strip()
+        out.append((mark, said[mark]) if mark else None)
+        said[mark] += 1
     return out
 
 
 def _aligned(forms: list[Template]) -> tuple[Template, ...]:
     """The forms with one name for one column: a field named by place in a later form takes
-    the name of the first form's field in the same place (after the same punctuation, the
-    same delimited cell), and the names by place left are numbered 1, 2, ... across the forms
-    in the order they come."""
+    the name of the first form's field in the same place (after the same punctuation said as
+    often before it, the same delimited cell), and the names by place left are numbered 1, 2,
+    ... across the forms in the order they come."""
     first = forms[0]
-    anchors = _anchors(first)
+    theirs = {a: s.name for a, s in zip(_anchors(first), first.slots, strict=True) if a and _POSITIONAL.fullmatch(s.name)}
     renamed = [first]
     for t in forms[1:]:
-        match = _matched(anchors, _anchors(t)) if bool(t.delimiter) == bool(first.delimiter) else {}
-        slots = list(t.slots)
-        for j, i in match.items():
-            mine, theirs = slots[j].name, first.slots[i].name
-            if _POSITIONAL.fullmatch(mine) and _POSITIONAL.fullmatch(theirs):
-                slots[j] = Slot(name=theirs)
-        renamed.append(Template(t.seps, tuple(slots), t.rest, t.delimiter))
+        same = bool(t.delimiter) == bool(first.delimiter)
+        slots = tuple(Slot(name=theirs[a]) if same and a in theirs and _POSITIONAL.fullmatch(s.name) else s
+                      for a, s in zip(_anchors(t), t.slots, strict=True))
+        renamed.append(Template(t.seps, slots, t.rest, t.delimiter))
     order: dict[str, str] = {}
     for t in renamed:
         for name in t.fields:

@@ -68,12 +68,16 @@ def test_a_window_cut_inside_a_long_value_says_the_share_it_reads() -> None:
 
 
 def test_it_leaves_other_text_to_the_other_readers() -> None:
-    """It reads no records from JSON lines, a scalar, prose or an unbalanced fragment: the
-    other readers (or none) take them."""
-    for text in ['{"a": 1}\n{"a": 2}\n{"a": 3}', "42", '"just a string"', "The fern house holds basil.",
+    """It reads no records from a scalar, prose or an unbalanced fragment: the other readers
+    (or none) take them. JSON lines are its own: each line's object, a line that does not
+    parse left out of the coverage."""
+    items, coverage = nested.read_json('{"a": 1}\n{"a": 2}\nnot json\n{"a": 3}', most=100) or ([], 0.0)
+    assert [(line, pairs) for line, pairs, _ in items] == [(0, [("a", 1)]), (1, [("a", 2)]), (3, [("a", 3)])]
+    assert coverage == 0.75
+    for text in ["42", '"just a string"', "The fern house holds basil.",
                  '{"a": [1, 2}', "]]]]{{", '{"a": {}}']:
         assert nested.read_json(text, most=100) is None, text
-    assert R.parse_text('{"a": 1}\n{"a": 2}\n{"a": 3}').shape == "jsonl"
+    assert R.parse_text('{"a": 1}\n{"a": 2}\n{"a": 3}').shape == "json"
 
 
 def test_hostile_documents_are_refused_or_read_in_one_pass() -> None:

@@ -68,7 +68,7 @@ JSON_DOC = ("a JSON document: a record an object that holds values, its key firs
                                                                "shape": JSON_DOC + "'id', 'title' (reads 100% of lines)"}),
         ("num.json", "42", {"json_top": "int"}),
         ("rows.jsonl", '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n{"id": 3, "text": "c"}\n',
-         {"record_keys": ["id", "text"], "records": 3, "shape": "JSON lines (one object a line); fields: 'id', 'text'"}),
+         {"record_keys": ["id", "text"], "records": 3, "shape": JSON_DOC + "'id', 'text' (reads 100% of lines)"}),
         ("t.csv", "name,age,city\nann,31,Paris\nbob,42,Oslo\n",
          {"columns": ["name", "age", "city"], "n_columns": 3, "rows": 2, "delimiter": ",",
           "shape": "a table with a header row; fields: 'name', 'age', 'city' (reads 100% of lines)"}),

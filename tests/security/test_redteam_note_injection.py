@@ -30,7 +30,6 @@ from rlm_runtime.config import paths_from_env
 from rlm_runtime.context import open_context
 from rlm_runtime.context.brief import describe
 from rlm_runtime.context.records import _NAME_SHOWN, parse_text
-from rlm_runtime.errors import ContextError
 from rlm_runtime.llm import ScriptedClient
 from rlm_runtime.prompts import Prompts
 from rlm_runtime.quoting import NAME_CHARS, VALUE_CHARS, quoted
@@ -218,8 +217,8 @@ PLANTED_RECORDS = [KEY, f"glaze {CANARY}", TARGET, LINKED]
 def test_the_records_notes_and_lists_of_fields_quote_every_name_and_value() -> None:
     """It quotes every field name and value in what records() says: the printed list's fields,
     where's and find's notes (no such field, its values, where a value is held, a field's name
-    given as a value, a phrase's values and reads with what each gives), a missing field's
-    KeyError and count's error."""
+    given as a value, a phrase's values and reads with what each gives), and a missing field's
+    KeyError."""
     recs = _hostile_records()
     phrase = f"the glaze {CANARY} and backup of k3"  # the code's own words, which a note says back
     said = [repr(recs).split("\n")[0], repr(recs.find("no such kiln")), repr(recs.where("shape", "x")),
@@ -228,9 +227,7 @@ def test_the_records_notes_and_lists_of_fields_quote_every_name_and_value() -> N
             repr(recs.find(phrase)), repr(recs.find("g1")).split("\n")[1]]
     with pytest.raises(KeyError) as missing:
         recs[0]["kind"]
-    with pytest.raises(ContextError) as counted:
-        recs.count("firing", "backup")
-    said += [missing.value.args[0], str(counted.value)]
+    said += [missing.value.args[0], repr(recs.where("firing", "backup"))]
     assert any(f"find('k3')[0][{quoted(f'glaze {CANARY}')}] is {quoted(TARGET, VALUE_CHARS)}" in s for s in said)
     assert any(f"the {quoted(KEY)} of 1 record" in s for s in said)
     for text in said:
@@ -300,3 +297,16 @@ def test_a_folders_brief_and_its_skipped_documents_quote_their_names(tmp_path: P
     said = Prompts(paths_from_env().brain_dirs).contexts(briefs)
     assert "Left out of grep and chunk by default" in said and quoted(empty) in said and quoted(found) in said
     _safe(said, found, empty)
+
+
+def test_a_json_documents_hostile_first_key_is_said_only_quoted_in_the_brief(tmp_path: Path) -> None:
+    """It says a JSON document's first key (a long description of its shape leaves little room)
+    whole and quoted in the brief's shape line, or not at all: the line is never cut inside a
+    name, where the key's words would stand without their closing quote."""
+    doc = {"plots": [{KEY: f"p{i}", "crop": "kale", "companion": f"p{i + 1}", "soil": "peat"} for i in range(30)]}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc, indent=2))
+    probe = open_context(path).probe()
+    shape = next(line for line in probe.summary(brief=True).split("\n") if line.lstrip().startswith("shape:"))
+    assert quoted(KEY, _NAME_SHOWN) in shape and shape.endswith("(reads 100% of lines)")
+    _safe(shape, KEY)
