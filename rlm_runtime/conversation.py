@@ -54,6 +54,13 @@ class Conversation:
         self._plain = self.messages[-1] if plain else None
         self._trim()
 
+    def retract(self, note: str) -> None:
+        """The last reply leaves the conversation, and the message it answered is asked again
+        with ``note`` after it."""
+        if len(self.messages) > 2 and self.messages[-1]["role"] == "assistant":
+            del self.messages[-1]
+        self.messages[-1] = {"role": self.messages[-1]["role"], "content": f"{self.messages[-1]['content']}\n\n{note}"}
+
     def force(self, text: str) -> None:
         """The "answer now" message."""
         self.messages.append({"role": "user", "content": text})

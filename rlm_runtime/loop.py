@@ -261,7 +261,10 @@ class Run:
             if turn.blocks:  # an assist's note after the general instruction: a small model follows what it read last
                 feedback = self.tree.setup.prompts.feedback(feedback, iteration=self.iterations,
                                                             max_iterations=lim.max_iterations) + assisted
-            talk.answer(feedback, plain=bool(turn.blocks) and not assisted, drop_previous=turn.drop_previous)
+            if turn.retract:  # an assist took the reply out: the message it answered is asked again, with a note
+                talk.retract("\n".join(turn.notes))
+            else:
+                talk.answer(feedback, plain=bool(turn.blocks) and not assisted, drop_previous=turn.drop_previous)
             if turn.stop:
                 break  # an assist ended the turns (the same code again and again): ask for the answer
         return self._forced_answer(talk, sandbox)

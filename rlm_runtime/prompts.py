@@ -22,7 +22,7 @@ WORKER_FUNCTIONS = ("grep", "peek", "context_lines", "chunk", "context_count", "
 
 #: Hints shown inside feedback, from prompts/notes/.
 NOTES = ("only_comments", "not_python", "same_code", "warning", "no_output", "no_answer", "tool_list_header", "cut",
-         "sub_call_cut", "number_as_text")
+         "sub_call_cut", "number_as_text", "copied_prose")
 
 
 class Prompts:

@@ -78,8 +78,9 @@ class Turn:
     read from a reply without code (a FINAL written in prose), or None. A hook may set
     ``answer`` (a reply without code that is the answer), add ``notes`` (said after the
     turn's output), set ``drop_previous`` (the previous turn's code and output leave the
-    conversation: this reply repeats them) or ``stop`` (the turns end here; the forced turn
-    asks for the answer)."""
+    conversation: this reply repeats them), ``retract`` (a reply without code leaves the
+    conversation, and the message it answered is asked again with the notes after it) or
+    ``stop`` (the turns end here; the forced turn asks for the answer)."""
 
     reply: str
     blocks: list[str]
@@ -92,6 +93,7 @@ class Turn:
     answer: str | None = None
     notes: list[str] = field(default_factory=list)
     drop_previous: bool = False
+    retract: bool = False
     stop: bool = False
 
 

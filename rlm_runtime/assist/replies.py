@@ -49,6 +49,44 @@ class RepeatCut(Assist):
         turn.stop = self.repeats >= _REPEATS_BEFORE_FORCING
 
 
+class CopiedProse(Assist):
+    """A reply without code that writes the runtime's own words back (the message it
+    answered, or the run's opening: its system prompt and first message), half of it or more:
+    it leaves the conversation, and the message it answered is asked again with a note. A
+    small model that sees its copy in the conversation copies it again, turn after turn, until
+    the run stops without an answer."""
+
+    name = "copied_prose"
+
+    def __init__(self) -> None:
+        self.opening: set[tuple[str, ...]] | None = None
+
+    def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
+        if turn.blocks or turn.forced or turn.answer is not None:
+            return
+        said = _shingles(turn.reply[:_COPY_CHARS])
+        if not said:
+            return  # a few words: a short value, not a copy
+        if self.opening is None:
+            self.opening = set(_shingles(host.opening))
+        shown = set(_shingles(turn.shown[-_COPY_CHARS:]))
+        if 2 * sum(s in self.opening or s in shown for s in said) >= len(said):
+            turn.retract = True
+            turn.notes.append(host.prompts.notes["copied_prose"])
+
+
+#: Characters of a reply (and of the end of the message it answered) compared for a copy.
+_COPY_CHARS = 4_000
+#: Words in a row that make a shingle: a run this long written back is copied, not said anew.
+_SHINGLE_WORDS = 5
+
+
+def _shingles(text: str) -> list[tuple[str, ...]]:
+    """Each run of ``_SHINGLE_WORDS`` words of ``text`` (casefolded, punctuation aside)."""
+    words = _WORD.findall(text.casefold())
+    return [tuple(words[i:i + _SHINGLE_WORDS]) for i in range(len(words) - _SHINGLE_WORDS + 1)]
+
+
 class InsistedProse(Assist):
     """A short reply without code, the same as one the run wrote before (each was answered
     with a request for code): that is the answer, unless it says it is still looking ("The
@@ -63,7 +101,7 @@ class InsistedProse(Assist):
         self.opening: str | None = None
 
     def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
-        if turn.blocks or turn.forced:
+        if turn.blocks or turn.forced or turn.retract:
             return
         said = turn.reply.strip()
         if (turn.answer is None and said in self.said and 0 < len(said) <= INSISTED_CHARS

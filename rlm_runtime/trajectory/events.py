@@ -234,7 +234,7 @@ class AssistShown(RunRecord):
     after which it added a note: ``empty_grep``, ``cell``, ``repeat``, ``final``, and in traces written
     before 2026-11-26 ``broad``; ``last_turn``; or ``reply``: it changed a reply before its code
     ran, ``changed`` naming what: ``blocks``, ``answer``, ``feedback``, ``restart``, ``notes``,
-    ``drop_previous``, ``stop``), the characters it showed the model (or of the answer it
+    ``drop_previous``, ``retract``, ``stop``), the characters it showed the model (or of the answer it
     made), and ``lookups``: what it read of the text to do so (typed lookups, not the model's
     reads)."""
 

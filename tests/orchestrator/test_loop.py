@@ -600,3 +600,25 @@ def test_prose_copied_from_the_first_prompt_is_no_answer_however_often_said() ->
         result, _ = run([said, said, code("FINAL('never reached')")], "The launch code is K-4.\n" * 50,
                         assists="insisted_prose")
         assert result.answer == said
+
+
+def test_prose_that_writes_the_runtimes_words_back_leaves_the_conversation() -> None:
+    """With ``copied_prose``, a reply without code that copies the message it answered (or the
+    run's opening) is taken out of the conversation, and that message is asked again with a
+    note: the next prompt holds no copy for a small model to copy again. Without it the copy
+    stays; a reply in the model's own words, or a short value, is never taken out."""
+    copy = ("Output of your code: found 3 crates. If this output shows the answer, reply with FINAL(answer) in a "
+            "code block. Otherwise write the next code block.")
+    replies = [code("print('found 3 crates')"), copy, code("FINAL('K-4')")]
+    result, client = run(list(replies), assists="copied_prose")
+    assert result.answer == "K-4"
+    third = client.prompts[2]
+    assert [m["role"] for m in third][-2:] == ["assistant", "user"] and all(m["content"] != copy for m in third)
+    assert third[-1]["content"].startswith(client.prompts[1][-1]["content"])
+    assert third[-1]["content"].endswith("note: do not write this message back. Reply with one ```python code block that takes "
+                                         "the next\nstep, or with FINAL(answer) in a code block if an output above shows the answer.")
+    _, plain = run(list(replies), assists="none")
+    assert plain.prompts[2][-2]["content"] == copy  # the plain loop keeps it
+    for own in ("The crates are counted; I think the answer is that there are three of them in all.", "K-4 probably"):
+        _, client = run([code("print('found 3 crates')"), own, code("FINAL('K-4')")], assists="copied_prose")
+        assert client.prompts[2][-2]["content"] == own
