@@ -217,7 +217,7 @@ def test_auto_gives_a_small_model_the_measured_set(monkeypatch: pytest.MonkeyPat
     that ships names only registered assists (read_field, which gained held out, and the two
     former loop rules kept); those with no held-out gain are gone."""
     assert all(n in REGISTRY for n in SMALL_MODEL_ASSISTS)
-    assert SMALL_MODEL_ASSISTS == ("repeat_cut", "insisted_prose", "read_field", "records_count")
+    assert SMALL_MODEL_ASSISTS == ("repeat_cut", "copied_prose", "insisted_prose", "read_field", "records_count")
     assert not {"follow_link", "question_echo", "value_as_code", "records_reprompt"} & set(REGISTRY)
     assert names_for("auto", "local:qwen2.5-coder-1.5b") == SMALL_MODEL_ASSISTS
     assert names_for("auto", "openai/gpt-4o") == ()
