@@ -271,20 +271,23 @@ def decide(tokens: int, relevance: float | None, config: ProbeConfig, *, binary:
 def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
     """What ``records()`` will make of the text, from its head (whose last line may be cut), a
     structure found there measured on the whole text up to ``_WHOLE_CHECKED_BYTES``; or from
-    the whole of a JSON document up to ``_JSON_PARSED_BYTES``; None for source code and a
-    larger JSON document."""
+    the whole of JSON up to ``_JSON_PARSED_BYTES`` (past it, from the head's whole lines);
+    None for source code and a JSON document its head does not show."""
     if kind in _CODE_DEFS or not buf.nbytes:
         return None
-    if head.lstrip()[:1] in ("{", "[", '"') and buf.nbytes <= _JSON_PARSED_BYTES:
-        try:  # one JSON document (not JSON lines): its objects are the records
-            found = _records.json_shape(buf.decode(0, buf.nbytes))
+    lines = head.split("\n")
+    if head.lstrip()[:1] in ("{", "[", '"'):
+        # JSON (a document, JSON lines): its objects are the records. A larger text is judged by
+        # its head's whole lines, as records() will read it.
+        whole = buf.nbytes <= _JSON_PARSED_BYTES
+        try:
+            found = _records.json_shape(buf.decode(0, buf.nbytes) if whole else "\n".join(lines[:-1]))
         except ContextError:
             found = None
-        if found is not None:
+        if found is not None and (whole or found.kind == "json"):
             return found
     if kind == "json":
         return None
-    lines = head.split("\n")
     shape = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
     if shape.kind in ("structure", "blocks") and buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() offers: seen whole
         shape = _records.whole(buf.decode(0, buf.nbytes).split("\n"), shape)

@@ -270,3 +270,21 @@ def test_unreadable_settings_file_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "rlm.toml").write_text("[probe\n")
     with pytest.raises(ConfigError, match="rlm.toml"):
         load_probe_settings(tmp_path)
+
+
+def test_json_lines_too_large_to_parse_in_a_probe_are_described_from_their_head(
+        write_file: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """It describes JSON lines larger than a probe parses whole by the whole lines of their head,
+    as records() reads them (JSON), not as lines of text; so too a large JSON document, by the
+    window of it that its head is."""
+    from rlm_runtime.context import probe as probe_module
+
+    monkeypatch.setattr(probe_module, "_JSON_PARSED_BYTES", 2_000)
+    rows = "".join(json.dumps({"crate": f"c{i}", "port": f"P{i % 7}", "seal": i * 3}) + "\n" for i in range(3_000))
+    found = probe_path(write_file("crates.jsonl", rows))
+    assert isinstance(found, FileProbe) and found.shape == "json"
+    assert "fields: 'crate', 'port', 'seal'" in found.structure["shape"]
+    assert open_context(rows).records().shape == "json"
+    doc = json.dumps({"crates": [{"crate": f"c{i}", "notes": "x" * 3_000} for i in range(40)]}, indent=2)
+    big = probe_path(write_file("crates.json", doc))
+    assert isinstance(big, FileProbe) and big.shape == "json" and "fields: 'crate', 'notes'" in big.structure["shape"]
