@@ -102,20 +102,27 @@ def _document(text: str) -> tuple[Any, int] | None:
 
 def _json_lines(text: str) -> tuple[list[Any], int] | None:
     """The objects of a text of one JSON object a line (as a list), with the number of lines
-    read; None when under half the non-blank lines are objects or fewer than two are
-    (a pretty-printed document's lines do not parse one by one)."""
+    read; None when under half the non-blank lines are objects or fewer than two are (a
+    pretty-printed document's lines do not parse one by one). A line not ending in ``}`` is
+    no object and is not parsed, and the reading stops once half the lines have failed: a
+    text of lines that each fail costs no more than a glance."""
+    lines = [line for line in text.split("\n") if line.strip()]
     values: list[Any] = []
-    lines = 0
-    for line in text.split("\n"):
-        if line.strip():
-            lines += 1
+    failed = 0
+    for line in lines:
+        value = None
+        if line.rstrip().endswith("}"):
             try:
                 value = json.loads(line)
             except (ValueError, RecursionError):
-                continue
-            if isinstance(value, dict):
-                values.append(value)
-    return (values, len(values)) if len(values) >= 2 and 2 * len(values) >= lines else None
+                pass
+        if isinstance(value, dict):
+            values.append(value)
+        else:
+            failed += 1
+            if 2 * failed > len(lines):
+                return None
+    return (values, len(values)) if len(values) >= 2 else None
 
 
 #: The deepest nesting ``_mended`` follows (deeper, it gives up: no window is mended).
