@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from rlm_runtime.context import TextHandle, nested
 from rlm_runtime.context import records as R
 
@@ -105,3 +107,24 @@ def test_the_brief_offers_a_documents_records() -> None:
     with children (so the prompts lead with records())."""
     report = TextHandle(json.dumps(GREENHOUSE, indent=2), name="greenhouse").probe()
     assert report.shape == "json" and "a JSON document" in report.structure["shape"]
+
+
+def test_lines_that_cannot_be_json_objects_cost_no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It parses no line that does not end in '}' as JSON, and stops once half of a text's
+    lines have failed: hostile text of such lines is refused at a glance, not parsed line by line."""
+    calls: list[int] = []
+    real = nested.json.loads
+
+    def counted(text: str, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(nested.json, "loads", counted)
+    assert nested.read_json("{\n" * 1_000, most=100) is None
+    assert len(calls) <= 2  # the whole text once (and its mended window), no line
+    calls.clear()
+    assert nested.read_json('{"a": }\n' * 1_000, most=100) is None
+    assert len(calls) <= 503  # the whole text, then lines until half of them failed
+    calls.clear()
+    items, coverage = nested.read_json('{"a": 1}\n' * 50, most=100) or ([], 0.0)
+    assert len(items) == 50 and coverage == 1.0
