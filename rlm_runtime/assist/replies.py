@@ -54,7 +54,8 @@ class CopiedProse(Assist):
     answered, or the run's opening: its system prompt and first message), half of it or more:
     it leaves the conversation, and the message it answered is asked again with a note. A
     small model that sees its copy in the conversation copies it again, turn after turn, until
-    the run stops without an answer."""
+    the run stops without an answer. A reply whose first line the text holds is left alone:
+    the opening may show the text, and a line of it said back may be the answer."""
 
     name = "copied_prose"
 
@@ -70,9 +71,13 @@ class CopiedProse(Assist):
         if self.opening is None:
             self.opening = set(_shingles(host.opening))
         shown = set(_shingles(turn.shown[-_COPY_CHARS:]))
-        if 2 * sum(s in self.opening or s in shown for s in said) >= len(said):
-            turn.retract = True
-            turn.notes.append(host.prompts.notes["copied_prose"])
+        if 2 * sum(s in self.opening or s in shown for s in said) < len(said):
+            return
+        first = turn.reply.strip().split("\n", 1)[0][:_COPY_CHARS]
+        if len(_WORD.findall(first)) >= _SHINGLE_WORDS and lookups.count(host, re.escape(first), ignore_case=True):
+            return  # a line of the text (which the opening may show) said back: it may be the answer
+        turn.retract = True
+        turn.notes.append(host.prompts.notes["copied_prose"])
 
 
 #: Characters of a reply (and of the end of the message it answered) compared for a copy.

@@ -622,3 +622,8 @@ def test_prose_that_writes_the_runtimes_words_back_leaves_the_conversation() -> 
     for own in ("The crates are counted; I think the answer is that there are three of them in all.", "K-4 probably"):
         _, client = run([code("print('found 3 crates')"), own, code("FINAL('K-4')")], assists="copied_prose")
         assert client.prompts[2][-2]["content"] == own
+    # A line of the text, which the opening shows whole, said back: it may be the answer.
+    line = "The launch code is K-4, kept in the blue vault."
+    _, client = run([code("print('found 3 crates')"), line, code("FINAL('K-4')")], f"{line}\n" * 20, assists="copied_prose")
+    assert line in client.prompts[0][0]["content"] + client.prompts[0][1]["content"]
+    assert client.prompts[2][-2]["content"] == line
