@@ -56,10 +56,12 @@ class Conversation:
 
     def retract(self, note: str) -> None:
         """The last reply leaves the conversation, and the message it answered is asked again
-        with ``note`` after it."""
+        with ``note`` after it (once: retracted again, the message keeps one note)."""
         if len(self.messages) > 2 and self.messages[-1]["role"] == "assistant":
             del self.messages[-1]
-        self.messages[-1] = {"role": self.messages[-1]["role"], "content": f"{self.messages[-1]['content']}\n\n{note}"}
+        asked = self.messages[-1]["content"]
+        if not asked.endswith(f"\n\n{note}"):
+            self.messages[-1] = {"role": self.messages[-1]["role"], "content": f"{asked}\n\n{note}"}
 
     def force(self, text: str) -> None:
         """The "answer now" message."""

@@ -617,6 +617,8 @@ def test_prose_that_writes_the_runtimes_words_back_leaves_the_conversation() -> 
     assert third[-1]["content"].startswith(client.prompts[1][-1]["content"])
     assert third[-1]["content"].endswith("note: do not write this message back. Reply with one ```python code block that takes "
                                          "the next\nstep, or with FINAL(answer) in a code block if an output above shows the answer.")
+    result, client = run([replies[0], copy, copy, replies[2]], assists="copied_prose")
+    assert result.answer == "K-4" and client.prompts[3][-1]["content"] == third[-1]["content"]  # one note, however often
     _, plain = run(list(replies), assists="none")
     assert plain.prompts[2][-2]["content"] == copy  # the plain loop keeps it
     for own in ("The crates are counted; I think the answer is that there are three of them in all.", "K-4 probably"):
