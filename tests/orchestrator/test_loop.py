@@ -629,3 +629,64 @@ def test_prose_that_writes_the_runtimes_words_back_leaves_the_conversation() -> 
     _, client = run([code("print('found 3 crates')"), line, code("FINAL('K-4')")], f"{line}\n" * 20, assists="copied_prose")
     assert line in client.prompts[0][0]["content"] + client.prompts[0][1]["content"]
     assert client.prompts[2][-2]["content"] == line
+
+
+def test_code_sent_again_is_drawn_again_at_a_temperature() -> None:
+    """With ``resample_repeat``, a reply whose code one of the last turns ran is drawn again,
+    seeded and at a temperature, from the same messages, and the new draw takes its place:
+    in the conversation, in the hooks after it (``repeat_cut`` adds no note for a repeat no
+    one sees) and in the trace, which keeps the draw it replaced. Without the assist the
+    model is never asked to sample; a draw that repeats too is drawn once more, then kept."""
+    from rlm_runtime.llm.base import Sampling
+
+    first, other = code("print(peek(40))"), code("print(grep('launch'))")
+    events: list[dict[str, Any]] = []
+    result, client = run([first, first, other, code("FINAL('K-4')")], haystack(), assists="resample_repeat,repeat_cut",
+                         on_event=events.append)
+    assert result.answer == "K-4"
+    assert client.samplings == [None, None, Sampling(0.7, 7201), None]
+    assert client.prompts[2] == client.prompts[1]  # drawn again from the very same messages
+    assert [m["content"] for m in client.prompts[3] if m["role"] == "assistant"] == [first, other]
+    assert "same code" not in client.prompts[3][-1]["content"]
+    turns = [e for e in events if e["type"] == "iteration"]
+    assert turns[1]["response"] == other and turns[1]["replaced"] == [first] and turns[1]["usage"]["calls"] == 2
+    assert [e["name"] for e in events if e["type"] == "assist"] == ["resample_repeat"]
+
+    _, plain = run([first, first, code("FINAL('K-4')")], haystack(), assists="repeat_cut")
+    assert plain.samplings == [None, None, None] and "same code" in plain.prompts[2][-1]["content"]
+
+    # Drawn twice at most: the second repeat stays, and repeat_cut reads it as before.
+    _, client = run([first, first, first, first, code("FINAL('K-4')")], haystack(), assists="resample_repeat,repeat_cut")
+    assert client.samplings == [None, None, Sampling(0.7, 7201), Sampling(0.7, 7202), None]
+    assert "same code" in client.prompts[4][-1]["content"]
+
+
+def test_a_client_that_cannot_sample_is_never_asked_to() -> None:
+    """A program's own client whose ``complete`` takes no ``sampling`` runs with
+    ``resample_repeat`` as without it: the repeat is kept, and the assists after it see it."""
+    from rlm_runtime.llm.base import Completion, Message
+
+    class Greedy:
+        model = "scripted:greedy"
+
+        def __init__(self, replies: list[str]) -> None:
+            self.inner = ScriptedClient(replies, model=self.model)
+
+        def complete(self, messages: list[Message], *, max_tokens: int | None = None, stop_after_code_block: bool = False,
+                     timeout_s: float | None = None) -> Completion:
+            return self.inner.complete(messages, max_tokens=max_tokens)
+
+        def count_tokens(self, text: str) -> int:
+            return self.inner.count_tokens(text)
+
+        def close(self) -> None:
+            pass
+
+    first = code("print(peek(40))")
+    greedy = Greedy([first, first, code("FINAL('K-4')")])
+    rlm = RLM(greedy, limits=fast().model_copy(update={"assists": "resample_repeat,repeat_cut"}), trace=False)
+    try:
+        assert rlm.run("What is the secret launch code?", haystack()).answer == "K-4"
+    finally:
+        rlm.close()
+    assert greedy.inner.samplings == [None, None, None] and "same code" in greedy.inner.prompts[2][-1]["content"]
