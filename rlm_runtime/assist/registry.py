@@ -44,8 +44,7 @@ REGISTRY: dict[str, type[Assist]] = {
     "insisted_prose": InsistedProse, "read_field": ReadField, "records_count": RecordsCount,
 }
 #: Assists registered (callable by name) but not in the small-model set until a held-out
-#: measure shows a gain: ``resample_repeat`` (code sent again, drawn again at a temperature),
-#: until its measure (bench/formats/README.md). ``records_count`` (a count the records contradict,
+#: measure shows a gain. None now: ``records_count`` (a count the records contradict,
 #: questioned) turned one answer of 35 from wrong to right on the held-out formats
 #: (2026-12-06) and none back; ``copied_prose`` (a reply writing the runtime's words back,
 #: taken out) one of 35 on 2026-12-07 (bench/formats/README.md), none back.
