@@ -31,7 +31,7 @@ from rlm_runtime.budget import Budget, Slots
 from rlm_runtime.context.brief import describe
 from rlm_runtime.conversation import Conversation
 from rlm_runtime.errors import BudgetExceeded, Cancelled, NoAnswer, RLMError, RunCrashed, TooManyErrors
-from rlm_runtime.llm.base import Completion, LLMClient, Message, Sampling, Usage, accepts_sampling, listening, stoppable
+from rlm_runtime.llm.base import Completion, LLMClient, Message, Usage, listening, stoppable
 from rlm_runtime.result import RunResult
 from rlm_runtime.sandbox import CellResult, Sandbox
 from rlm_runtime.setup import Setup
@@ -58,10 +58,8 @@ class Tree:
         #: they run), so that ``cancel()`` can interrupt them.
         self.sandboxes: set[Sandbox] = set()
 
-    def call(self, run: Run, client: LLMClient, messages: list[Message], *, code: bool,
-             sampling: Sampling | None = None) -> Completion:
-        """One budgeted model call; the reservation covers the worst case while in flight.
-        ``sampling``: the call's own sampler (only for a client that takes one)."""
+    def call(self, run: Run, client: LLMClient, messages: list[Message], *, code: bool) -> Completion:
+        """One budgeted model call; the reservation covers the worst case while in flight."""
         limits = self.setup.limits
         # Ask for no more than the tree has left, so a small total budget still allows calls.
         max_out = max(1, min(limits.max_output_tokens_per_call, self.budget.output_tokens_left()))
@@ -71,10 +69,7 @@ class Tree:
         prompt_tokens = sum(client.count_tokens(m["content"]) for m in messages)
         with self.budget.reserve(prompt_tokens, max_out):
             with stoppable(self.budget.cancelled), self._shown(run, client, prompt_tokens, code):
-                # A client that takes no sampling is called as before (``accepts_sampling``).
-                completion = (client.complete(messages, max_tokens=max_out, stop_after_code_block=code, sampling=sampling)
-                              if sampling is not None else
-                              client.complete(messages, max_tokens=max_out, stop_after_code_block=code))
+                completion = client.complete(messages, max_tokens=max_out, stop_after_code_block=code)
             # Settled while still reserved, so no other call sees neither figure.
             self.budget.settle(client.model, completion.usage)
         run.own_usage.setdefault(client.model, Usage()).add(completion.usage)
@@ -109,8 +104,6 @@ class Tree:
 
 #: Events that happen during one of a run's turns, and say which (``iteration``).
 _IN_A_TURN = frozenset({"sub_call", "tool_call", "assist", "answer_check", "worker_wait"})
-#: The seeds of those draws start here (then the turn and the draw), so a run repeats.
-_SEED = 7000
 
 
 class Run:
@@ -290,31 +283,13 @@ class Run:
         that answers it, and the assists' notes on its cells. Counts failing turns."""
         began = time.monotonic()
         completion = self.tree.call(self, self.client, talk.messages, code=True)
-        turn = Turn(completion.text, harness.parse_code_blocks(completion.text), shown=talk.last, printed=self.partial or "")
-        answer = None if turn.blocks else self._prose_answer(turn.reply, sandbox)
+        model_s = time.monotonic() - began
+        reply = completion.text
+        turn = Turn(reply, harness.parse_code_blocks(reply), shown=talk.last, printed=self.partial or "")
+        talk.reply(reply)
+        answer = None if turn.blocks else self._prose_answer(reply, sandbox)
         turn.answer = answer.text if answer is not None else None
         self.assists_of().on_reply(turn)
-        replaced: list[str] = []
-        usage = Usage()
-        usage.add(completion.usage)
-        while turn.resample is not None:
-            # An assist asked for this reply again, drawn at a temperature (the same code as
-            # before, drawn greedily, comes again however the prompt's notes change).
-            replaced.append(turn.reply)
-            seed = _SEED + 100 * self.iterations + len(replaced)
-            completion = self.tree.call(self, self.client, talk.messages, code=True,
-                                        sampling=Sampling(turn.resample, seed))
-            usage.add(completion.usage)
-            turn = Turn(completion.text, harness.parse_code_blocks(completion.text), shown=talk.last,
-                        printed=self.partial or "", resampled=len(replaced))
-            answer = None if turn.blocks else self._prose_answer(turn.reply, sandbox)
-            turn.answer = answer.text if answer is not None else None
-            self.assists_of().on_reply(turn)
-        model_s = time.monotonic() - began
-        if replaced:  # the turn's event counts every draw
-            completion = Completion(completion.text, completion.model, usage, completion.finish_reason, completion.duration_s)
-        reply = turn.reply
-        talk.reply(reply)
         outputs: list[dict[str, Any]] = []
         assisted = ""
         if turn.blocks:
@@ -333,8 +308,7 @@ class Run:
             if answer is None:
                 self.failing += 1 if self.reprompted else 0
                 self.reprompted = True
-        extra = {"replaced": replaced} if replaced else {}
-        self._iteration_event(talk, reply, turn, outputs, began, model_s, completion, **extra)
+        self._iteration_event(talk, reply, turn, outputs, began, model_s, completion)
         return turn, answer, feedback, assisted
 
     def _iteration_event(self, talk: Conversation, reply: str, turn: Turn, outputs: list[dict[str, Any]], began: float,
@@ -457,7 +431,7 @@ class Run:
         conversation's ``opening`` (its system prompt and first message)."""
         setup = self.tree.setup
         host = Host(query=self.query, prompts=setup.prompts, lookup=sandbox.lookup, emit=self.emit, opening=opening)
-        return Assists(names_for(setup.limits.assists, self.client.model), host, resample=accepts_sampling(self.client))
+        return Assists(names_for(setup.limits.assists, self.client.model), host)
 
     def _system_prompt(self, sandbox: Sandbox, briefs: Sequence[Any]) -> str:
         setup = self.tree.setup

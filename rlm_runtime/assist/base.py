@@ -79,10 +79,8 @@ class Turn:
     ``answer`` (a reply without code that is the answer), add ``notes`` (said after the
     turn's output), set ``drop_previous`` (the previous turn's code and output leave the
     conversation: this reply repeats them), ``retract`` (a reply without code leaves the
-    conversation, and the message it answered is asked again with the notes after it),
-    ``stop`` (the turns end here; the forced turn asks for the answer) or ``resample`` (the
-    reply is drawn again at that temperature, and the new one goes through the hooks in its
-    place; the hooks after the one that set it do not see this one)."""
+    conversation, and the message it answered is asked again with the notes after it) or
+    ``stop`` (the turns end here; the forced turn asks for the answer)."""
 
     reply: str
     blocks: list[str]
@@ -97,9 +95,6 @@ class Turn:
     drop_previous: bool = False
     retract: bool = False
     stop: bool = False
-    resample: float | None = None
-    #: How many replies this turn drew before this one (an assist asks for a reply again once).
-    resampled: int = 0
 
 
 @dataclass(frozen=True)

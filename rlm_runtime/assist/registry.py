@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rlm_runtime.assist.base import Assist
 from rlm_runtime.assist.read_field import ReadField
 from rlm_runtime.assist.records_count import RecordsCount
-from rlm_runtime.assist.replies import CopiedProse, InsistedProse, RepeatCut, ResampleRepeat
+from rlm_runtime.assist.replies import CopiedProse, InsistedProse, RepeatCut
 
 #: Every assist by name, in hook order. The ten assists first measured for small models
 #: (notes after a cell, the question's names and the chain from them, the records tally, four
@@ -40,15 +40,15 @@ from rlm_runtime.assist.replies import CopiedProse, InsistedProse, RepeatCut, Re
 #: there and one here; one more lookup was right with none and all twelve, not here).
 #: A new assist is added here, by name, where its hooks should run.
 REGISTRY: dict[str, type[Assist]] = {
-    "resample_repeat": ResampleRepeat, "repeat_cut": RepeatCut, "copied_prose": CopiedProse,
-    "insisted_prose": InsistedProse, "read_field": ReadField, "records_count": RecordsCount,
+    "repeat_cut": RepeatCut, "copied_prose": CopiedProse, "insisted_prose": InsistedProse, "read_field": ReadField,
+    "records_count": RecordsCount,
 }
 #: Assists registered (callable by name) but not in the small-model set until a held-out
 #: measure shows a gain. None now: ``records_count`` (a count the records contradict,
 #: questioned) turned one answer of 35 from wrong to right on the held-out formats
 #: (2026-12-06) and none back; ``copied_prose`` (a reply writing the runtime's words back,
 #: taken out) one of 35 on 2026-12-07 (bench/formats/README.md), none back.
-_NOT_MEASURED: frozenset[str] = frozenset({"resample_repeat"})
+_NOT_MEASURED: frozenset[str] = frozenset()
 #: The setting's words: ``auto`` (the set measured for the model's class), ``small`` (that
 #: set whatever the model), ``none`` (the plain loop).
 AUTO, SMALL, NONE = "auto", "small", "none"

@@ -25,29 +25,6 @@ _STILL_LOOKING = re.compile(r"\b(?:let's|let me|I will|I'll|try (?:searching|aga
                             r"does not (?:show|contain) the answer|no answer yet)\b", re.IGNORECASE)
 
 
-class ResampleRepeat(Assist):
-    """Code the model sent on one of the last turns, sent again: the reply is drawn again at a
-    temperature (``_TEMPERATURE``, seeded, so a run repeats) before anything else reads it,
-    at most ``runner.RESAMPLES`` times a turn. A model decoding greedily sends the same code
-    again on a prompt that changed by a note (``repeat_cut``'s) three turns running, then
-    answers from memory on the forced turn; a draw off its likeliest path may try another
-    read. A draw that repeats too goes on to ``repeat_cut``."""
-
-    name = "resample_repeat"
-
-    def on_reply(self, host: Host, state: AssistState, turn: Turn) -> None:
-        if not turn.blocks or turn.forced:
-            return
-        recent = state.codes[-_REPEAT_WINDOW * len(turn.blocks):]
-        if all(block.strip() in recent for block in turn.blocks):
-            turn.resample = _TEMPERATURE
-
-
-#: The temperature a repeated reply is drawn again at: far enough off the greedy path to
-#: leave it, near enough that a small model still writes code.
-_TEMPERATURE = 0.7
-
-
 class RepeatCut(Assist):
     """Code the model sent on one of the last turns, sent again: a note says so; the turn
     before, when it was this same code, leaves the conversation (a small model copies a turn

@@ -12,18 +12,13 @@ from rlm_runtime.sandbox import CellResult
 
 #: Characters of an answer a trace event keeps.
 _ANSWER_CHARS = 200
-#: A turn's reply is drawn again at most this many times (``Turn.resample``).
-RESAMPLES = 2
 
 
 class Assists:
     """The named assists of one run over ``host``, with their shared state."""
 
-    def __init__(self, names: Sequence[str], host: Host, *, resample: bool = False) -> None:
+    def __init__(self, names: Sequence[str], host: Host) -> None:
         self.host = host
-        #: Whether the run's model can draw a reply again (``Turn.resample``); when not, or
-        #: once a turn drew ``RESAMPLES`` times, an assist's asking is let go.
-        self.resample = resample
         self.state = AssistState()
         self.assists: list[Assist] = [REGISTRY[n]() for n in names]
 
@@ -42,10 +37,6 @@ class Assists:
                 self.host.emit({"type": "assist", "name": assist.name, "trigger": "reply", "changed": changed,
                                 "chars": sum(len(n) for n in turn.notes) - sum(len(n) for n in before.notes),
                                 "lookups": list(self.host.looked)})
-            if turn.resample is not None:
-                if self.resample and turn.resampled < RESAMPLES:
-                    return  # this reply is drawn again: the later assists see the new one
-                turn.resample = None
 
     def after_run(self, code: str, result: CellResult, printed: str) -> str:
         """After a cell ran: the notes to add after its output, "" for none. ``printed``: what

@@ -228,15 +228,6 @@ class Completion:
     duration_s: float = 0.0
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """One call's own sampler, in place of the client's: a ``temperature`` above 0 and the
-    ``seed`` that makes the draw repeat (a model asked again for a reply it gave greedily)."""
-
-    temperature: float
-    seed: int
-
-
 @runtime_checkable
 class LLMClient(Protocol):
     """A model that turns a list of messages into one reply."""
@@ -244,12 +235,9 @@ class LLMClient(Protocol):
     model: str
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
-                 stop_after_code_block: bool = False, timeout_s: float | None = None,
-                 sampling: Sampling | None = None) -> Completion:
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         """One completion. ``stop_after_code_block``: the client may stop generating once a
-        fenced code block has closed (a small model's reply is then one block, not several).
-        ``sampling``: this call's sampler (a client whose ``complete`` takes no ``sampling`` is
-        never asked to sample: ``accepts_sampling``)."""
+        fenced code block has closed (a small model's reply is then one block, not several)."""
         ...
 
     def count_tokens(self, text: str) -> int:
@@ -260,15 +248,3 @@ class LLMClient(Protocol):
 
     def close(self) -> None:
         ...
-
-
-def accepts_sampling(client: Any) -> bool:
-    """Whether ``client.complete`` takes ``sampling`` (a keyword of that name, or any keyword):
-    a client written before it, or one that cannot sample, is never asked to."""
-    import inspect
-
-    try:
-        params = inspect.signature(client.complete).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "sampling" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)

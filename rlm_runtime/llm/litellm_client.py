@@ -23,7 +23,7 @@ from typing import Any
 from rlm_runtime import redact
 from rlm_runtime.errors import LLMCallError, MissingAPIKey, ModelUnavailable, UnknownModel
 from rlm_runtime.llm import progress as prefill
-from rlm_runtime.llm.base import Completion, Message, Sampling, Usage, abandonable, heard, stop_requested
+from rlm_runtime.llm.base import Completion, Message, Usage, abandonable, heard, stop_requested
 from rlm_runtime.llm.tokens import count_tokens
 
 _litellm: Any = None
@@ -234,8 +234,7 @@ class LiteLLMClient:
         self._checked = True
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
-                 stop_after_code_block: bool = False, timeout_s: float | None = None,
-                 sampling: Sampling | None = None) -> Completion:
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         self.check()
         lib = _lib()
         # max_retries=0: the provider SDK must not retry inside our own retry loop.
@@ -250,9 +249,6 @@ class LiteLLMClient:
             kwargs["api_key"] = "no-key-required"
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
-        if sampling is not None:
-            # A provider that takes no seed samples without one (litellm drops what it cannot send).
-            kwargs.update(temperature=sampling.temperature, seed=sampling.seed, drop_params=True)
         start = time.monotonic()
 
         def abandoned() -> Completion:

@@ -40,7 +40,7 @@ from rlm_runtime import private
 from rlm_runtime.config import local_engine_choice, paths_from_env
 from rlm_runtime.errors import ConfigError, ModelUnavailable
 from rlm_runtime.governor import Governor
-from rlm_runtime.llm.base import Completion, Message, Sampling
+from rlm_runtime.llm.base import Completion, Message
 from rlm_runtime.llm.engines import Engine, ServerSettings, find_engine
 from rlm_runtime.llm.models import ModelError, ModelSpec, spec, verify
 from rlm_runtime.llm.tokens import count_tokens
@@ -339,21 +339,18 @@ class LocalModelClient:
                              extra=_sampling(slot, self.temperature), progress=True)
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
-                 stop_after_code_block: bool = False, timeout_s: float | None = None,
-                 sampling: Sampling | None = None) -> Completion:
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         server = _server(self.name, self.models_dir, self.settings, self.engine)
         seen = server.starts
         slot = self._slot_for(messages) if stop_after_code_block else None
         try:
             result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
-                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s,
-                                                         sampling=sampling)
+                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
         except ModelUnavailable:
             # Crashed or hung: one restart, then the caller hears about it.
             _restart(server, seen)
             result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
-                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s,
-                                                         sampling=sampling)
+                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
         result.model = self.model
         return result
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_runtime.errors import ConfigError, LLMCallError
-from rlm_runtime.llm.base import Completion, Message, Sampling, Usage, heard
+from rlm_runtime.llm.base import Completion, Message, Usage, heard
 from rlm_runtime.llm.tokens import count_tokens, cut_to_tokens
 
 Responder = Callable[[list[Message]], str]
@@ -34,8 +34,6 @@ class ScriptedClient:
         self._queue: list[str] = []
         self._when: list[tuple[str, str]] = []
         self.prompts: list[list[Message]] = []
-        #: Each call's own sampler (None: the script's greedy reply), in call order.
-        self.samplings: list[Sampling | None] = []
         self.delay_s = delay_s
         if callable(script):
             self._responder = script
@@ -78,15 +76,13 @@ class ScriptedClient:
                 raise ConfigError(f"{source}: item {n}: expected {{\"content\": \"...\"}}")
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
-                 stop_after_code_block: bool = False, timeout_s: float | None = None,
-                 sampling: Sampling | None = None) -> Completion:
+                 stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         start = time.monotonic()
         if self.delay_s:
             time.sleep(self.delay_s)
         last = messages[-1]["content"] if messages else ""
         with self._lock:
             self.prompts.append([dict(m) for m in messages])
-            self.samplings.append(sampling)
             responder = self._responder
             scripted = None if responder is not None else self._answer(last)
         if responder is not None:

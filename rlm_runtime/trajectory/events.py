@@ -203,8 +203,6 @@ class Iteration(RunRecord):
     #: The turn did not finish: what stopped it (``KeyboardInterrupt``, ``Cancelled``,
     #: ``BudgetExceeded``); its code blocks are the reply's, its outputs the cells that ended.
     stopped: str | None = None
-    #: Replies an assist had drawn again (``Turn.resample``), in order; ``response`` took their place.
-    replaced: list[str] = Field(default_factory=list)
 
 
 class SubCall(RunRecord):
