@@ -289,7 +289,7 @@ def _shape(buf: TextBuffer, kind: str, head: str) -> _records.Shape | None:
     if kind == "json":
         return None
     shape = _records.sniff(lines[:-1] if buf.nbytes > HEAD_BYTES and len(lines) > 1 else lines)
-    if shape.kind in ("structure", "blocks", "paragraphs") and buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() offers: seen whole
+    if shape.kind in ("structure", "blocks") and buf.nbytes <= _WHOLE_CHECKED_BYTES:  # what records() offers: seen whole
         shape = _records.whole(buf.decode(0, buf.nbytes).split("\n"), shape)
     return shape
 

@@ -775,13 +775,8 @@ def parse(lines: Iterable[str], shape: Shape | None = None, *, numbers: list[int
     """The records of ``lines`` (lines without their line ends, numbered 1, 2, ... or by
     ``numbers``), in ``shape`` (when None: JSON's, else sniffed from them)."""
     lines = [line.rstrip("\r\n") for line in lines]
-    sniffed = False  # no shape given, and the text is no JSON: its head was read
-    if shape is None:
-        shape = json_shape("\n".join(lines))
-        if shape is None:
-            shape, sniffed = sniff(lines), True
-    if (shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated") or (
-            sniffed and shape.kind == "paragraphs"):
+    shape = shape or json_shape("\n".join(lines)) or sniff(lines)
+    if shape.kind == "structure" and shape.structure is not None and shape.structure.layout != "stated":
         shape = whole(lines, shape)
     parser = {"blocks": _blocks, "paragraphs": _parse_paragraphs, "structure": _parse_structure,
               "json": _parse_items}[shape.kind]
@@ -992,38 +987,23 @@ def whole(lines: list[str], shape: Shape) -> Shape:
     """The shape found in the head, measured on the whole text: its coverage there. When the
     whole text falls under the gate (the head was not like the rest), the structure is found
     again from runs of lines spread over the whole text and measured the same way; under the
-    gate again, no fields. So too when the head has no fields and the text is longer than it
-    (a licence or a preamble over the records). Blocks are looked at for records inside others
-    in runs of lines spread over the whole text (a file's head may nest nothing). Another
-    shape is returned as it is."""
+    gate again, no fields. Blocks are looked at for records inside others in runs of lines
+    spread over the whole text (a file's head may nest nothing). Another shape is returned as
+    it is."""
     if shape.kind == "blocks" and not shape.nested:
         return dataclasses.replace(shape, nested=any(r.parent is not None for r in _blocks(_spread(lines), shape)))
-    if shape.kind == "paragraphs" and len(lines) > _SPREAD_OVER:
-        return _spread_structure(lines) or shape
     if shape.kind != "structure" or shape.structure is None or shape.structure.layout == "stated":
         return shape
     items, coverage = _structure.read(lines, shape.structure)
     if coverage >= GATE:
         return dataclasses.replace(shape, coverage=coverage, items=items)
-    return _spread_structure(lines) or Shape(
-        "paragraphs", by_line=True, reason=f"the form found in the first lines reads only {coverage:.0%} of the whole "
-                                           f"text, under the {GATE:.0%} needed")
-
-
-def _spread_structure(lines: list[str]) -> Shape | None:
-    """The structure found in runs of lines spread over the whole text, when it reads at least
-    ``GATE`` of the whole text (measured there); else None."""
     again = sniff(_spread(lines))
     if again.kind == "structure" and again.structure is not None:
         items, found = _structure.read(lines, again.structure)
         if found >= GATE:
             return dataclasses.replace(again, coverage=found, items=items)
-    return None
-
-
-#: Lines a text with no fields in its head must have for the rest of it to be looked at (the
-#: head's sample is its first ``SNIFF_LINES`` non-blank lines; a shorter text was seen whole).
-_SPREAD_OVER = 2 * SNIFF_LINES
+    return Shape("paragraphs", by_line=True, reason=f"the form found in the first lines reads only {coverage:.0%} "
+                                                      f"of the whole text, under the {GATE:.0%} needed")
 
 
 #: Runs of lines, and lines a run, that ``_spread`` takes across a text.

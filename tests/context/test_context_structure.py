@@ -232,25 +232,6 @@ def test_it_refuses_a_form_the_rest_of_the_text_does_not_follow() -> None:
     assert open_context(glossary() * 30).probe().shape == "structure"
 
 
-def test_records_under_a_preamble_of_prose_are_found_across_the_text() -> None:
-    """A head of prose (a licence, an introduction) over a long text of records: the head has
-    no fields, so the structure is looked for in runs spread over the whole text and offered
-    only when it reads the gate's share of the whole text, in the brief as in records(). A
-    text that is prose through and through keeps no fields, and says why."""
-    preamble = PROSE * 30  # 240 lines: the head's sample is all prose
-    text = preamble + glossary() * 250  # 2,000 records after it
-    assert sniff(text.split("\n")).kind == "paragraphs"
-    recs = parse_text(text)
-    assert recs.shape == "structure" and GATE <= recs.coverage < 1.0
-    assert recs.fields == ["text", "field 1", "field 2", "field 3"]  # the preamble's lines are records of text
-    assert recs.count("field 2", "process") == 500 and recs.find("quench")[0]["field 3"] == TERMS[2][2]
-    assert open_context(text).probe().shape == "structure"
-    prose = parse_text(PROSE * 300)
-    assert prose.shape == "paragraphs" and prose.fields == ["text"]
-    # The records are fewer than the gate asks of the whole: no fields, as before.
-    assert parse_text(PROSE * 120 + glossary() * 40).shape == "paragraphs"
-
-
 def test_it_reads_delimited_cells_with_empty_ones_as_fields_by_place() -> None:
     """Cells between one delimiter, some empty, are fields by position on every line, even
     where the first lines happen to share words the rest do not (no constant is assumed)."""
