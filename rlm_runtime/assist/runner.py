@@ -75,8 +75,16 @@ class Assists:
         return answer.text
 
     def last_found(self) -> str:
-        """What the forced turn's prompt shows besides the question."""
-        return "".join(a.last_found(self.host, self.state) for a in self.assists)
+        """What the forced turn's prompt shows besides the question; each assist's part traced."""
+        said: list[str] = []
+        for assist in self.assists:
+            self.host.looked.clear()
+            text = assist.last_found(self.host, self.state)
+            if text:
+                said.append(text)
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(text),
+                                "lookups": list(self.host.looked)})
+        return "".join(said)
 
     def _checked(self, name: str, answer: str, outcome: str) -> None:
         self.host.emit({"type": "answer_check", "name": name, "answer": answer[:_ANSWER_CHARS], "outcome": outcome,
