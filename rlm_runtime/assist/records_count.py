@@ -5,9 +5,7 @@ records hold asks how many records hold that value in one field, or how many rec
 record it names holds (``hops.asked_count``, over the records as parsed, whatever the
 text's format). An answer without that number (another number, a sentence of no number)
 gets one more turn, told the code that counts and what it counts; an answer given again is
-taken. When the turns run out before an answer, the last turn hears that count if an output
-of the run showed it (a short output of that number, or a line holding it with the value
-counted). Nothing here knows a format: fields and names are the records' own.
+taken. Nothing here knows a format: fields and names are the records' own.
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ from __future__ import annotations
 import re
 
 from rlm_runtime.assist import lookups
-from rlm_runtime.assist.base import AssistState, Checker, Host
-from rlm_runtime.context.hops import SHORT_OUTPUT, SHOWN_CHARS, printed
+from rlm_runtime.assist.base import Checker, Host
 from rlm_runtime.quoting import VALUE_CHARS, quoted
 
 #: The words of a question that counts. Its other words say what is counted, from the records.
@@ -43,32 +40,8 @@ class RecordsCount(Checker):
         if found["n"] in numbers[:1]:
             return None
         self.asked = True
-        return host.prompts.text("notes/records_count_answer", code=_code(found), answer=repr(answer.strip()[:_ANSWER_SHOWN]),
+        value = quoted(found["value"], VALUE_CHARS)
+        code = (f"print(len(records().children_of({value})))" if found["children"]
+                else f"print(records().count({quoted(found['field'])}, {value}))")
+        return host.prompts.text("notes/records_count_answer", code=code, answer=repr(answer.strip()[:_ANSWER_SHOWN]),
                                  n=found["n"])
-
-    def last_found(self, host: Host, state: AssistState) -> str:
-        if self.asked or not _COUNTS.search(host.query[:2000]):
-            return ""
-        found = lookups.asked_count(host)
-        if found is None or not _shown(int(str(found["n"])), str(found["value"]), state.seen):
-            return ""
-        return " " + host.prompts.text("notes/records_count_shown", code=_code(found), n=found["n"]).strip()
-
-
-def _code(found: dict[str, object]) -> str:
-    """The code that counts what ``found`` (``lookups.asked_count``) says the question counts."""
-    value = quoted(found["value"], VALUE_CHARS)
-    return (f"print(len(records().children_of({value})))" if found["children"]
-            else f"print(records().count({quoted(found['field'])}, {value}))")
-
-
-def _numbers(text: str) -> set[int]:
-    return {int(n.replace(",", "")) for n in _NUMBER.findall(text)}
-
-
-def _shown(n: int, value: str, outputs: list[str]) -> bool:
-    """Whether one of ``outputs`` showed the count ``n``: a short output holding it (the
-    model's own count), or a line holding it beside the value counted."""
-    return any((len(out.strip()) <= SHORT_OUTPUT and n in _numbers(out))
-               or any(n in _numbers(line) and printed(value, line) for line in out[:SHOWN_CHARS].casefold().splitlines())
-               for out in outputs)

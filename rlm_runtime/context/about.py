@@ -4,9 +4,7 @@
 here: the field names it says and the values it holds, over an index of the records' values.
 Matching ignores case and the phrase's punctuation around words ("Kamir's" is "Kamir"); a
 value is matched whole, longest first, never across a field name; a field name also matches
-in the plural. A value the phrase puts in quotes (``the state of 'MPZ'``) is the one it asks
-about: when the records hold it, the other words that happen to be values give way, and
-its words name no field. Nothing here knows a wording: the fields and values are the text's.
+in the plural. Nothing here knows a wording: the fields and values are the text's.
 
 Bounded: the phrase is cut to ``QUESTION_CHARS``, only the first ``MOST_FIELDS`` field names
 are matched, values longer than ``VALUE_WORDS`` words are not indexed, and the index is one
@@ -16,7 +14,6 @@ by ``quoting.quoted``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -37,9 +34,6 @@ _GRAMMAR = frozenset("""a an the of is are was were be been to in on at by for f
 what which who whom whose how many much does do did have has had its it this that these those there
 give gives given tell me list name find count number value values record records""".split())
 _EDGE = "?!.,;:\"'()[]{}<>`"
-#: A span in quotes: an opening quote with no letter or digit before it, a closing one with
-#: none after it (so "Kamir's" opens nothing). Bounded: the class excludes every quote.
-_QUOTED = re.compile("(?<!\\w)['\"\u2018\u201c]([^'\"\u2018\u2019\u201c\u201d\n]{1,200})['\"\u2019\u201d](?!\\w)")
 
 
 def _words(text: str) -> list[str]:
@@ -135,14 +129,10 @@ def _value_spans(words: list[str], taken: set[int], index: Mapping[str, Counter[
 def within(text: str, fields: Sequence[str], index: Mapping[str, Counter[str]]) -> tuple[list[str], list[str]]:
     """The field names ``text`` names (in field order) and the values it holds (left to right,
     each once), matched as the module docstring says."""
-    text = str(text)[:QUESTION_CHARS]
-    quoted_values = [" ".join(w) for m in _QUOTED.finditer(text) if _key(w := _words(m.group(1))) in index]
-    if quoted_values:  # the quoted values alone; their words name no field, nor join the words around them
-        text = _QUOTED.sub(lambda m: " \x00 " if _key(_words(m.group(1))) in index else m.group(), text)
-    words = _words(text)
+    words = _words(str(text)[:QUESTION_CHARS])
     named, taken = _field_spans(words, list(fields)[:MOST_FIELDS])
     values: list[str] = []
-    for value in quoted_values or _value_spans(words, taken, index):  # a value asked about twice is said once
+    for value in _value_spans(words, taken, index):  # a value asked about twice is said once
         if value.casefold() not in {v.casefold() for v in values}:
             values.append(value)
     return named, values

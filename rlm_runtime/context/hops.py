@@ -11,8 +11,7 @@ of this form may ask how many records share the value. A record whose name ``fin
 read as ``field=value`` is none: the notes' code finds it by ``find``.
 
 ``asked_count``: the count a question asks when it names one value the records hold, of the
-records holding it or of the records the one it names holds (a record it names by its name,
-or by a value no other record holds).
+records holding it or of the records the one it names holds.
 
 Nothing here knows a wording: fields and names are the records' own, matched in the question
 as ``about.py`` matches them. Linear in the records and the answer. (The chains through a
@@ -109,7 +108,7 @@ def misread(records: _records.Records, question: str, answer: str) -> Hop | None
 class Count:
     """What a question that counts asks of the records: how many have ``field`` equal to
     ``value`` (``children`` False), or how many the record named ``value`` holds (``children``
-    True, ``field`` the field of it that holds ``value``); ``n`` the count."""
+    True, ``field`` its name field); ``n`` the count."""
 
     field: str
     value: str
@@ -120,8 +119,7 @@ class Count:
 def asked_count(records: _records.Records, question: str) -> Count | None:
     """The count the question asks when it names exactly one value the records hold: of the
     records holding it in the field the question names (or in the one field that holds it),
-    or, when it names a record that holds others (by its name, or by a value that record
-    alone holds: a count of one record is no question), of those. None when the question names no
+    or, when it names a record that holds others, of those. None when the question names no
     such value, several, or a value in several fields none of which it names. Nothing here
     knows a wording: the caller says whether the question counts."""
     fields = _records.fields_of(records)
@@ -130,7 +128,7 @@ def asked_count(records: _records.Records, question: str) -> Count | None:
     first, index = fields[0], _records.value_index_of(records)
     named, values = _about.within(question, fields, index)
     if len(values) > 1:
-        # Other words that happen to be values ("the log file", "a shell script") give way
+        # Other words that happen to be values ("the CSV file", "a Debian package") give way
         # to the one value held in a field the question names.
         values = [v for v in values if any(f != first and f in index[v.casefold()] for f in named)]
     if len(values) != 1:
@@ -146,12 +144,8 @@ def asked_count(records: _records.Records, question: str) -> Count | None:
         field = first
     else:
         return None
-    if field == first or sum(held.values()) == 1:  # one record holds it: the question counts what that one holds
-        own = (_records.named_of(records).get(value.casefold()) if field == first
-               else records.where(field, value)[0])
+    if field == first:  # a record named so: the question counts what it holds
+        own = _records.named_of(records).get(value.casefold())
         kids = own.children if own is not None else None
-        if kids:
-            return Count(field, value, len(kids), True)
-        if field == first:
-            return None
+        return Count(first, value, len(kids), True) if kids else None
     return Count(field, value, held[field], False)

@@ -300,9 +300,8 @@ class Records(list[Record]):
         note = ""
         if not kept:
             values = self.tally(field)
-            if not values:  # and where the value is, when another field holds it whole
-                note = (f"no record has a field {_q(field)}; the fields are {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
-                        + self._held_in(value))
+            if not values:
+                note = f"no record has a field {_q(field)}; the fields are {', '.join(map(quoted, self.fields[:_FIELDS_SAID]))}"
             else:
                 top = ", ".join(f"{quoted(v, VALUE_CHARS)} ({n})" for v, n in list(values.items())[:12])
                 note = f"no record has {quoted(field)} = {_q(value)}; its values are {top}" + self._held_in(value)

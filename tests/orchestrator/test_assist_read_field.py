@@ -111,13 +111,17 @@ def test_a_short_output_of_the_value_asked_is_said_to_be_it(tmp_path: Path) -> N
 
 def test_the_last_turn_hears_a_value_an_output_showed_in_its_record(tmp_path: Path) -> None:
     """When the turns run out, the forced turn's prompt says the tone an output printed on
-    hv-207's line; an output that never showed it adds nothing."""
-    _, client, _ = ask(tmp_path, [code(READ + "print(recs.find('hv-207'))"), code("print(1)"), code("print(2)"),
-                                  code("print(3)"), "FINAL('b')"])
+    hv-207's line, and the trace says the assist spoke there; an output that never showed it
+    adds nothing."""
+    _, client, events = ask(tmp_path, [code(READ + "print(recs.find('hv-207'))"), code("print(1)"), code("print(2)"),
+                                       code("print(3)"), "FINAL('b')"])
     assert "Your code printed 'g sharp': the 'tone' of 'hv-207'" in client.prompts[-1][-1]["content"]
-    _, client, _ = ask(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
-                                  "FINAL('b')"])
+    spoke = [e for e in of_type(events, "assist") if e["trigger"] == "last_turn"]
+    assert [(e["name"], e["chars"] > 0, e["lookups"]) for e in spoke] == [("read_field", True, ["read: hv-207 -> tone"])]
+    _, client, events = ask(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
+                                       "FINAL('b')"])
     assert "Your code printed" not in client.prompts[-1][-1]["content"]
+    assert not [e for e in of_type(events, "assist") if e["trigger"] == "last_turn"]
 
 
 def test_a_misreading_given_again_is_told_the_value(tmp_path: Path) -> None:

@@ -90,19 +90,3 @@ def test_no_count_is_checked_where_none_is_asked_or_the_assist_is_off(tmp_path: 
     answer, client, events = ask_once(tmp_path, [code("FINAL('3')")], "How many boats have the harbour 'Skerry'?",
                                       register(tmp_path), "none")
     assert answer == "3" and len(client.prompts) == 1 and of_type(events, "answer_check") == []
-
-
-def test_the_last_turn_hears_a_count_an_output_showed(tmp_path: Path) -> None:
-    """When the turns run out before an answer, the forced turn's prompt says the count of the
-    boats in Skerry that an output showed beside the harbour's name; an output that never
-    showed that count adds nothing."""
-    question = "How many boats have the harbour 'Skerry'?"
-    shown = code(READ + "print(f\"{recs.count('harbour', 'Skerry')} boats in Skerry\")")
-    _, client, events = ask_once(tmp_path, [shown, code("print(1)"), code("print(2)"), code("print(3)"), "FINAL('3')"],
-                                 question, register(tmp_path), "records_count")
-    assert ("Your code printed 15: the number of records the question counts "
-            "(print(records().count('harbour', 'Skerry')) prints it).") in client.prompts[-1][-1]["content"]
-    assert [(e["name"], e["trigger"]) for e in of_type(events, "assist")] == [("records_count", "last_turn")]
-    _, client, _ = ask_once(tmp_path, [code(READ + "print(len(recs))"), code("print(1)"), code("print(2)"), code("print(3)"),
-                                       "FINAL('3')"], question, register(tmp_path), "records_count")
-    assert "Your code printed" not in client.prompts[-1][-1]["content"]
