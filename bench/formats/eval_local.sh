@@ -9,7 +9,7 @@
 #
 # Each task runs on a cold engine (`--cold`), so a task's trajectory does not depend on the
 # task before it: a rerun of one tree in the same sitting mostly gives the same answers (a
-# greedy reply to the same prompt was seen to differ across sittings, and once in 38 tasks
+# greedy reply to the same prompt was seen to differ across sittings, and in 3 tasks of 73
 # within one), so a lever is compared with a baseline run beside it, and a task it turned is
 # its own where the trace shows it acted. COLD= (empty) runs warm: faster, one task in 35 may differ.
 #
