@@ -4,7 +4,7 @@ trace events (``assist``, ``answer_check``) are written."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rlm_runtime.assist.base import Answer, Assist, AssistState, Cell, Host, Question, Turn
 from rlm_runtime.assist.registry import REGISTRY
@@ -50,14 +50,7 @@ class Assists:
                     empty_greps=list(result.empty_greps), repeated=repeated)
         self.state.seen.append(result.stdout)
         self.state.codes.append(code.strip())
-        notes: list[str] = []
-        for assist in self.assists:
-            self.host.looked.clear()
-            note = assist.after_cell(self.host, self.state, cell)
-            if note:
-                notes.append(note)
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": kind, "chars": len(note),
-                                "lookups": list(self.host.looked)})
+        notes = self._said(kind, lambda a: a.after_cell(self.host, self.state, cell))
         return "".join("\n" + n for n in notes)
 
     def on_answer(self, answer: Answer) -> str | Question:
@@ -76,15 +69,19 @@ class Assists:
 
     def last_found(self) -> str:
         """What the forced turn's prompt shows besides the question; each assist's part traced."""
+        return "".join(self._said("last_turn", lambda a: a.last_found(self.host, self.state)))
+
+    def _said(self, trigger: str, hook: Callable[[Assist], str]) -> list[str]:
+        """What ``hook`` has each assist say, in order; each that says something is traced."""
         said: list[str] = []
         for assist in self.assists:
             self.host.looked.clear()
-            text = assist.last_found(self.host, self.state)
+            text = hook(assist)
             if text:
                 said.append(text)
-                self.host.emit({"type": "assist", "name": assist.name, "trigger": "last_turn", "chars": len(text),
+                self.host.emit({"type": "assist", "name": assist.name, "trigger": trigger, "chars": len(text),
                                 "lookups": list(self.host.looked)})
-        return "".join(said)
+        return said
 
     def _checked(self, name: str, answer: str, outcome: str) -> None:
         self.host.emit({"type": "answer_check", "name": name, "answer": answer[:_ANSWER_CHARS], "outcome": outcome,
