@@ -3,7 +3,9 @@
 Used by the tests of the ``llama-server`` engine (``RLM_LOCAL_ENGINE``), which need no model.
 Like llama-server it reads its API key from ``LLAMA_API_KEY`` and refuses requests without
 it (``/health`` excepted). A chat request answers ``pong <alias> <in-flight> <what it asked>`` after a short
-wait when the prompt says "slow", and kills the server when it says "crash". A streamed request
+wait when the prompt says "slow", a code block with an invented output after it when it says
+"block" (cut before the first of the request's ``stop`` texts, which is left out, as
+llama.cpp does), and kills the server when it says "crash". A streamed request
 with ``return_progress`` first gets llama.cpp's ``prompt_progress`` chunks (``PROGRESS``). If
 ``FAKE_LLAMA_RECORD`` names a file, its command line, pid and whether it got a key are
 written there as JSON.
@@ -27,7 +29,8 @@ PROGRESS = [{"total": 1200, "cache": 0, "processed": n, "time_ms": n * 20} for n
 
 def asked(body: dict[str, object]) -> str:
     """What the request asked of the sampler and the slots, as the reply shows it."""
-    return json.dumps({k: body.get(k) for k in ("id_slot", "repeat_penalty", "temperature")}, sort_keys=True)
+    shown = {k: body.get(k) for k in ("id_slot", "repeat_penalty", "temperature")}
+    return json.dumps({**shown, "stops": len(body.get("stop") or ())}, sort_keys=True)
 
 
 def main() -> None:
@@ -102,6 +105,10 @@ def main() -> None:
                 with _lock:
                     seen = max(seen, _in_flight)
                 text = f"pong {args.alias} {seen} {asked(body)}"
+                if "block" in prompt:
+                    text = "Counting.\n```python\nprint(len(text))\n```\nOutput: 12 (invented)\n"
+                    cuts = [text.find(s) for s in body.get("stop") or () if s in text]
+                    text = text[:min(cuts)] if cuts else text
                 if body.get("stream"):
                     self._stream(text, progress=bool(body.get("return_progress")))
                     return

@@ -233,7 +233,36 @@ def test_a_conversation_keeps_its_slot(fake_binary: Path, fake_model: Path) -> N
         local.stop_all()
     assert turns[0]["id_slot"] in range(4) and all(t["id_slot"] == turns[0]["id_slot"] for t in turns)
     assert plain["id_slot"] is None
+    assert [t["stops"] for t in turns] == [1, 1, 1] and plain["stops"] == 0
     assert plain["temperature"] == 0.0 and plain["repeat_penalty"] == 1.1
+
+
+def test_the_server_ends_a_turn_where_its_block_closes(fake_binary: Path, fake_model: Path) -> None:
+    """A loop turn asks the server to stop at its block's closing fence (so what the slot keeps
+    does not depend on when the client stopped reading) and gets the block back closed; a
+    plain call asks for no stop and gets the whole text."""
+    client = local.LocalModelClient(MODEL, models_dir=fake_model, engine=Engine("llama-server", binary=str(fake_binary)),
+                                    slots=2)
+    opening = [{"role": "system", "content": "You write code."}, {"role": "user", "content": "Count the block."}]
+    try:
+        turn = client.complete(opening, stop_after_code_block=True)
+        alone = client.complete(opening[1:], stop_after_code_block=True)
+        plain = client.complete(opening)
+    finally:
+        local.stop_all()
+    assert turn.text == alone.text == "Counting.\n```python\nprint(len(text))\n```"
+    assert turn.finish_reason == "code_block_closed"
+    assert plain.text.endswith("```\nOutput: 12 (invented)\n") and plain.finish_reason == "stop"
+
+
+def test_a_reply_that_ends_outside_a_block_is_left_as_it_is() -> None:
+    from rlm_runtime.llm.base import Completion, Usage
+
+    for text in ("FINAL(3)", "```python\nprint(1)\n```", "Counting.\n```python\nprint(1)"):
+        reply = local._closed(Completion(text, "m", Usage(1, 1, 1, 0.0), "stop", 0.0))
+        assert reply.text == (text + "\n```" if text.count("```") == 1 else text)
+    cut = local._closed(Completion("```python\nx = 1", "m", Usage(1, 1, 1, 0.0), "length", 0.0))
+    assert cut.text == "```python\nx = 1" and cut.finish_reason == "length"
 
 
 def test_a_turn_reports_the_servers_prefill_before_its_text(fake_binary: Path, fake_model: Path) -> None:

@@ -8,10 +8,10 @@
 # once its trajectories are read it is development.
 #
 # Each task runs on a cold engine (`--cold`), so a task's trajectory does not depend on the
-# task before it: a rerun of one tree in the same sitting mostly gives the same answers (a
-# greedy reply to the same prompt was seen to differ across sittings, and in 3 tasks of 73
-# within one), so a lever is compared with a baseline run beside it, and a task it turned is
-# its own where the trace shows it acted. COLD= (empty) runs warm: faster, one task in 35 may differ.
+# task before it, and each turn's reply ends where the server stops it (not where the client
+# stopped reading), so a rerun of one tree repeats its replies; a lever is still compared with a
+# baseline run beside it, and a task it turned is its own where the trace shows it acted.
+# COLD= (empty) runs warm: faster, one task in 35 may differ.
 #
 #   [ASSISTS="auto none"] [DIRECT=1] [LENGTHS=100000] [COLD=--cold] sh bench/formats/eval_local.sh SPLIT [OUT] [MODEL]
 # (ASSISTS="" runs no rlm setting: DIRECT=1 ASSISTS="" measures direct alone)

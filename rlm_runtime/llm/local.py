@@ -53,6 +53,14 @@ _TAIL_LINE_CHARS = 300
 #: KV cells each slot beyond the first adds to the pool: a small model's sub-call prompt is cut
 #: to 6,000 characters (about 1,500 tokens), plus its reply, with room to spare.
 SLOT_TOKENS = 4096
+#: Where a loop turn's reply ends, asked of the server itself: the closing fence of its code
+#: block, on a line of its own. The client stops reading there too, but a stream cut from the
+#: client's side leaves the server a moment to generate on, and how many of those tokens it
+#: keeps in the slot then varies from run to run: the next turn reuses one cached token more
+#: or fewer, prefills a batch of another size, and a greedy reply can change (seen: 3 of 73
+#: tasks in one sitting). Stopped by the server, the slot holds the same tokens every time.
+#: The server leaves the stop text out of the reply; ``_closed`` puts the fence back.
+BLOCK_END = "\n```\n"
 
 
 def server_settings(available_bytes: int, cpu_count: int, model: ModelSpec, *, slots: int | None = None) -> ServerSettings:
@@ -74,13 +82,26 @@ def server_settings(available_bytes: int, cpu_count: int, model: ModelSpec, *, s
                           cache_mb=cache_mb)
 
 
-def _sampling(slot: int | None, temperature: float = 0.0) -> dict[str, Any]:
-    """What a request asks of the server: its sampler (see ``LocalModelClient._client``), and
-    its slot when pinned to one."""
+def _sampling(slot: int | None, temperature: float = 0.0, *, turn: bool = False) -> dict[str, Any]:
+    """What a request asks of the server: its sampler (see ``LocalModelClient._client``), its
+    slot when pinned to one, and for a loop turn the end of its reply (``BLOCK_END``)."""
     body: dict[str, Any] = {"repeat_penalty": 1.1, "repeat_last_n": 64}
     if slot is not None:
         body["id_slot"] = slot
+    if turn:
+        body["stop"] = [BLOCK_END]
     return {"temperature": temperature, "extra_body": body}
+
+
+def _closed(reply: Completion) -> Completion:
+    """``reply`` with the closing fence the server's stop left out put back, when it ends
+    inside a code block (an odd count of fences): the conversation shows the block closed, as
+    the model wrote it. A reply the model ended itself inside a block gets the same fence,
+    which the reply parser supplies anyway."""
+    if reply.finish_reason == "stop" and reply.text.count("```") % 2:
+        reply.text += BLOCK_END.rstrip("\n")
+        reply.finish_reason = "code_block_closed"
+    return reply
 
 
 def open_log(path: Path) -> IO[bytes]:
@@ -326,7 +347,7 @@ class LocalModelClient:
         opening = f"{messages[0].get('content', '')}\x00{messages[1].get('content', '')}".encode()
         return int.from_bytes(hashlib.blake2b(opening, digest_size=4).digest(), "big") % self.parallel
 
-    def _client(self, server: LocalServer, slot: int | None = None) -> Any:
+    def _client(self, server: LocalServer, slot: int | None = None, *, turn: bool = False) -> Any:
         from rlm_runtime.llm.litellm_client import LiteLLMClient
 
         # temperature 0: a small model samples itself into nonsense more often than not, and
@@ -336,23 +357,27 @@ class LocalModelClient:
         # server says how far it has read a long prompt, which takes a minute on a small machine.
         return LiteLLMClient(f"openai/{self.name}", api_base=server.api_base, api_key=server.api_key,
                              timeout_s=self.timeout_s, retries=1, backoff_s=0.5,
-                             extra=_sampling(slot, self.temperature), progress=True)
+                             extra=_sampling(slot, self.temperature, turn=turn), progress=True)
 
     def complete(self, messages: list[Message], *, max_tokens: int | None = None,
                  stop_after_code_block: bool = False, timeout_s: float | None = None) -> Completion:
         server = _server(self.name, self.models_dir, self.settings, self.engine)
         seen = server.starts
         slot = self._slot_for(messages) if stop_after_code_block else None
+
+        def call() -> Completion:
+            client = self._client(server, slot, turn=stop_after_code_block)
+            return client.complete(messages, max_tokens=max_tokens, stop_after_code_block=stop_after_code_block,
+                                   timeout_s=timeout_s)
+
         try:
-            result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
-                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
+            result = call()
         except ModelUnavailable:
             # Crashed or hung: one restart, then the caller hears about it.
             _restart(server, seen)
-            result = self._client(server, slot).complete(messages, max_tokens=max_tokens,
-                                                         stop_after_code_block=stop_after_code_block, timeout_s=timeout_s)
+            result = call()
         result.model = self.model
-        return result
+        return _closed(result) if stop_after_code_block else result
 
     def count_tokens(self, text: str) -> int:
         return count_tokens(text)
