@@ -135,8 +135,8 @@ class Record(dict[str, Any]):
         for name in self:
             if _norm(name) == wanted:
                 return dict.__getitem__(self, name)
-        held = ", ".join(f"{quoted(name)}: {quoted(value, _VALUE_SAID)}" for name, value in list(self.items())[:_FIELDS_SAID])
-        raise KeyError(f"{_q(key)}: this record has no such field; its fields and values are {held or '(none)'}")
+        raise KeyError(f"{_q(key)}: this record has no such field; its fields are "
+                       f"{', '.join(map(quoted, list(self)[:_FIELDS_SAID])) or '(none)'}")
 
     def get(self, key: Any, default: Any = None) -> Any:
         try:
@@ -171,13 +171,15 @@ def _folded(text: str) -> str:
 
 def _show(r: Record) -> str:
     """A record as a list of records prints it: ``line 12: {...}``, its document's name
-    ``quoted``, and where it sits among the others before its values (``line 12, under 'x'
-    (line 3), 4 children: {...}``): at the end of a long record a small model missed it."""
+    ``quoted``, and where it sits among the others."""
     where = f"line {r.line}{f' of {quoted(r.doc)}' if r.doc else ''}"
-    up = f"under {quoted(str(next(iter(r.parent.values()), '')), VALUE_CHARS)} (line {r.parent.line})" \
-        if r.parent is not None else ""
-    down = f"{len(r._children)} children" if r._children else ""
-    return f"{', '.join(x for x in (where, up, down) if x)}: {dict.__repr__(r)}"
+    family = ""
+    if r.parent is not None or r._children:
+        up = f"under {quoted(str(next(iter(r.parent.values()), '')), VALUE_CHARS)} (line {r.parent.line})" \
+            if r.parent is not None else ""
+        down = f"{len(r._children)} children" if r._children else ""
+        family = f" ({'; '.join(x for x in (up, down) if x)})"
+    return f"{where}: {dict.__repr__(r)}{family}"
 
 
 #: Parents looked through to tell whether a record is under another (a bound, not a depth limit).
@@ -550,9 +552,6 @@ _NAME_SHOWN = 40
 _DESCRIBED_CHARS = 240
 #: Field names a note or a printed list says, at most.
 _FIELDS_SAID = 30
-#: Characters of each value a missing field's error shows beside its field's name (a long one
-#: cut): which field holds what, at a glance, for fields named by their place ('field 2').
-_VALUE_SAID = 40
 #: Values of a field a note shows with their counts, most common first (a question's value is
 #: rarely the most common: eight hid the one asked about).
 _TALLY_SHOWN = 20

@@ -118,12 +118,8 @@ def test_field_lookup_forgives_case_spaces_and_underscores() -> None:
     r = recs[0]
     assert r["home port"] == r["Home_Port"] == r["HOME PORT"] == "Kiel"
     assert "crew_size" in r and r.get("crew size") == "4" and r.get("captain") is None
-    with pytest.raises(KeyError, match="'home port': 'Kiel', 'crew size': '4'"):
+    with pytest.raises(KeyError, match="'home port', 'crew size'"):
         r["captain"]
-    long = parse_text("Owner: " + "x" * 500 + "\nCrew Size: 4\n")[0]
-    with pytest.raises(KeyError) as missing:
-        long["captain"]
-    assert "'owner': '" + "x" * 40 + "'..., 'crew size': '4'" in str(missing.value) and "x" * 41 not in str(missing.value)
 
 
 def test_continuations_repeats_and_loose_text() -> None:
