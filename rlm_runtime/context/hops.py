@@ -128,7 +128,7 @@ def asked_count(records: _records.Records, question: str) -> Count | None:
     first, index = fields[0], _records.value_index_of(records)
     named, values = _about.within(question, fields, index)
     if len(values) > 1:
-        # Other words that happen to be values ("the CSV file", "a Debian package") give way
+        # Other words that happen to be values ("the log file", "a shell script") give way
         # to the one value held in a field the question names.
         values = [v for v in values if any(f != first and f in index[v.casefold()] for f in named)]
     if len(values) != 1:
