@@ -255,7 +255,7 @@ def test_the_server_ends_a_turn_where_its_block_closes(fake_binary: Path, fake_m
     assert plain.text.endswith("```\nOutput: 12 (invented)\n") and plain.finish_reason == "stop"
 
 
-def test_a_reply_that_ends_outside_a_block_is_left_as_it_is() -> None:
+def test_only_a_reply_that_ends_inside_a_block_stopped_by_the_server_gets_its_fence() -> None:
     from rlm_runtime.llm.base import Completion, Usage
 
     for text in ("FINAL(3)", "```python\nprint(1)\n```", "Counting.\n```python\nprint(1)"):
